@@ -1,0 +1,72 @@
+"""Shared fixtures for the test suite."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from workbench.core.graph.basic import Constant, Variable, io_toposort
+
+
+def evaluate_graph(outputs: Variable | Sequence[Variable],
+                   givens: Mapping[Variable, Any] | None = None,
+                   check: bool = True) -> Any:
+    """Run a graph by calling each node's `perform` in topological order.
+
+    A linker-free evaluator for testing Ops on their own. `givens` maps input
+    Variables to values (filtered through their types). With `check`, every
+    computed value must be a valid value of its Variable's Type (exact dtype,
+    rank and static shape), which enforces the `perform` contract.
+    """
+    single = isinstance(outputs, Variable)
+    outs = [outputs] if single else list(outputs)
+    values: dict[Variable, Any] = {}
+    for var, value in (givens or {}).items():
+        values[var] = var.type.filter(value)
+    for node in io_toposort(list(values), outs):
+        args = []
+        for var in node.inputs:
+            if var in values:
+                args.append(values[var])
+            elif isinstance(var, Constant):
+                args.append(var.data)
+            else:
+                raise KeyError(f"no value given for input {var} of {node.op}")
+        cells: list[list[Any]] = [[None] for _ in node.outputs]
+        node.op.perform(node, args, cells)
+        for var, cell in zip(node.outputs, cells):
+            if check:
+                var.type.filter(cell[0], strict=True)
+            values[var] = cell[0]
+    results = [values[o] if o in values else o.data for o in outs]
+    return results[0] if single else results
+
+
+@pytest.fixture(scope="session")
+def evaluate():
+    """`evaluate(outputs, givens)`: the values of `outputs` computed by `perform` calls."""
+    return evaluate_graph
+
+
+@pytest.fixture(scope="session")
+def inferred_shape():
+    """`inferred_shape(var, givens)`: the shape `var.owner.op.infer_shape` predicts, evaluated.
+
+    Input shapes are given to `infer_shape` as symbolic `Shape_i` nodes, so the
+    answer is checked as a graph, not just as static information.
+    """
+    from workbench.core.tensor.shape import shape_i
+
+    def compute(var: Variable, givens: Mapping[Variable, Any] | None = None) -> tuple[int, ...]:
+        node = var.owner
+        in_shapes = [tuple(shape_i(v, d) for d in range(getattr(v.type, "ndim", 0)))
+                     for v in node.inputs]
+        out_shape = node.op.infer_shape(None, node, in_shapes)[var.index]
+        symbolic = [s for s in out_shape if isinstance(s, Variable)]
+        computed = iter(evaluate_graph(symbolic, givens) if symbolic else [])
+        return tuple(int(next(computed)) if isinstance(s, Variable) else int(s)
+                     for s in out_shape)
+
+    return compute

@@ -1,0 +1,135 @@
+"""dprint and pprint on graphs of the test's own Ops (tensor graphs are tested with
+the tensor library)."""
+
+import io
+
+from workbench.core.graph import Apply, Constant, FunctionGraph, Op, Type
+from workbench.core.printing import dprint, pprint, register_pprint
+
+
+class Num(Type):
+    def filter(self, x, strict=False, allow_downcast=None):
+        return float(x)
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return 7
+
+
+num = Num()
+
+
+class Scalar:
+    """A stand-in scalar op with the attributes pprint reads."""
+
+    def __init__(self, name, symbol=None):
+        self.name, self.symbol = name, symbol
+
+    def __str__(self):
+        return self.name
+
+
+class ElemLike(Op):
+    __props__ = ("scalar_op",)
+
+    def __init__(self, name, symbol=None):
+        self.scalar_op = Scalar(name, symbol)
+
+    def __str__(self):
+        return f"Elemwise{{{self.scalar_op.name}}}"
+
+    def make_node(self, *inputs):
+        return Apply(self, list(inputs), [num()])
+
+
+add, mul, neg, exp = ElemLike("add", "+"), ElemLike("mul", "*"), ElemLike("neg", "-"), ElemLike(
+    "exp")
+
+
+class Split(Op):
+    __props__ = ()
+
+    def make_node(self, x):
+        return Apply(self, [x], [num(), num()])
+
+
+def test_dprint_tree_format_with_ids_and_types():
+    x, y = num("x"), num("y")
+    z = mul(x, add(y, Constant(num, 2.0)))
+    text = dprint(z, file="str", print_type=True)
+    assert text.splitlines() == [
+        "Elemwise{mul} [id A] <Num>",
+        " |x [id B] <Num>",
+        " |Elemwise{add} [id C] <Num>",
+        " | |y [id D] <Num>",
+        " | |Constant{2.0} [id E] <Num>",
+    ]
+
+
+def test_dprint_prints_a_shared_node_once():
+    x = num("x")
+    shared = exp(x)
+    z = add(shared, shared)
+    lines = dprint(z, file="str").splitlines()
+    assert lines == [
+        "Elemwise{add} [id A]",
+        " |Elemwise{exp} [id B]",
+        " | |x [id C]",
+        " |Elemwise{exp} [id B]",
+    ]
+
+
+def test_dprint_depth_names_multiple_outputs_and_streams():
+    x = num("x")
+    a, b = Split()(x)
+    z = add(a, b)
+    z.name = "z"
+    text = dprint(z, file="str")
+    assert text.splitlines()[0] == "Elemwise{add} [id A] 'z'"
+    assert "Split.0 [id B]" in text and "Split.1 [id B]" in text
+    assert dprint(z, file="str", depth=1) == "Elemwise{add} [id A] 'z'"
+    stream = io.StringIO()
+    dprint([z, a], file=stream)
+    assert stream.getvalue().count("[id A]") == 1
+
+
+def test_dprint_of_a_function_graph_and_user_source():
+    x, y = num("x"), num("y")
+    z = mul(x, y)
+    fg = FunctionGraph([x, y], [z])
+    assert dprint(fg, file="str").startswith("Elemwise{mul} [id A]")
+    assert f"# {__file__}:" in dprint(z, file="str", print_source=True)
+
+
+def test_dprint_of_a_very_deep_graph():
+    x = num("x")
+    out = x
+    for _ in range(5000):
+        out = exp(out)
+    assert len(dprint(out, file="str").splitlines()) == 5001
+
+
+def test_pprint_writes_infix_with_minimal_parentheses():
+    x, y, w = num("x"), num("y"), num("w")
+    assert pprint(mul(exp(x), y)) == "exp(x) * y"
+    assert pprint(mul(add(x, y), w)) == "(x + y) * w"
+    assert pprint(add(x, mul(y, w))) == "x + y * w"
+    assert pprint(neg(add(x, y))) == "-(x + y)"
+    named = add(x, y)
+    named.name = "s"
+    assert pprint(mul(named, named)) == "s * s"
+
+
+def test_pprint_rules_can_be_registered():
+    class Dot(Op):
+        __props__ = ()
+
+        def make_node(self, a, b):
+            return Apply(self, [a, b], [num()])
+
+    register_pprint(Dot, lambda node, args: (f"{args[0][0]} @ {args[1][0]}", 7))
+    x, y = num("x"), num("y")
+    assert pprint(Dot()(x, y)) == "x @ y"
+    assert pprint(Split()(x)[1]) == "Split(x)[1]"

@@ -1,0 +1,49 @@
+"""workbench: a symbolic graph engine you can see into.
+
+    import workbench as wb
+    import workbench.tensor as wt
+
+    x = wt.dmatrix("x")
+    y = wt.exp(x).sum(axis=1)
+    wb.dprint(y)
+    f = wb.function([x], y)
+
+`workbench` holds the graph-level API (`function`, `shared`, `dprint`, `pprint`,
+`ifelse`, the graph classes, `config`); `workbench.tensor` (an alias of
+`workbench.core.tensor`) holds the types and every tensor operation.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from workbench.config import config
+from workbench.core import dtypes
+from workbench.core import tensor as tensor
+from workbench.core.compile import In, Mode, Out, function, shared
+from workbench.core.compile.function import Function
+from workbench.core.compile.shared import SharedVariable
+from workbench.core.graph import (
+    Apply,
+    Constant,
+    FunctionGraph,
+    Op,
+    Type,
+    Variable,
+    clone_replace,
+    graph_inputs,
+    register_transfer,
+)
+from workbench.core.printing import dprint, pprint
+
+__version__ = "0.1.0"
+
+# `import workbench.tensor` gives the tensor library (architecture: tensor = core.tensor).
+sys.modules[__name__ + ".tensor"] = tensor
+
+__all__ = [
+    "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "Out",
+    "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
+    "dtypes", "function", "graph_inputs", "pprint", "register_transfer", "shared",
+    "tensor",
+]  # fmt: skip

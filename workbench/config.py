@@ -1,0 +1,105 @@
+"""Settings, each readable from an environment variable at import time.
+
+`workbench.config.linker = "py"` or `WORKBENCH_LINKER=py`; dtype-related settings
+are kept by `workbench.core.dtypes` and only mirrored here so there is one
+place to look for every knob.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from workbench.core import dtypes
+from workbench.core.graph import utils as graph_utils
+
+_LINKERS = ("auto", "py", "c", "gpu")
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "workbench"
+
+
+class Config:
+    """The process-wide settings. Use `config.change(name=value)` for a temporary change."""
+
+    def __init__(self) -> None:
+        self._linker = "auto"
+        self.linker = os.environ.get("WORKBENCH_LINKER", "auto")
+        self.cache_dir = Path(os.environ.get("WORKBENCH_CACHE_DIR") or _default_cache_dir())
+        self.device = os.environ.get("WORKBENCH_DEVICE", "auto")
+        self.mode = os.environ.get("WORKBENCH_MODE", "FAST_RUN")
+        if "WORKBENCH_FLOATX" in os.environ:
+            self.floatX = os.environ["WORKBENCH_FLOATX"]
+        if "WORKBENCH_CASTING_MODE" in os.environ:
+            self.casting_mode = os.environ["WORKBENCH_CASTING_MODE"] or None
+
+    @property
+    def linker(self) -> str:
+        """'auto' (the fastest available), 'py', 'c' or 'gpu'."""
+        return self._linker
+
+    @linker.setter
+    def linker(self, value: str) -> None:
+        if value not in _LINKERS:
+            raise ValueError(f"config.linker must be one of {_LINKERS}, got {value!r}")
+        self._linker = value
+
+    @property
+    def floatX(self) -> str:  # noqa: N802 (the traditional name)
+        """The default float dtype (same as dtypes.default_float_dtype())."""
+        return str(dtypes.default_float_dtype())
+
+    @floatX.setter
+    def floatX(self, value: str) -> None:  # noqa: N802
+        dtypes.set_default_float_dtype(value)
+
+    @property
+    def intX(self) -> str:  # noqa: N802
+        return str(dtypes.default_int_dtype())
+
+    @intX.setter
+    def intX(self, value: str) -> None:  # noqa: N802
+        dtypes.set_default_int_dtype(value)
+
+    @property
+    def casting_mode(self) -> str | None:
+        """None, 'upcast', 'downcast', 'crosscast' or 'cast' (seed 004)."""
+        return dtypes.casting_mode()
+
+    @casting_mode.setter
+    def casting_mode(self, value: str | None) -> None:
+        dtypes.set_casting_mode(value)
+
+    @property
+    def trace_user_code(self) -> bool:
+        """Record the user's file:line on every Variable (for error messages)."""
+        return graph_utils.capture_source_locations
+
+    @trace_user_code.setter
+    def trace_user_code(self, value: bool) -> None:
+        graph_utils.capture_source_locations = bool(value)
+
+    @contextlib.contextmanager
+    def change(self, **settings: Any) -> Iterator[Config]:
+        """Temporarily change settings: `with config.change(floatX="float32"): ...`."""
+        old = {name: getattr(self, name) for name in settings}
+        try:
+            for name, value in settings.items():
+                setattr(self, name, value)
+            yield self
+        finally:
+            for name, value in old.items():
+                setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        names = ("linker", "mode", "floatX", "intX", "casting_mode", "cache_dir", "device",
+                 "trace_user_code")
+        return "Config(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+
+
+config = Config()

@@ -1,0 +1,169 @@
+"""Compilation modes: which rewrites to apply and which linker to run the graph with.
+
+A `Mode` pairs a linker name ("py", "c", "gpu", or None for the fastest one
+available) with a rewriter (None, or a callable applied to the FunctionGraph
+before linking). Modes are registered by name; `get_mode` accepts a name or a
+Mode. The standard names FAST_RUN, FAST_COMPILE and DEBUG exist now and use the
+Python linker without rewrites; the rewrite pipeline fills them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workbench.core.link.vm import Linker, VMLinker
+
+__all__ = [
+    "LinkerUnavailableError", "Mode", "available_linkers", "default_linker", "get_default_mode",
+    "get_linker",
+    "get_mode", "register_linker", "register_mode", "registered_modes",
+]  # fmt: skip
+
+
+class LinkerUnavailableError(NotImplementedError):
+    """The requested linker is known but not built (yet) or cannot run here."""
+
+
+#: A rewriter transforms a FunctionGraph in place (or is an object with `.rewrite(fgraph)`).
+Rewriter = Any
+
+
+class Mode:
+    """How to compile a graph: `linker` ("py", "c", "gpu", None or a Linker) and `rewriter`.
+
+    `rewriter` is None (no rewrites), a callable `rewriter(fgraph)`, or an object
+    with a `rewrite(fgraph)` method; it changes the graph in place.
+    """
+
+    def __init__(self, linker: str | Linker | None = "py", rewriter: Rewriter = None,
+                 name: str | None = None) -> None:
+        if linker is not None and not isinstance(linker, (str, Linker)):
+            raise TypeError(f"Mode linker must be a linker name or a Linker, got {linker!r}")
+        self.linker = linker
+        self.rewriter = rewriter
+        self.name = name
+
+    def clone(self, **changes: Any) -> Mode:
+        """A copy with some of `linker`, `rewriter`, `name` changed."""
+        values = {"linker": self.linker, "rewriter": self.rewriter, "name": self.name}
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise TypeError(f"Mode.clone got unknown arguments {sorted(unknown)}")
+        values.update(changes)
+        return Mode(**values)
+
+    def rewrite(self, fgraph: Any) -> None:
+        """Apply this mode's rewriter (if any) to `fgraph` in place."""
+        rewriter = self.rewriter
+        if rewriter is None:
+            return
+        method = getattr(rewriter, "rewrite", None)
+        if method is not None:
+            method(fgraph)
+        elif callable(rewriter):
+            rewriter(fgraph)
+        else:
+            raise TypeError(f"mode {self}: rewriter {rewriter!r} is neither callable nor has "
+                            ".rewrite(fgraph)")
+
+    def __repr__(self) -> str:
+        if self.name is not None:
+            return f"Mode({self.name!r})"
+        return f"Mode(linker={self.linker!r}, rewriter={self.rewriter!r})"
+
+
+_modes: dict[str, Mode] = {}
+_default_mode_name = "FAST_RUN"
+
+
+def register_mode(name: str, mode: Mode) -> None:
+    """Make `mode` available to `get_mode(name)` (replacing any mode of that name)."""
+    if not isinstance(mode, Mode):
+        raise TypeError(f"register_mode: expected a Mode, got {mode!r}")
+    _modes[name] = mode
+
+
+def registered_modes() -> list[str]:
+    return list(_modes)
+
+
+def get_default_mode() -> Mode:
+    return _modes[_default_mode_name]
+
+
+def get_mode(name_or_mode: str | Mode | None = None) -> Mode:
+    """The Mode of that name (None: the default, FAST_RUN), or the Mode itself."""
+    if name_or_mode is None:
+        return get_default_mode()
+    if isinstance(name_or_mode, Mode):
+        return name_or_mode
+    if isinstance(name_or_mode, str):
+        mode = _modes.get(name_or_mode) or _modes.get(name_or_mode.upper())
+        if mode is None:
+            raise ValueError(
+                f"unknown mode {name_or_mode!r}; known modes: {', '.join(sorted(_modes))}"
+            )
+        return mode
+    raise TypeError(f"mode must be a mode name or a Mode, got {name_or_mode!r}")
+
+
+for _name in ("FAST_RUN", "FAST_COMPILE", "DEBUG"):
+    register_mode(_name, Mode(linker="py", rewriter=None, name=_name))
+
+
+# -- linkers ---------------------------------------------------------------------
+
+#: name -> factory returning a fresh Linker, or None when the linker is not built yet.
+_linkers: dict[str, Callable[[], Linker] | None] = {"py": VMLinker, "c": None, "gpu": None}
+#: Order in which linker=None picks the fastest available linker (the GPU linker is
+#: only used when asked for: transfers make it slower for small graphs).
+_linker_preference = ["c", "py"]
+_unavailable_reason = {
+    "c": "the C linker is not built yet; use linker='py'",
+    "gpu": "the GPU linker is not built yet; use linker='py'",
+}
+
+
+def register_linker(name: str, factory: Callable[[], Linker] | None,
+                    reason: str | None = None) -> None:
+    """Register (or, with factory None, mark unavailable) the linker `name`."""
+    _linkers[name] = factory
+    if factory is None:
+        _unavailable_reason[name] = reason or f"the {name!r} linker is not available"
+    else:
+        _unavailable_reason.pop(name, None)
+
+
+def available_linkers() -> list[str]:
+    """Names of the linkers that can be used now, the one linker=None picks first."""
+    ordered = [n for n in _linker_preference if n in _linkers]
+    ordered += [n for n in _linkers if n not in ordered]
+    return [n for n in ordered if _linkers[n] is not None]
+
+
+def default_linker() -> str:
+    """The linker used when none is named: the first available in order of preference."""
+    for name in _linker_preference:
+        if _linkers.get(name) is not None:
+            return name
+    return available_linkers()[0]
+
+
+def get_linker(linker: str | Linker | None = None) -> Linker:
+    """A fresh Linker for a name ("py", "c", "gpu"; None: the fastest available)."""
+    if isinstance(linker, Linker):
+        return linker.clone() if linker.fgraph is not None else linker
+    if linker is None:
+        return get_linker(default_linker())
+    if not isinstance(linker, str):
+        raise TypeError(f"linker must be a linker name or a Linker, got {linker!r}")
+    if linker not in _linkers:
+        raise ValueError(f"unknown linker {linker!r}; known linkers: {', '.join(_linkers)}")
+    factory = _linkers[linker]
+    if factory is None:
+        raise LinkerUnavailableError(
+            f"linker {linker!r} is unavailable: {_unavailable_reason[linker]} "
+            f"(available: {', '.join(available_linkers())})"
+        )
+    return factory()

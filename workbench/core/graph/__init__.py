@@ -1,0 +1,53 @@
+"""The graph core: Variables, Apply nodes, Ops, Types, FunctionGraph and features."""
+
+from workbench.core.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    ancestors,
+    applys_between,
+    clone,
+    clone_get_equiv,
+    clone_replace,
+    explicit_graph_inputs,
+    graph_inputs,
+    io_toposort,
+    orphans_between,
+    register_transfer,
+    variables_between,
+    walk,
+)
+from workbench.core.graph.features import (
+    AlreadyThere,
+    Feature,
+    History,
+    NodeFinder,
+    ReplaceValidate,
+    Validator,
+)
+from workbench.core.graph.fg import (
+    OUTPUT,
+    FunctionGraph,
+    InconsistencyError,
+    MissingInputError,
+)
+from workbench.core.graph.op import Op, Thunk
+from workbench.core.graph.type import (
+    DisconnectedType,
+    Generic,
+    NullType,
+    Type,
+    disconnected_type,
+    generic,
+)
+from workbench.core.graph.utils import MethodNotDefined, SourceLocation
+
+__all__ = [
+    "OUTPUT", "AlreadyThere", "Apply", "Constant", "DisconnectedType", "Feature",
+    "FunctionGraph", "Generic", "History", "InconsistencyError", "MethodNotDefined",
+    "MissingInputError", "NodeFinder", "NullType", "Op", "ReplaceValidate", "SourceLocation",
+    "Thunk", "Type", "Validator", "Variable", "ancestors", "applys_between", "clone",
+    "clone_get_equiv", "clone_replace", "disconnected_type", "explicit_graph_inputs",
+    "generic", "graph_inputs", "io_toposort", "orphans_between", "register_transfer",
+    "variables_between", "walk",
+]

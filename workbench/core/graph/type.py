@@ -1,0 +1,211 @@
+"""The Type contract: static information about the values a Variable may hold.
+
+A Type builds Variables (`make_variable` / `__call__`), filters runtime values
+(`filter`), relates to other Types (`is_super`, `in_same_class`) and converts
+Variables (`filter_variable`). `Generic`, `NullType` and `DisconnectedType` live
+here because every layer needs them; tensors and scalars define their own Types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.graph.basic import Constant, Variable
+from workbench.core.graph.utils import MethodNotDefined
+
+
+class Type:
+    """Base class of all Types; subclasses must implement `filter`.
+
+    Types are immutable and compared by value: subclasses that carry parameters
+    list them in `__props__`, which generates `__eq__` and `__hash__`.
+    """
+
+    __props__: tuple[str, ...] = ()
+    variable_type: type[Variable] = Variable
+    constant_type: type[Constant] = Constant
+
+    # -- identity ---------------------------------------------------------------
+    def _props(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__props__)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._props()))
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def clone(self, **kwargs: Any) -> Type:
+        """A copy of this Type with some `__props__` changed."""
+        props = {name: getattr(self, name) for name in self.__props__}
+        unknown = set(kwargs) - set(props)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.clone got unknown arguments {sorted(unknown)}")
+        props.update(kwargs)
+        return type(self)(**props)
+
+    # -- values -----------------------------------------------------------------
+    def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
+        """Return `data` converted to a value of this Type, or raise TypeError.
+
+        With `strict`, `data` must already be such a value (it is returned as is).
+        Otherwise lossless conversions are allowed, and lossy ones only with
+        `allow_downcast`.
+        """
+        raise MethodNotDefined(f"{type(self).__name__}.filter")
+
+    def filter_inplace(
+        self, value: Any, storage: Any, strict: bool = False, allow_downcast: bool | None = None
+    ) -> Any:
+        """Like `filter`, possibly reusing the memory of `storage` (the old value)."""
+        raise MethodNotDefined(f"{type(self).__name__}.filter_inplace")
+
+    def is_valid_value(self, data: Any, strict: bool = True) -> bool:
+        """True if `filter(data, strict=strict)` would succeed."""
+        try:
+            self.filter(data, strict=strict)
+            return True
+        except (TypeError, ValueError):
+            return False
+
+    def value_validity_msg(self, data: Any) -> str:
+        """Why `data` is or is not a valid value of this Type."""
+        try:
+            self.filter(data, strict=True)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+        return "value is valid"
+
+    def values_eq(self, a: Any, b: Any) -> bool:
+        return bool(a == b)
+
+    def values_eq_approx(self, a: Any, b: Any) -> bool:
+        return self.values_eq(a, b)
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        return a is b
+
+    def get_shape_info(self, obj: Any) -> Any:
+        """What `get_size` needs to report the memory of `obj` (used by the profiler)."""
+        return obj
+
+    def get_size(self, shape_info: Any) -> int:
+        """Bytes of data taken by a value described by `shape_info`."""
+        raise MethodNotDefined(f"{type(self).__name__}.get_size")
+
+    # -- relations between Types ------------------------------------------------
+    def in_same_class(self, otype: Type) -> bool | None:
+        """True if `otype` belongs to the same class of types as self (default: equality)."""
+        return self == otype
+
+    def is_super(self, otype: Type) -> bool | None:
+        """True if every value of `otype` is a value of self (self >= otype)."""
+        return self.in_same_class(otype)
+
+    # -- variables --------------------------------------------------------------
+    def make_variable(self, name: str | None = None) -> Variable:
+        return self.variable_type(self, None, None, name)
+
+    def __call__(self, name: str | None = None) -> Variable:
+        return self.make_variable(name)
+
+    def make_constant(self, value: Any, name: str | None = None) -> Constant:
+        return self.constant_type(self, value, name=name)
+
+    def convert_variable(self, var: Variable) -> Variable | None:
+        """A Variable compatible with both self and `var.type`, or None if impossible."""
+        if self.is_super(var.type):
+            return var
+        return None
+
+    def filter_variable(self, other: Any, allow_convert: bool = True) -> Variable:
+        """Return `other` as a Variable usable where this Type is expected.
+
+        A narrower Variable is returned unchanged; a compatible but wider one is
+        converted (for tensors, through a SpecifyShape node). Raises TypeError
+        naming both types otherwise.
+        """
+        if not isinstance(other, Variable):
+            other = self.make_constant(other)
+        if other.type == self:
+            return other
+        if allow_convert:
+            converted = self.convert_variable(other)
+            if converted is not None:
+                return converted
+        raise TypeError(
+            f"cannot convert variable {other} of type {other.type} to type {self}"
+        )
+
+
+class Generic(Type):
+    """Any Python object; used for Op parameters and values no other Type models."""
+
+    def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
+        return data
+
+    def is_valid_value(self, data: Any, strict: bool = True) -> bool:
+        return True
+
+    def values_eq_approx(self, a: Any, b: Any) -> bool:
+        try:
+            return bool(a == b)
+        except Exception:
+            return a is b
+
+    def get_size(self, shape_info: Any) -> int:
+        return 0
+
+    def __str__(self) -> str:
+        return "Generic"
+
+
+generic = Generic()
+
+
+class NullType(Type):
+    """The type of an undefined gradient; carries the reason in `why_null`.
+
+    No value can have this type: compiling a graph that needs one is an error.
+    """
+
+    __props__ = ("why_null",)
+
+    def __init__(self, why_null: str = "(no explanation given)") -> None:
+        self.why_null = why_null
+
+    def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
+        raise ValueError(f"no value has a NullType ({self.why_null})")
+
+    def filter_variable(self, other: Any, allow_convert: bool = True) -> Variable:
+        raise ValueError(f"no variable can be converted to a NullType ({self.why_null})")
+
+    def __str__(self) -> str:
+        return "NullType"
+
+
+class DisconnectedType(Type):
+    """The type of the gradient of an input that does not influence an output."""
+
+    def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
+        raise AssertionError(
+            "a DisconnectedType variable was used in a computation; "
+            "it only marks that a gradient does not flow"
+        )
+
+    def filter_variable(self, other: Any, allow_convert: bool = True) -> Variable:
+        raise AssertionError("no variable can be converted to a DisconnectedType")
+
+    def __str__(self) -> str:
+        return "DisconnectedType"
+
+
+disconnected_type = DisconnectedType()

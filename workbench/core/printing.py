@@ -1,0 +1,288 @@
+"""Text views of a graph: `dprint` (the tree, one node per line) and `pprint` (a formula).
+
+`dprint` labels every Apply output and input with an id (`[id A]`), indents
+children under `|`, and prints a node reached a second time without its
+children, so shared subgraphs are visible as shared. `pprint` writes the graph
+as an infix expression such as `exp(x) * y`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from workbench.core.graph.basic import Apply, Constant, Variable, short_data_repr
+from workbench.core.graph.fg import FunctionGraph
+
+
+def _id_label(n: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> BA ... (base 26 with letters, like a spreadsheet without gaps)."""
+    letters = ""
+    while True:
+        letters = chr(ord("A") + n % 26) + letters
+        n //= 26
+        if n == 0:
+            return letters
+
+
+class IdLabels:
+    """Assigns `[id X]` labels in the order nodes are first printed.
+
+    The inspector reuses this so a node has the same label in `dprint`, in
+    `to_networkx` and in drawings.
+    """
+
+    def __init__(self) -> None:
+        self._labels: dict[Any, str] = {}
+
+    def __call__(self, obj: Any) -> str:
+        key = obj.owner if isinstance(obj, Variable) and obj.owner is not None else obj
+        label = self._labels.get(key)
+        if label is None:
+            label = _id_label(len(self._labels))
+            self._labels[key] = label
+        return label
+
+    def known(self, obj: Any) -> bool:
+        key = obj.owner if isinstance(obj, Variable) and obj.owner is not None else obj
+        return key in self._labels
+
+
+def _outputs_of(graph: Any) -> tuple[list[Variable], FunctionGraph | None]:
+    """The outputs to print for a Variable, a list of them, a FunctionGraph or a Function."""
+    maker = getattr(graph, "maker", None)
+    if maker is not None and hasattr(maker, "fgraph"):
+        graph = maker.fgraph
+    if isinstance(graph, FunctionGraph):
+        return list(graph.outputs), graph
+    if isinstance(graph, Variable):
+        return [graph], None
+    if isinstance(graph, Apply):
+        return list(graph.outputs), None
+    if isinstance(graph, (list, tuple)):
+        outputs: list[Variable] = []
+        for item in graph:
+            outputs.extend(_outputs_of(item)[0])
+        return outputs, None
+    raise TypeError(
+        "dprint expects a Variable, a list of Variables, a FunctionGraph or a compiled "
+        f"Function, got {type(graph).__name__}"
+    )
+
+
+def _variable_text(var: Variable) -> str:
+    """How a graph input or constant appears in dprint."""
+    if isinstance(var, Constant):
+        if var.name is not None:
+            return var.name
+        return f"{type(var).__name__}{{{short_data_repr(var.data)}}}"
+    if var.name is not None:
+        return var.name
+    return f"<{var.type}>"
+
+
+def _node_text(var: Variable) -> str:
+    node = var.owner
+    assert node is not None
+    text = str(node.op)
+    if len(node.outputs) > 1:
+        text += f".{var.index}"
+    return text
+
+
+def dprint(
+    graph: Any,
+    print_type: bool = False,
+    depth: int | None = None,
+    file: TextIO | str | None = None,
+    print_source: bool = False,
+    ids: IdLabels | None = None,
+) -> str | Any:
+    """Print the graph as an indented tree (seed 001's format).
+
+    `graph` is a Variable, a list of Variables, a FunctionGraph or a compiled
+    Function. `print_type` appends each Variable's Type; `depth` limits how deep
+    the tree goes; `print_source` appends the user's file:line that built each
+    node. `file` is a stream (default stdout) or the string "str" to return the
+    text instead of printing it. Returns the text when file="str", else `graph`.
+    """
+    outputs, fgraph = _outputs_of(graph)
+    labels = ids if ids is not None else IdLabels()
+    lines: list[str] = []
+    expanded: set[Apply] = set()
+
+    def describe(var: Variable) -> str:
+        if var.owner is not None:
+            text = f"{_node_text(var)} [id {labels(var)}]"
+            if var.name is not None:
+                text += f" '{var.name}'"
+        else:
+            text = f"{_variable_text(var)} [id {labels(var)}]"
+        if print_type:
+            text += f" <{var.type}>"
+        if print_source:
+            source = getattr(var.tag, "source", None)
+            if source is not None:
+                text += f"  # {source.filename}:{source.lineno}"
+        return text
+
+    # An explicit stack keeps deep graphs (thousands of nodes) from hitting the
+    # recursion limit. Each entry: (variable, prefix for its own line, prefix for
+    # its children, depth).
+    for out in outputs:
+        stack: list[tuple[Variable, str, int]] = [(out, "", 0)]
+        while stack:
+            var, prefix, level = stack.pop()
+            lines.append(prefix + describe(var))
+            node = var.owner
+            if node is None or node in expanded:
+                continue
+            expanded.add(node)
+            if depth is not None and level + 1 >= depth:
+                continue
+            child_prefix = prefix + " |"
+            for child in reversed(node.inputs):
+                stack.append((child, child_prefix, level + 1))
+
+    text = "\n".join(lines)
+    if file == "str":
+        return text
+    stream = file if file is not None else sys.stdout
+    stream.write(text + "\n")
+    return graph
+
+
+# -- pprint ------------------------------------------------------------------------
+
+# Binding strength of infix operators (higher binds tighter), as in Python.
+_PRECEDENCE = {
+    "or": 0, "|": 1, "^": 2, "&": 3,
+    "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+    "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7,
+    "neg": 8, "~": 8, "**": 9,
+}
+_ATOM = 100
+
+PprintRule = Callable[[Apply, list[tuple[str, int]]], tuple[str, int]]
+_rules: list[tuple[Callable[[Apply], bool], PprintRule]] = []
+
+
+def register_pprint(predicate: Callable[[Apply], bool] | type, rule: PprintRule) -> None:
+    """Teach pprint how to write a node: `rule(node, [(text, precedence), ...])`.
+
+    `predicate` is an Op class or a function of the node. Rules registered later
+    are tried first.
+    """
+    if isinstance(predicate, type):
+        op_class = predicate
+
+        def predicate(node: Apply) -> bool:
+            return isinstance(node.op, op_class)
+
+    _rules.insert(0, (predicate, rule))
+
+
+def _wrap(text: str, precedence: int, needed: int) -> str:
+    return f"({text})" if precedence < needed else text
+
+
+def _scalar_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int] | None:
+    scalar_op = getattr(node.op, "scalar_op", None)
+    if scalar_op is None:
+        return None
+    symbol = getattr(scalar_op, "symbol", None)
+    name = getattr(scalar_op, "name", None) or str(scalar_op)
+    if symbol is not None and len(args) == 2:
+        prec = getattr(scalar_op, "precedence", None) or _PRECEDENCE.get(symbol, 5)
+        (left, lp), (right, rp) = args
+        if symbol == "**":  # right-associative
+            return f"{_wrap(left, lp, prec + 1)} ** {_wrap(right, rp, prec)}", prec
+        return f"{_wrap(left, lp, prec)} {symbol} {_wrap(right, rp, prec + 1)}", prec
+    if symbol is not None and len(args) == 1:
+        prec = _PRECEDENCE["neg"]
+        (text, p), = args
+        return f"{symbol}{_wrap(text, p, prec)}", prec
+    return f"{name}({', '.join(t for t, _ in args)})", _ATOM
+
+
+def _dimshuffle_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int] | None:
+    new_order = getattr(node.op, "new_order", None)
+    if new_order is None:
+        return None
+    kept = [d for d in new_order if d != "x"]
+    (text, prec), = args[:1]
+    if kept == sorted(kept):  # only broadcast dimensions added or dropped: invisible
+        return text, prec
+    if len(kept) == len(new_order) and kept == list(range(len(kept)))[::-1]:
+        return f"{_wrap(text, prec, _ATOM)}.T", _ATOM
+    order = ",".join(str(d) for d in new_order)
+    return f"dimshuffle({text}, {order})", _ATOM
+
+
+def pprint(graph: Any, file: TextIO | str | None = "str") -> str:
+    """The graph as an infix formula, e.g. `exp(x) * y`; one line per output.
+
+    Named intermediate variables print by name, so a large graph stays readable
+    when the user names its parts. Returns the text (and writes it to `file` if
+    a stream is given).
+    """
+    outputs, _ = _outputs_of(graph)
+    memo: dict[Variable, tuple[str, int]] = {}
+
+    def leaf(var: Variable) -> tuple[str, int]:
+        if isinstance(var, Constant) and var.name is None:
+            return short_data_repr(var.data, limit=40), _ATOM
+        return _variable_text(var), _ATOM
+
+    def as_argument(var: Variable) -> tuple[str, int]:
+        if var.owner is not None and var.name is not None:
+            return var.name, _ATOM
+        return memo[var]
+
+    for out in outputs:
+        # Post-order with an explicit stack: deep graphs must not recurse.
+        stack = [out]
+        while stack:
+            var = stack[-1]
+            if var in memo:
+                stack.pop()
+                continue
+            node = var.owner
+            if node is None:
+                memo[var] = leaf(var)
+                stack.pop()
+                continue
+            missing = [c for c in node.inputs if c not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            memo[var] = _format_node(node, var, [as_argument(c) for c in node.inputs])
+
+    text = "\n".join(memo[o][0] for o in outputs)
+    if file not in ("str", None):
+        file.write(text + "\n")  # type: ignore[union-attr]
+    return text
+
+
+def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tuple[str, int]:
+    for predicate, rule in _rules:
+        if predicate(node):
+            return rule(node, args)
+    for rule in (_dimshuffle_rule, _scalar_rule):
+        result = rule(node, args)
+        if result is not None:
+            if len(node.outputs) > 1:
+                return f"{result[0]}[{var.index}]", _ATOM
+            return result
+    op_text = str(node.op)
+    call = f"{op_text}({', '.join(t for t, _ in args)})"
+    if len(node.outputs) > 1:
+        call += f"[{var.index}]"
+    return call, _ATOM
+
+
+def debugprint(*args: Any, **kwargs: Any) -> Any:
+    """Alias of dprint."""
+    return dprint(*args, **kwargs)

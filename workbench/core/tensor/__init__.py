@@ -1,0 +1,211 @@
+"""Tensors: TensorType and TensorVariable, elementwise Ops, shapes, casts and math.
+
+``import workbench.core.tensor as wt`` gives everything needed to build array
+graphs: types (``wt.dmatrix``, ``wt.tensor("float32", shape=(None, 3))``),
+conversion (``wt.as_tensor_variable``, ``wt.constant``), Ops (``wt.Elemwise``,
+``wt.DimShuffle``, ``wt.SpecifyShape``) and functions (``wt.exp``, ``wt.add``, ...).
+"""
+
+# The families of the tensor library; each module lists its public names in __all__.
+from workbench.core.tensor import creation as _creation  # noqa: E402
+from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
+from workbench.core.tensor import join as _join  # noqa: E402
+from workbench.core.tensor import linalg as _linalg  # noqa: E402
+from workbench.core.tensor import reduction as _reduction  # noqa: E402
+from workbench.core.tensor import shape as _shape  # noqa: E402
+from workbench.core.tensor import subtensor as _subtensor  # noqa: E402
+from workbench.core.tensor.basic import astype, cast, cast_op
+from workbench.core.tensor.creation import *  # noqa: F403,E402
+from workbench.core.tensor.elemwise import (
+    DimShuffle,
+    Elemwise,
+    broadcast_static_shapes,
+    dimshuffle,
+)
+from workbench.core.tensor.extra_ops import *  # noqa: F403,E402
+from workbench.core.tensor.join import *  # noqa: F403,E402
+from workbench.core.tensor.linalg import *  # noqa: F403,E402
+from workbench.core.tensor.math import (
+    abs,
+    add,
+    and_,
+    angle,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    ceil,
+    conj,
+    cos,
+    cosh,
+    eq,
+    erf,
+    erfc,
+    exp,
+    exp2,
+    expm1,
+    floor,
+    floor_div,
+    ge,
+    gt,
+    identity,
+    imag,
+    int_div,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    log,
+    log1p,
+    log2,
+    log10,
+    lt,
+    maximum,
+    minimum,
+    mod,
+    mul,
+    neg,
+    neq,
+    or_,
+    pow,
+    real,
+    reciprocal,
+    round_half_to_even,
+    sigmoid,
+    sign,
+    sin,
+    sinh,
+    softplus,
+    sqr,
+    sqrt,
+    square,
+    sub,
+    switch,
+    tan,
+    tanh,
+    true_div,
+    where,
+    xor,
+)
+from workbench.core.tensor.reduction import *  # noqa: F403,E402
+from workbench.core.tensor.shape import *  # noqa: F403,E402
+from workbench.core.tensor.subtensor import *  # noqa: F403,E402
+from workbench.core.tensor.type import (  # the shorthand Types: 8 dtypes x 8 shapes
+    SHORTHAND_TYPES,
+    TensorType,
+    bcol,
+    bmatrix,
+    brow,
+    bscalar,
+    btensor3,
+    btensor4,
+    btensor5,
+    bvector,
+    ccol,
+    cmatrix,
+    col,
+    crow,
+    cscalar,
+    ctensor3,
+    ctensor4,
+    ctensor5,
+    cvector,
+    dcol,
+    dmatrix,
+    drow,
+    dscalar,
+    dtensor3,
+    dtensor4,
+    dtensor5,
+    dvector,
+    fcol,
+    fmatrix,
+    format_shape,
+    frow,
+    fscalar,
+    ftensor3,
+    ftensor4,
+    ftensor5,
+    fvector,
+    icol,
+    imatrix,
+    irow,
+    iscalar,
+    itensor3,
+    itensor4,
+    itensor5,
+    ivector,
+    lcol,
+    lmatrix,
+    lrow,
+    lscalar,
+    ltensor3,
+    ltensor4,
+    ltensor5,
+    lvector,
+    matrix,
+    row,
+    scalar,
+    tensor,
+    tensor3,
+    tensor4,
+    tensor5,
+    vector,
+    wcol,
+    wmatrix,
+    wrow,
+    wscalar,
+    wtensor3,
+    wtensor4,
+    wtensor5,
+    wvector,
+    zcol,
+    zmatrix,
+    zrow,
+    zscalar,
+    ztensor3,
+    ztensor4,
+    ztensor5,
+    zvector,
+)
+from workbench.core.tensor.variable import (
+    TensorConstant,
+    TensorVariable,
+    as_tensor_variable,
+    constant,
+)
+
+_FAMILIES = (_creation, _extra_ops, _join, _linalg, _reduction, _shape, _subtensor)
+
+__all__ = [
+    # types, variables, conversion
+    "TensorType", "TensorVariable", "TensorConstant", "as_tensor_variable", "constant",
+    "format_shape", "SHORTHAND_TYPES",
+    "scalar", "vector", "row", "col", "matrix", "tensor3", "tensor4", "tensor5", "tensor",
+    # the shorthand Types (8 dtypes x 8 shapes)
+    "bscalar", "bvector", "brow", "bcol", "bmatrix", "btensor3", "btensor4", "btensor5",
+    "cscalar", "cvector", "crow", "ccol", "cmatrix", "ctensor3", "ctensor4", "ctensor5",
+    "dscalar", "dvector", "drow", "dcol", "dmatrix", "dtensor3", "dtensor4", "dtensor5",
+    "fscalar", "fvector", "frow", "fcol", "fmatrix", "ftensor3", "ftensor4", "ftensor5",
+    "iscalar", "ivector", "irow", "icol", "imatrix", "itensor3", "itensor4", "itensor5",
+    "lscalar", "lvector", "lrow", "lcol", "lmatrix", "ltensor3", "ltensor4", "ltensor5",
+    "wscalar", "wvector", "wrow", "wcol", "wmatrix", "wtensor3", "wtensor4", "wtensor5",
+    "zscalar", "zvector", "zrow", "zcol", "zmatrix", "ztensor3", "ztensor4", "ztensor5",
+    # Ops
+    "Elemwise", "DimShuffle", "dimshuffle", "broadcast_static_shapes",
+    "cast", "astype", "cast_op",
+    # elementwise functions
+    "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
+    "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
+    "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+    "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
+    "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+]  # fmt: skip
+__all__ += [name for module in _FAMILIES for name in module.__all__]
+del _FAMILIES

@@ -1,0 +1,171 @@
+"""Elementwise tensor functions: arithmetic, comparisons, logic and math.
+
+Each function builds an `Elemwise` node of the scalar Op of the same name, so
+``exp(x)`` prints as ``Elemwise{exp}``. Arguments may be tensor Variables,
+numbers, lists or arrays; Python numbers are weak (``float32_x * 2.5`` stays
+float32). Broadcasting follows numpy. Dtype rules are those of
+`workbench.core.scalar.math`: notably, true division and transcendental
+functions of integers give the default float dtype, comparisons give bool.
+
+The Elemwise Op behind each function is its ``.op`` attribute (``exp.op``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workbench.core.graph.basic import Variable
+from workbench.core.scalar import math as smath
+from workbench.core.scalar.basic import ScalarOp
+from workbench.core.tensor.elemwise import Elemwise
+
+TensorLike = Any  # a tensor Variable, a number, a (nested) list or a numpy array
+
+
+def _unary(scalar_op: ScalarOp, name: str, doc: str) -> Callable[[TensorLike], Variable]:
+    op = Elemwise(scalar_op)
+
+    def function(x: TensorLike) -> Variable:
+        return op(x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    function.op = op  # type: ignore[attr-defined]
+    return function
+
+
+def _binary(scalar_op: ScalarOp, name: str, doc: str
+            ) -> Callable[[TensorLike, TensorLike], Variable]:
+    op = Elemwise(scalar_op)
+
+    def function(x: TensorLike, y: TensorLike) -> Variable:
+        return op(x, y)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    function.op = op  # type: ignore[attr-defined]
+    return function
+
+
+# -- arithmetic --------------------------------------------------------------------
+
+_add = Elemwise(smath.add)
+_mul = Elemwise(smath.mul)
+
+
+def add(x: TensorLike, y: TensorLike, *others: TensorLike) -> Variable:
+    """x + y (+ others...), elementwise, folded left to right."""
+    result = _add(x, y)
+    for other in others:
+        result = _add(result, other)
+    return result
+
+
+def mul(x: TensorLike, y: TensorLike, *others: TensorLike) -> Variable:
+    """x * y (* others...), elementwise, folded left to right."""
+    result = _mul(x, y)
+    for other in others:
+        result = _mul(result, other)
+    return result
+
+
+add.op = _add  # type: ignore[attr-defined]
+mul.op = _mul  # type: ignore[attr-defined]
+
+sub = _binary(smath.sub, "sub", "x - y, elementwise (not defined for booleans).")
+true_div = _binary(smath.true_div, "true_div",
+                   "x / y, elementwise; integer inputs give the default float dtype.")
+floor_div = _binary(smath.int_div, "floor_div",
+                    "x // y, elementwise, rounding toward minus infinity.")
+int_div = floor_div
+mod = _binary(smath.mod, "mod", "x % y, elementwise, with the sign of y (numpy's remainder).")
+pow = _binary(smath.pow, "pow", "x ** y, elementwise.")
+maximum = _binary(smath.maximum, "maximum", "The elementwise larger of x and y (NaN wins).")
+minimum = _binary(smath.minimum, "minimum", "The elementwise smaller of x and y (NaN wins).")
+neg = _unary(smath.neg, "neg", "-x, elementwise (not defined for booleans).")
+abs = _unary(smath.abs, "abs", "|x|, elementwise; complex inputs give real outputs.")
+sqr = _unary(smath.sqr, "sqr", "x * x, elementwise.")
+square = sqr
+reciprocal = _unary(smath.reciprocal, "reciprocal",
+                    "1 / x, elementwise; integer inputs give the default float dtype.")
+sign = _unary(smath.sign, "sign", "-1, 0 or 1 elementwise, in the input's dtype.")
+identity = _unary(smath.identity, "identity", "A copy of x (an Elemwise rewrites remove).")
+
+# -- comparisons and logic ---------------------------------------------------------
+
+eq = _binary(smath.eq, "eq", "x == y, elementwise (bool). `==` on Variables is identity.")
+neq = _binary(smath.neq, "neq", "x != y, elementwise (bool). `!=` on Variables is identity.")
+lt = _binary(smath.lt, "lt", "x < y, elementwise (bool).")
+gt = _binary(smath.gt, "gt", "x > y, elementwise (bool).")
+le = _binary(smath.le, "le", "x <= y, elementwise (bool).")
+ge = _binary(smath.ge, "ge", "x >= y, elementwise (bool).")
+and_ = _binary(smath.and_, "and_", "x & y: bitwise and of integers, logical and of booleans.")
+or_ = _binary(smath.or_, "or_", "x | y: bitwise or of integers, logical or of booleans.")
+xor = _binary(smath.xor, "xor", "x ^ y: bitwise xor of integers, logical xor of booleans.")
+invert = _unary(smath.invert, "invert", "~x: bitwise not of integers, logical not of booleans.")
+
+_switch = Elemwise(smath.switch)
+
+
+def switch(cond: TensorLike, ift: TensorLike, iff: TensorLike) -> Variable:
+    """`ift` where `cond` is true, else `iff`, elementwise (numpy's ``where``).
+
+    The output dtype promotes `ift` and `iff`; `cond` is read as booleans.
+    """
+    return _switch(cond, ift, iff)
+
+
+switch.op = _switch  # type: ignore[attr-defined]
+where = switch
+
+# -- math --------------------------------------------------------------------------
+# Integer and bool inputs give the default float dtype (float64 unless changed).
+
+exp = _unary(smath.exp, "exp", "e ** x, elementwise.")
+exp2 = _unary(smath.exp2, "exp2", "2 ** x, elementwise.")
+expm1 = _unary(smath.expm1, "expm1", "exp(x) - 1, elementwise, accurate near 0.")
+log = _unary(smath.log, "log", "Natural logarithm, elementwise.")
+log2 = _unary(smath.log2, "log2", "Base-2 logarithm, elementwise.")
+log10 = _unary(smath.log10, "log10", "Base-10 logarithm, elementwise.")
+log1p = _unary(smath.log1p, "log1p", "log(1 + x), elementwise, accurate near 0.")
+sqrt = _unary(smath.sqrt, "sqrt", "Square root, elementwise (nan for negative reals).")
+sin = _unary(smath.sin, "sin", "Sine, elementwise.")
+cos = _unary(smath.cos, "cos", "Cosine, elementwise.")
+tan = _unary(smath.tan, "tan", "Tangent, elementwise.")
+arcsin = _unary(smath.arcsin, "arcsin", "Inverse sine, elementwise.")
+arccos = _unary(smath.arccos, "arccos", "Inverse cosine, elementwise.")
+arctan = _unary(smath.arctan, "arctan", "Inverse tangent, elementwise.")
+arctan2 = _binary(smath.arctan2, "arctan2",
+                  "arctan(y / x) in the correct quadrant, elementwise; arguments (y, x).")
+sinh = _unary(smath.sinh, "sinh", "Hyperbolic sine, elementwise.")
+cosh = _unary(smath.cosh, "cosh", "Hyperbolic cosine, elementwise.")
+tanh = _unary(smath.tanh, "tanh", "Hyperbolic tangent, elementwise.")
+arcsinh = _unary(smath.arcsinh, "arcsinh", "Inverse hyperbolic sine, elementwise.")
+arccosh = _unary(smath.arccosh, "arccosh", "Inverse hyperbolic cosine, elementwise.")
+arctanh = _unary(smath.arctanh, "arctanh", "Inverse hyperbolic tangent, elementwise.")
+sigmoid = _unary(smath.sigmoid, "sigmoid", "1 / (1 + exp(-x)), elementwise, without overflow.")
+softplus = _unary(smath.softplus, "softplus", "log(1 + exp(x)), elementwise, without overflow.")
+erf = _unary(smath.erf, "erf", "The error function, elementwise (real inputs).")
+erfc = _unary(smath.erfc, "erfc", "1 - erf(x), elementwise, accurate for large x.")
+floor = _unary(smath.floor, "floor", "Largest integer <= x, elementwise, in x's dtype.")
+ceil = _unary(smath.ceil, "ceil", "Smallest integer >= x, elementwise, in x's dtype.")
+round_half_to_even = _unary(smath.round_half_to_even, "round_half_to_even",
+                            "Nearest integer with ties to even (numpy's round), in x's dtype.")
+isnan = _unary(smath.isnan, "isnan", "True where x is NaN.")
+isinf = _unary(smath.isinf, "isinf", "True where x is +inf or -inf.")
+isfinite = _unary(smath.isfinite, "isfinite", "True where x is neither NaN nor infinite.")
+real = _unary(smath.real, "real", "Real part, elementwise (x itself for real x).")
+imag = _unary(smath.imag, "imag", "Imaginary part, elementwise (zeros for real x).")
+conj = _unary(smath.conj, "conj", "Complex conjugate, elementwise (x itself for real x).")
+angle = _unary(smath.angle, "angle", "Argument of complex x, elementwise (0 or pi for reals).")
+
+__all__ = [
+    "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
+    "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
+    "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+    "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
+    "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+]  # fmt: skip

@@ -1,0 +1,3 @@
+"""(Being written: see the tensor-library issue.)"""
+
+__all__: list[str] = []

@@ -1,0 +1,201 @@
+"""Shape Ops: `Shape` (``x.shape``), `Shape_i` (one length) and `SpecifyShape`.
+
+`SpecifyShape` is how static shape information enters a graph: it passes its
+input through unchanged (a view) and promises, checked at run time, that the
+input has the given lengths, so its output Type carries them. It is what
+`TensorType.filter_variable` inserts to narrow ``TensorType(float64, (2, ?))``
+to ``TensorType(float64, (2, 1))`` (seed 000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.dtypes import int64
+from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.op import Op
+from workbench.core.graph.type import generic
+from workbench.core.tensor.type import TensorType, format_shape
+from workbench.core.tensor.variable import as_tensor_variable, constant
+
+#: The placeholder input of SpecifyShape for a dimension whose length is not specified.
+NoneConst = Constant(generic, None, name="NoneConst")
+
+__all__ = ["NoneConst", "Shape", "Shape_i", "SpecifyShape", "shape", "shape_i", "shape_tuple",
+           "specify_shape"]
+
+
+def _is_none(var: Any) -> bool:
+    return var is None or (isinstance(var, Constant) and var.data is None)
+
+
+class Shape(Op):
+    """The shape of a tensor as an int64 vector (what ``x.shape`` returns)."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        return Apply(self, [x], [TensorType(int64, (x.type.ndim,))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        output_storage[0][0] = np.array(np.shape(inputs[0]), dtype=np.int64)
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        return [(node.inputs[0].type.ndim,)]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[False]]  # only the shape of x matters, not its values
+
+
+class Shape_i(Op):
+    """The length of dimension `i` of a tensor, as an int64 0-d tensor."""
+
+    __props__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        if not isinstance(i, (int, np.integer)) or i < 0:
+            raise TypeError(f"Shape_i needs a non-negative int, got {i!r}")
+        self.i = int(i)
+
+    def __str__(self) -> str:
+        return f"Shape_i{{{self.i}}}"
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if self.i >= x.type.ndim:
+            raise ValueError(f"{self}: {x} ({x.type}) has no dimension {self.i}")
+        return Apply(self, [x], [TensorType(int64, ())()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        output_storage[0][0] = np.array(inputs[0].shape[self.i], dtype=np.int64)
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        return [()]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[False]]
+
+
+def shape(x: Any) -> Variable:
+    """The symbolic shape of `x` (an int64 vector)."""
+    return Shape()(x)
+
+
+def shape_i(x: Any, i: int) -> Variable:
+    """The symbolic length of dimension `i` of `x` (an int64 0-d tensor)."""
+    return Shape_i(i)(x)
+
+
+def shape_tuple(x: Any) -> tuple[Any, ...]:
+    """One entry per dimension: the static length if known, else a symbolic `shape_i`."""
+    x = as_tensor_variable(x)
+    return tuple(s if s is not None else shape_i(x, i) for i, s in enumerate(x.type.shape))
+
+
+class SpecifyShape(Op):
+    """Its input, unchanged, with the promise that it has the given shape.
+
+    Inputs: the tensor, then one entry per dimension: an integer 0-d tensor
+    (constant or symbolic) or `NoneConst` for "not specified". Constant
+    lengths refine the output's static shape. At run time a mismatch raises
+    AssertionError naming the expected and actual shapes.
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x: Any, *shape: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if len(shape) != x.type.ndim:
+            raise ValueError(
+                f"SpecifyShape: {x} ({x.type}) has rank {x.type.ndim}, but {len(shape)} "
+                f"lengths were given"
+            )
+        lengths: list[Variable] = []
+        static: list[int | None] = []
+        for i, s in enumerate(shape):
+            if _is_none(s):
+                lengths.append(NoneConst)
+                static.append(x.type.shape[i])
+                continue
+            if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+                if s < 0:
+                    raise ValueError(f"SpecifyShape: length {s} of dimension {i} is negative")
+                s = constant(int(s))
+            s = as_tensor_variable(s)
+            if s.type.ndim != 0 or not (s.type.dtype.is_int):
+                raise TypeError(
+                    f"SpecifyShape: the length of dimension {i} must be an integer scalar, "
+                    f"got {s} of type {s.type}"
+                )
+            lengths.append(s)
+            static.append(int(s.data) if isinstance(s, Constant) else x.type.shape[i])
+        for i, (known, wanted) in enumerate(zip(x.type.shape, static)):
+            if known is not None and wanted is not None and known != wanted:
+                raise ValueError(
+                    f"SpecifyShape: {x} has static shape {format_shape(x.type.shape)}, which "
+                    f"contradicts length {wanted} for dimension {i}"
+                )
+        out = TensorType(x.type.dtype, tuple(static))()
+        return Apply(self, [x, *lengths], [out])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        x, *lengths = inputs
+        expected = tuple(None if n is None else int(n) for n in lengths)
+        if np.ndim(x) != len(expected) or any(
+            e is not None and e != a for e, a in zip(expected, np.shape(x))
+        ):
+            raise AssertionError(
+                f"SpecifyShape: expected shape {format_shape(expected)}, got shape {np.shape(x)}"
+            )
+        output_storage[0][0] = x
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        x_shape = input_shapes[0]
+        result = []
+        for i, length in enumerate(node.inputs[1:]):
+            if _is_none(length):
+                result.append(x_shape[i])
+            elif isinstance(length, Constant):
+                result.append(int(length.data))
+            else:
+                result.append(length)
+        return [tuple(result)]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True]] + [[False] for _ in node.inputs[1:]]
+
+
+def specify_shape(x: Any, shape: int | None | Iterable[Any]) -> Variable:
+    """`x` with a promised shape: ints (or integer scalar Variables) and None (unknown).
+
+    Returns `x` itself when nothing is specified (all None).
+    """
+    x = as_tensor_variable(x)
+    if shape is None or isinstance(shape, (int, np.integer)):
+        entries: tuple[Any, ...] = (shape,)
+    elif isinstance(shape, Variable):
+        raise TypeError(
+            "specify_shape needs one entry per dimension (ints, None or integer scalar "
+            f"Variables), got the Variable {shape}"
+        )
+    else:
+        entries = tuple(shape)
+    if len(entries) != x.type.ndim:
+        raise ValueError(
+            f"specify_shape: {x} ({x.type}) has rank {x.type.ndim}, but the shape "
+            f"{entries} has {len(entries)} entries"
+        )
+    if all(_is_none(e) for e in entries):
+        return x
+    return SpecifyShape()(x, *entries)
