@@ -17,24 +17,34 @@ from workbench.core.graph.utils import MethodNotDefined
 class Type:
     """Base class of all Types; subclasses must implement `filter`.
 
-    Types are immutable and compared by value: subclasses that carry parameters
-    list them in `__props__`, which generates `__eq__` and `__hash__`.
+    As in seed 000, a Type compares by identity unless its class declares
+    `__props__` (a tuple of attribute names, possibly empty), which generates
+    value equality and hashing: `TensorType("float64", (2, None))` equals any
+    other TensorType with that dtype and shape.
     """
 
     __props__: tuple[str, ...] = ()
     variable_type: type[Variable] = Variable
     constant_type: type[Constant] = Constant
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__props__" in cls.__dict__:
+            if "__eq__" not in cls.__dict__:
+                cls.__eq__ = Type._props_eq  # type: ignore[method-assign]
+            if "__hash__" not in cls.__dict__:
+                cls.__hash__ = Type._props_hash  # type: ignore[method-assign]
+
     # -- identity ---------------------------------------------------------------
     def _props(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__props__)
 
-    def __eq__(self, other: object) -> bool:
+    def _props_eq(self, other: object) -> bool:
         if self is other:
             return True
         return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
 
-    def __hash__(self) -> int:
+    def _props_hash(self) -> int:
         return hash((type(self), self._props()))
 
     def __str__(self) -> str:
@@ -149,6 +159,8 @@ class Type:
 class Generic(Type):
     """Any Python object; used for Op parameters and values no other Type models."""
 
+    __props__ = ()
+
     def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
         return data
 
@@ -194,6 +206,8 @@ class NullType(Type):
 
 class DisconnectedType(Type):
     """The type of the gradient of an input that does not influence an output."""
+
+    __props__ = ()
 
     def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
         raise AssertionError(

@@ -90,6 +90,8 @@ class TensorType(Type):
         self.shape: StaticShape = normalize_shape(shape)  # type: ignore[arg-type]
         self.name = name
         self.numpy_dtype: np.dtype = self.dtype.numpy
+        self._ndim = len(self.shape)
+        self._any_static_length = any(length is not None for length in self.shape)
 
     # -- description ------------------------------------------------------------
     @property
@@ -127,6 +129,15 @@ class TensorType(Type):
         Otherwise Python data and safely castable arrays are converted; lossy
         conversions need `allow_downcast` (see `workbench.core.scalar.basic.convert_data`).
         """
+        # Fast path (every function call filters its arguments): an ndarray that
+        # already has this dtype and rank, and no static length to check.
+        if (
+            type(data) is np.ndarray
+            and data.dtype is self.numpy_dtype
+            and data.ndim == self._ndim
+            and not self._any_static_length
+        ):
+            return data
         if strict:
             if not isinstance(data, np.ndarray):
                 raise TypeError(
