@@ -34,6 +34,7 @@ from workbench.core.graph import (
     graph_inputs,
     register_transfer,
 )
+from workbench.core.ifelse import ifelse
 from workbench.core.printing import dprint, pprint
 
 __version__ = "0.1.0"
@@ -44,6 +45,6 @@ sys.modules[__name__ + ".tensor"] = tensor
 __all__ = [
     "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "Out",
     "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
-    "dtypes", "function", "graph_inputs", "pprint", "register_transfer", "shared",
+    "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer", "shared",
     "tensor",
 ]  # fmt: skip

@@ -133,3 +133,25 @@ def test_pprint_rules_can_be_registered():
     x, y = num("x"), num("y")
     assert pprint(Dot()(x, y)) == "x @ y"
     assert pprint(Split()(x)[1]) == "Split(x)[1]"
+
+
+def test_tensor_graphs_print_in_numpy_notation():
+    import workbench.tensor as wt
+
+    x, w, i = wt.dmatrix("x"), wt.dmatrix("W"), wt.lscalar("i")
+    assert pprint((x @ w).sum(axis=0)) == "sum(x @ W, axis=0)"
+    assert pprint(wt.exp(x[::-1, 1:i]).max()) == "max(exp(x[::-1, 1:i]))"
+    assert pprint(x.shape[0] * 2) == "x.shape[0] * 2"
+    assert pprint(x.T @ (x + w)) == "x.T @ (x + W)"
+
+
+def test_seed_001_dprint_of_x_times_two():
+    import workbench.tensor as wt
+
+    x = wt.dmatrix("x")
+    assert dprint(x * 2.0, file="str").splitlines() == [
+        "Elemwise{mul} [id A]",
+        " |x [id B]",
+        " |DimShuffle{x,x} [id C]",
+        " | |TensorConstant{2.0} [id D]",
+    ]

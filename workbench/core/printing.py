@@ -189,7 +189,7 @@ def _wrap(text: str, precedence: int, needed: int) -> str:
 
 def _scalar_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int] | None:
     scalar_op = getattr(node.op, "scalar_op", None)
-    if scalar_op is None:
+    if scalar_op is None or getattr(node.op, "axis", "n/a") != "n/a":  # not a reduction
         return None
     symbol = getattr(scalar_op, "symbol", None)
     name = getattr(scalar_op, "name", None) or str(scalar_op)
@@ -267,6 +267,7 @@ def pprint(graph: Any, file: TextIO | str | None = "str") -> str:
 
 
 def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tuple[str, int]:
+    _install_tensor_rules()
     for predicate, rule in _rules:
         if predicate(node):
             return rule(node, args)
@@ -286,3 +287,77 @@ def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tup
 def debugprint(*args: Any, **kwargs: Any) -> Any:
     """Alias of dprint."""
     return dprint(*args, **kwargs)
+
+
+# -- the tensor library's notation ---------------------------------------------------
+
+_tensor_rules_installed = False
+
+
+def _install_tensor_rules() -> None:
+    """Register how tensor Ops read in a formula (`sum(x, axis=0)`, `x @ W`, `x[1:]`).
+
+    Installed on first use so that this module does not import the tensor
+    library (which imports the graph core that imports this module's users).
+    """
+    global _tensor_rules_installed
+    if _tensor_rules_installed:
+        return
+    _tensor_rules_installed = True
+    try:
+        from workbench.core.tensor import linalg, reduction, subtensor
+        from workbench.core.tensor.shape import Shape, Shape_i
+    except ImportError:  # the graph core used on its own
+        return
+
+    def reduction_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        op = node.op
+        name = type(op).__name__.lower()
+        axis = getattr(op, "axis", None)
+        if axis is None:
+            return f"{name}({args[0][0]})", _ATOM
+        if isinstance(axis, tuple) and len(axis) == 1:
+            axis = axis[0]
+        return f"{name}({args[0][0]}, axis={axis})", _ATOM
+
+    def matmul_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        prec = _PRECEDENCE["*"]
+        (left, lp), (right, rp) = args
+        return f"{_wrap(left, lp, prec)} @ {_wrap(right, rp, prec + 1)}", prec
+
+    def shape_i_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        return f"{_wrap(args[0][0], args[0][1], _ATOM)}.shape[{node.op.i}]", _ATOM
+
+    def shape_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        return f"{_wrap(args[0][0], args[0][1], _ATOM)}.shape", _ATOM
+
+    def index_text(idx_list: Any, scalar_args: list[str]) -> str:
+        remaining = iter(scalar_args)
+
+        def part(value: Any) -> str:
+            if value is None:
+                return ""
+            if value is subtensor.SYMBOLIC:
+                return next(remaining)
+            return str(value)
+
+        entries = []
+        for entry in idx_list:
+            if isinstance(entry, subtensor.SliceEntry):
+                parts = [part(p) for p in entry]
+                entries.append(":".join(parts if entry.step is not None else parts[:2]))
+            else:
+                entries.append(part(entry))
+        return ", ".join(entries)
+
+    def subtensor_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        (x, xp), *rest = args
+        inner = index_text(node.op.idx_list, [t for t, _ in rest])
+        return f"{_wrap(x, xp, _ATOM)}[{inner}]", _ATOM
+
+    register_pprint(reduction.CAReduce, reduction_rule)
+    for op_class in (linalg.Dot, linalg.MatMul):
+        register_pprint(op_class, matmul_rule)
+    register_pprint(Shape_i, shape_i_rule)
+    register_pprint(Shape, shape_rule)
+    register_pprint(subtensor.Subtensor, subtensor_rule)

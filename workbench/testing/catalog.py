@@ -203,7 +203,7 @@ def library_op_classes(packages: Sequence[str] = ("workbench.core.tensor",
                     and issubclass(obj, Op)
                     and obj.__module__ == module.__name__
                     and not inspect.isabstract(obj)
-                    and not getattr(obj, "abstract", False)
+                    and not vars(obj).get("abstract", False)
                 ):
                     found.add(obj)
     return found

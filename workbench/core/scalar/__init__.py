@@ -55,6 +55,7 @@ from workbench.core.scalar.math import (
     ArcTan2,
     ArcTanh,
     Ceil,
+    Clip,
     Conj,
     Cos,
     Cosh,
@@ -108,6 +109,7 @@ from workbench.core.scalar.math import (
     arctan2,
     arctanh,
     ceil,
+    clip,
     conj,
     cos,
     cosh,
@@ -173,7 +175,7 @@ __all__ = [
     "Sqr", "Reciprocal", "Sign", "Identity", "EQ", "NEQ", "LT", "GT", "LE", "GE", "AND", "OR",
     "XOR", "Invert", "Switch", "Exp", "Exp2", "Expm1", "Log", "Log2", "Log10", "Log1p", "Sqrt",
     "Sin", "Cos", "Tan", "ArcSin", "ArcCos", "ArcTan", "ArcTan2", "Sinh", "Cosh", "Tanh",
-    "ArcSinh", "ArcCosh", "ArcTanh", "Sigmoid", "Softplus", "Erf", "Erfc", "Floor", "Ceil",
+    "ArcSinh", "ArcCosh", "ArcTanh", "Sigmoid", "Softplus", "Erf", "Erfc", "Floor", "Ceil", "Clip",
     "RoundHalfToEven", "IsNan", "IsInf", "IsFinite", "Real", "Imag", "Conj", "Angle",
     # shared instances
     "ALL_OPS", "add", "sub", "mul", "true_div", "int_div", "mod", "pow", "neg", "abs",
@@ -181,6 +183,7 @@ __all__ = [
     "le", "ge", "and_", "or_", "xor", "invert", "switch", "exp", "exp2", "expm1", "log",
     "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
     "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "softplus",
-    "erf", "erfc", "floor", "ceil", "round_half_to_even", "isnan", "isinf", "isfinite", "real",
+    "erf", "erfc", "floor", "ceil", "clip", "round_half_to_even", "isnan", "isinf", "isfinite",
+    "real",
     "imag", "conj", "angle",
 ]  # fmt: skip

@@ -4,7 +4,7 @@ Each Op is a small class naming its numpy kernel (`nfunc`) and its dtype rule,
 with one module-level instance (``add``, ``exp``, ...) that users and rewrites
 share. Dtype rules (see `workbench.core.scalar.basic`):
 
-* arithmetic (``+ - * // % **``, maximum, minimum): the promoted dtype, so
+* arithmetic (``+ - * // % **``, maximum, minimum, clip): the promoted dtype, so
   integer overflow wraps as in numpy; ``-`` refuses booleans, ``// % **`` and
   square treat booleans as int8 (numpy does the same);
 * true division and every transcendental function (exp, log, sin, sqrt,
@@ -262,6 +262,19 @@ class Switch(ScalarOp):
         return np.where(cond, a, b)
 
 
+class Clip(ScalarOp):
+    """x limited to [lo, hi], elementwise (numpy's clip): ``minimum(maximum(x, lo), hi)``.
+
+    Inputs are (x, lo, hi); the output promotes all three, as ``np.clip`` does.
+    When lo > hi the result is hi; a NaN in any input gives NaN. One Op rather
+    than a maximum/minimum pair so fusion and generated code see a single step.
+    """
+
+    nin = 3
+    nfunc = "clip"
+    default_preference = staticmethod(upcast_out)
+
+
 # -- float math --------------------------------------------------------------------
 
 
@@ -483,6 +496,7 @@ or_ = OR(name="or_")
 xor = XOR(name="xor")
 invert = Invert(name="invert")
 switch = Switch(name="switch")
+clip = Clip(name="clip")
 
 exp = Exp(name="exp")
 exp2 = Exp2(name="exp2")

@@ -7,13 +7,17 @@ conversion (``wt.as_tensor_variable``, ``wt.constant``), Ops (``wt.Elemwise``,
 """
 
 # The families of the tensor library; each module lists its public names in __all__.
+from workbench.core.tensor import advanced_subtensor as _advanced_subtensor  # noqa: E402
 from workbench.core.tensor import creation as _creation  # noqa: E402
 from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
 from workbench.core.tensor import join as _join  # noqa: E402
 from workbench.core.tensor import linalg as _linalg  # noqa: E402
 from workbench.core.tensor import reduction as _reduction  # noqa: E402
+from workbench.core.tensor import reshape as _reshape  # noqa: E402
 from workbench.core.tensor import shape as _shape  # noqa: E402
+from workbench.core.tensor import special as _special  # noqa: E402
 from workbench.core.tensor import subtensor as _subtensor  # noqa: E402
+from workbench.core.tensor.advanced_subtensor import *  # noqa: F403,E402
 from workbench.core.tensor.basic import astype, cast, cast_op
 from workbench.core.tensor.creation import *  # noqa: F403,E402
 from workbench.core.tensor.elemwise import (
@@ -38,6 +42,7 @@ from workbench.core.tensor.math import (
     arctan2,
     arctanh,
     ceil,
+    clip,
     conj,
     cos,
     cosh,
@@ -92,7 +97,9 @@ from workbench.core.tensor.math import (
     xor,
 )
 from workbench.core.tensor.reduction import *  # noqa: F403,E402
+from workbench.core.tensor.reshape import *  # noqa: F403,E402
 from workbench.core.tensor.shape import *  # noqa: F403,E402
+from workbench.core.tensor.special import *  # noqa: F403,E402
 from workbench.core.tensor.subtensor import *  # noqa: F403,E402
 from workbench.core.tensor.type import (  # the shorthand Types: 8 dtypes x 8 shapes
     SHORTHAND_TYPES,
@@ -179,7 +186,8 @@ from workbench.core.tensor.variable import (
     constant,
 )
 
-_FAMILIES = (_creation, _extra_ops, _join, _linalg, _reduction, _shape, _subtensor)
+_FAMILIES = (_advanced_subtensor, _creation, _extra_ops, _join, _linalg, _reduction, _reshape,
+             _shape, _special, _subtensor)
 
 __all__ = [
     # types, variables, conversion
@@ -202,7 +210,7 @@ __all__ = [
     "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
     "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+    "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
     "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
     "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",

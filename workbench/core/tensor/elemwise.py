@@ -295,18 +295,27 @@ class Elemwise(Op):
             for var, in_shape in zip(node.inputs, input_shapes):
                 if var.type.shape[d] != 1 and not any(in_shape[d] is c for c in candidates):
                     candidates.append(in_shape[d])
-            shape.append(_maximum_of(candidates))
+            shape.append(_broadcast_length(candidates))
         return [tuple(shape) for _ in node.outputs]
 
     # Gradients (L_op / grad) come with the autodiff issue: Elemwise will build
     # them from its scalar Op's scalar gradient graph.
 
 
-def _maximum_of(lengths: list[Any]) -> Any:
-    """The largest of several lengths (ints or int64 scalar Variables)."""
-    if all(isinstance(n, (int, np.integer)) for n in lengths):
-        return max(int(n) for n in lengths)
-    result = lengths[0]
-    for other in lengths[1:]:
-        result = Elemwise(smath.maximum)(result, other)
+def _broadcast_length(lengths: list[Any]) -> Any:
+    """The broadcast of several lengths (ints or int64 scalar Variables).
+
+    A length of 1 yields to the others, so (0 vs 1) gives 0: taking the
+    maximum would be wrong for zero-size dimensions.
+    """
+    known = [int(n) for n in lengths if isinstance(n, (int, np.integer)) and int(n) != 1]
+    if known:
+        return known[0]
+    symbolic = [n for n in lengths if not isinstance(n, (int, np.integer))]
+    if not symbolic:
+        return 1
+    result = symbolic[0]
+    for other in symbolic[1:]:
+        is_one = Elemwise(smath.eq)(result, 1)
+        result = Elemwise(smath.switch)(is_one, other, result)
     return result

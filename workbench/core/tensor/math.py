@@ -19,6 +19,7 @@ from workbench.core.graph.basic import Variable
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import ScalarOp
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.core.tensor.variable import as_tensor_variable
 
 TensorLike = Any  # a tensor Variable, a number, a (nested) list or a numpy array
 
@@ -119,6 +120,28 @@ def switch(cond: TensorLike, ift: TensorLike, iff: TensorLike) -> Variable:
 switch.op = _switch  # type: ignore[attr-defined]
 where = switch
 
+_clip = Elemwise(smath.clip)
+
+
+def clip(x: TensorLike, a_min: TensorLike | None, a_max: TensorLike | None) -> Variable:
+    """`x` limited to [a_min, a_max], elementwise, as ``np.clip``.
+
+    The bounds broadcast against `x` and take part in dtype promotion (weak
+    Python numbers adopt `x`'s dtype). One bound may be None (no limit on that
+    side: a plain `minimum` / `maximum`); with both None, `x` is returned.
+    Where a_min > a_max the result is a_max; NaN in any input gives NaN.
+    """
+    if a_min is None and a_max is None:
+        return as_tensor_variable(x)
+    if a_min is None:
+        return minimum(x, a_max)
+    if a_max is None:
+        return maximum(x, a_min)
+    return _clip(x, a_min, a_max)
+
+
+clip.op = _clip  # type: ignore[attr-defined]
+
 # -- math --------------------------------------------------------------------------
 # Integer and bool inputs give the default float dtype (float64 unless changed).
 
@@ -164,7 +187,7 @@ __all__ = [
     "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
     "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+    "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
     "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
     "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",

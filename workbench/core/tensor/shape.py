@@ -5,6 +5,11 @@ input through unchanged (a view) and promises, checked at run time, that the
 input has the given lengths, so its output Type carries them. It is what
 `TensorType.filter_variable` inserts to narrow ``TensorType(float64, (2, ?))``
 to ``TensorType(float64, (2, 1))`` (seed 000).
+
+The module also holds the axis helpers of the shape families
+(`normalize_axis`, `normalize_axis_tuple`: numpy's rules and messages).
+Reshaping lives in `reshape.py`; ``reshape``, ``flatten``, ``ravel`` and
+``squeeze`` can still be imported from here (they are forwarded lazily).
 """
 
 from __future__ import annotations
@@ -30,6 +35,59 @@ __all__ = ["NoneConst", "Shape", "Shape_i", "SpecifyShape", "shape", "shape_i", 
 
 def _is_none(var: Any) -> bool:
     return var is None or (isinstance(var, Constant) and var.data is None)
+
+
+# -- axes -----------------------------------------------------------------------------
+# Helpers shared by the shape-manipulating families (reshape, join, ...); not exported.
+
+
+def is_int(value: Any) -> bool:
+    """A Python or numpy integer (booleans excluded), as accepted for axes and lengths."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def normalize_axis(axis: Any, ndim: int, argname: str | None = None) -> int:
+    """`axis` in ``range(ndim)`` (negative axes count from the end), numpy's way.
+
+    Out of range raises numpy's AxisError (a ValueError and an IndexError):
+    "axis 2 is out of bounds for array of dimension 2".
+    """
+    if not is_int(axis):
+        raise TypeError(
+            f"{argname or 'axis'} must be an integer, got {type(axis).__name__} {axis!r}"
+        )
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(int(axis), ndim, argname)
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axis_tuple(axis: Any, ndim: int, argname: str | None = None,
+                         repeated: str = "repeated axis") -> tuple[int, ...]:
+    """An int or a sequence of ints as a tuple of axes in ``range(ndim)``, without repeats."""
+    axes = (axis,) if is_int(axis) else tuple(axis)
+    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(result)) != len(result):
+        raise ValueError(repeated)
+    return result
+
+
+def format_numpy_shape(shape: Iterable[Any]) -> str:
+    """A shape as numpy writes it in error messages: ``(2,3)``, ``(4,)``; unknown is ``?``."""
+    items = ["?" if s is None else str(s) for s in shape]
+    return "(" + ",".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+# `x.reshape`, `x.flatten` and `x.squeeze` look these up here; they live in `reshape.py`,
+# which imports this module, so they are forwarded lazily (PEP 562).
+_FORWARDED = ("reshape", "flatten", "ravel", "squeeze")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FORWARDED:
+        import importlib
+
+        return getattr(importlib.import_module("workbench.core.tensor.reshape"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Shape(Op):
