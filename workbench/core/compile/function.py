@@ -32,6 +32,7 @@ from workbench.core.graph.basic import (
 )
 from workbench.core.graph.fg import FunctionGraph, MissingInputError
 from workbench.core.graph.utils import SourceLocation, user_source_location
+from workbench.core.link.dtype_support import enforce_backend_dtypes
 from workbench.core.link.vm import (
     Container,
     Linker,
@@ -227,6 +228,7 @@ class FunctionMaker:
         ]
         self.fgraph = FunctionGraph([s.variable for s in self.inputs], exprs)
         self.mode.rewrite(self.fgraph)
+        enforce_backend_dtypes(self.fgraph, self.linker_name)
         self._alias_plan = self._plan_alias_checks()
 
     # -- checks ------------------------------------------------------------------

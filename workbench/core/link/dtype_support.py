@@ -1,0 +1,83 @@
+"""Make a graph computable on a backend whose dtype support is limited (seed 004).
+
+Each backend declares its dtypes in `workbench.core.dtypes` (`register_backend_dtypes`).
+Before linking, every node is checked: a node whose inputs or outputs have a dtype
+the backend (or the node's Op on it) lacks raises `UnsupportedDtypeError`, unless
+a casting mode is set ('upcast', 'downcast', 'crosscast', 'cast'); then the node
+is rebuilt on converted inputs and its outputs are converted back, as ordinary
+cast nodes that show in `dprint` and in the rewrite trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core import dtypes
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.fg import FunctionGraph
+
+
+def _dtype_of(var: Variable) -> dtypes.Dtype | None:
+    dtype = getattr(var.type, "dtype", None)
+    return dtypes.as_dtype(dtype) if dtype is not None else None
+
+
+def unsupported_in(node: Apply, backend: str) -> list[dtypes.Dtype]:
+    """The dtypes of `node`'s inputs and outputs that `backend` cannot compute with."""
+    found: list[dtypes.Dtype] = []
+    for var in (*node.inputs, *node.outputs):
+        dtype = _dtype_of(var)
+        if dtype is not None and dtype not in found and not dtypes.is_supported(
+            backend, dtype, node.op
+        ):
+            found.append(dtype)
+    return found
+
+
+def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None = None
+                           ) -> list[Apply]:
+    """Check (and with a casting mode, convert) every node of `fgraph` for `backend`.
+
+    Returns the new nodes that replaced unsupported ones. Conversion nodes added
+    here are tagged `casting_boundary` and exempt from the check: they are where
+    the data changes dtype, and every backend can run them (in Python if needed).
+    """
+    from workbench.core.tensor.basic import cast
+
+    if backend not in dtypes.registered_backends():
+        return []
+    mode = mode if mode is not None else dtypes.casting_mode()
+    rebuilt: list[Apply] = []
+    for node in list(fgraph.toposort()):
+        if getattr(node.tag, "casting_boundary", False) or node not in fgraph.apply_nodes:
+            continue
+        bad = unsupported_in(node, backend)
+        if not bad:
+            continue
+        if mode is None:
+            raise dtypes.UnsupportedDtypeError(bad[0], backend, node.op)
+        target = {d: dtypes.resolve_unsupported(d, backend, node.op, mode) for d in bad}
+        new_inputs = [_converted(var, target, cast) for var in node.inputs]
+        new_node = node.op.make_node(*new_inputs)
+        still_bad = unsupported_in(new_node, backend)
+        if still_bad:
+            raise dtypes.UnsupportedDtypeError(still_bad[0], backend, node.op)
+        replacements = []
+        for old, new in zip(node.outputs, new_node.outputs):
+            if _dtype_of(new) != _dtype_of(old):
+                new = cast(new, old.type.dtype)
+                new.owner.tag.casting_boundary = True
+            replacements.append((old, new))
+        fgraph.replace_all(replacements, reason=f"casting mode {mode!r} for backend {backend!r}")
+        rebuilt.append(new_node)
+    return rebuilt
+
+
+def _converted(var: Variable, target: dict[Any, Any], cast: Any) -> Variable:
+    dtype = _dtype_of(var)
+    if dtype is None or dtype not in target:
+        return var
+    converted = cast(var, target[dtype])
+    if converted.owner is not None:
+        converted.owner.tag.casting_boundary = True
+    return converted
