@@ -22,7 +22,23 @@ from workbench.core import dtypes
 from workbench.core import tensor as tensor
 from workbench.core.compile import In, Mode, Out, function, shared
 from workbench.core.compile.function import Function
+from workbench.core.compile.profiling import ProfileStats, profile
 from workbench.core.compile.shared import SharedVariable
+from workbench.core.derivatives import Lop, Rop, hessian, jacobian
+from workbench.core.grad import (
+    BackwardTrace,
+    DisconnectedInputError,
+    NullTypeGradError,
+    consider_constant,
+    disconnected_grad,
+    disconnected_type,
+    grad,
+    grad_clip,
+    grad_not_implemented,
+    grad_undefined,
+    zero_grad,
+)
+from workbench.core.gradcheck import GradientError, verify_grad
 from workbench.core.graph import (
     Apply,
     Constant,
@@ -36,6 +52,7 @@ from workbench.core.graph import (
 )
 from workbench.core.ifelse import ifelse
 from workbench.core.printing import dprint, pprint
+from workbench.core.rewrite import RewriteTrace, rewrite_graph
 
 __version__ = "0.1.0"
 
@@ -43,8 +60,14 @@ __version__ = "0.1.0"
 sys.modules[__name__ + ".tensor"] = tensor
 
 __all__ = [
-    "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "Out",
+    "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "Out", "ProfileStats",
+    "RewriteTrace", "profile",
     "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
-    "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer", "shared",
+    "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer",
+    "rewrite_graph", "shared",
     "tensor",
+    # autodiff
+    "BackwardTrace", "DisconnectedInputError", "GradientError", "Lop", "NullTypeGradError",
+    "Rop", "consider_constant", "disconnected_grad", "disconnected_type", "grad", "grad_clip",
+    "grad_not_implemented", "grad_undefined", "hessian", "jacobian", "verify_grad", "zero_grad",
 ]  # fmt: skip

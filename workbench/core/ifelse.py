@@ -7,6 +7,11 @@ branch that are not computed yet; called last, it copies (or, with `as_view`,
 passes through) the taken branch's values to its outputs and returns ``[]``.
 The untaken branch is never computed. With a non-lazy VM (or `perform`) both
 branches are computed first and one is picked.
+
+Gradient: each branch value gets the output gradient when its branch is taken
+and zeros otherwise (lazy ifelses again); the condition gets a zero gradient.
+The backward graphs *below* the branch values are ordinary graphs, so they run
+for both branches (on zeros for the untaken one).
 """
 
 from __future__ import annotations
@@ -171,8 +176,86 @@ class IfElse(Op):
         branch = [[j == k for j in range(n)] for k in range(n)]  # value k -> output k
         return pattern + branch + [list(row) for row in branch]
 
-    # grad (the autodiff issue): ifelse(cond, g, 0) for then_k and ifelse(cond, 0, g) for
-    # else_k; the condition gets a zero (or undefined) gradient.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """then_k gets ``ifelse(cond, g_k, zeros)``, else_k ``ifelse(cond, zeros, g_k)``.
+
+        Both are lazy: the zeros (of the untaken value's shape, from its node's
+        `infer_shape` when it has one, so the untaken value itself is not computed)
+        are built only when that branch is not taken. The condition is connected (its
+        value decides the outputs, `connection_pattern`) but moves them only by jumps:
+        its gradient is zero (float zeros), as in Theano/PyTensor, so a cost through an
+        ifelse stays differentiable. An output the cost does not use (DisconnectedType)
+        leaves both of its branch values disconnected.
+        """
+        from workbench.core.tensor.join import disconnected, float_zeros_like, is_disconnected
+
+        n = self.n_outs
+        cond = inputs[0]
+        thens, elses = inputs[1:1 + n], inputs[1 + n:]
+        g_then: list[Variable] = []
+        g_else: list[Variable] = []
+        for k, g in enumerate(output_grads):
+            if is_disconnected(g):
+                g_then.append(disconnected())
+                g_else.append(disconnected())
+                continue
+            g_then.append(_branch_grad(cond, g, thens[k], True))
+            g_else.append(_branch_grad(cond, g, elses[k], False))
+        return [float_zeros_like(cond), *g_then, *g_else]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same choice between the branches' eval points (zeros for a missing one)."""
+        from workbench.core.tensor.join import float_zeros_like
+
+        n = self.n_outs
+        results: list[Variable | None] = []
+        for k in range(n):
+            e_then, e_else = eval_points[1 + k], eval_points[1 + n + k]
+            if e_then is None and e_else is None:
+                results.append(None)
+                continue
+            e_then = float_zeros_like(inputs[1 + k]) if e_then is None else e_then
+            e_else = float_zeros_like(inputs[1 + n + k]) if e_else is None else e_else
+            results.append(ifelse(inputs[0], e_then, e_else))
+        return results
+
+
+def _lazy_zeros(value: Variable, dtype: Any) -> Variable:
+    """Zeros of the shape of `value`, computed if possible without computing `value`.
+
+    Static lengths are used as they are; the others come from the `infer_shape` of
+    the node computing `value` (in terms of that node's inputs), else from `value`.
+    """
+    from workbench.core.tensor.creation import zeros
+    from workbench.core.tensor.shape import shape_tuple
+
+    static = value.type.shape
+    if None not in static:
+        return zeros(static, dtype=dtype)
+    lengths: tuple[Any, ...] | None = None
+    owner = value.owner
+    if owner is not None:
+        try:
+            shapes = owner.op.infer_shape(None, owner, [shape_tuple(v) for v in owner.inputs])
+            lengths = tuple(shapes[owner.outputs.index(value)])
+        except Exception:  # no infer_shape, or one that needs a FunctionGraph
+            lengths = None
+    if lengths is None or len(lengths) != len(static):
+        lengths = shape_tuple(value)
+    return zeros([s if s is not None else n for s, n in zip(static, lengths)], dtype=dtype)
+
+
+def _branch_grad(cond: Variable, g: Variable, value: Variable, then: bool) -> Variable:
+    """The gradient of one branch value: `g` when its branch is taken, else zeros."""
+    from workbench.core.tensor.join import float_zeros_like, grad_for
+
+    if not (value.type.dtype.is_float or value.type.dtype.is_complex):
+        return float_zeros_like(value)
+    g = grad_for(g, value)
+    zero = _lazy_zeros(value, g.type.dtype)
+    return ifelse(cond, g, zero) if then else ifelse(cond, zero, g)
 
 
 def ifelse(condition: Any, then_branch: Any, else_branch: Any, name: str | None = None) -> Any:

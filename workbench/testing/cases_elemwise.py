@@ -27,7 +27,7 @@ from workbench.core import dtypes
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import get_scalar_type
 from workbench.core.scalar.composite import Composite
-from workbench.core.tensor.elemwise import Elemwise
+from workbench.core.tensor.elemwise import Elemwise, SumToShape
 from workbench.testing.catalog import FLOAT, Arg, Case
 
 __all__ = ["CASES"]
@@ -559,3 +559,11 @@ add_case(_case("shape_i_zero_size", lambda x: wt.shape_i(x, 0),
                grad=SHAPE_ONLY))
 add_case(_case("shape_in_arithmetic", lambda x: x * wt.shape_i(x, 0),
                lambda x: x * np.array(x.shape[0], dtype=np.int64), Arg(M)))
+
+# SumToShape: the reduction Elemwise gradients use when broadcasting is decided at run time.
+add_case(_case("sum_to_shape_column",
+               lambda g: SumToShape()(g, wt.shape_i(g, 0), 1),
+               lambda g: g.sum(axis=1, keepdims=True), Arg(M)))
+add_case(_case("sum_to_shape_unchanged",
+               lambda g: SumToShape()(g, wt.shape_i(g, 0), wt.shape_i(g, 1)),
+               np.copy, Arg(M)))

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+import workbench.tensor as wt
 
 import workbench as wb
-import workbench.tensor as wt
 from workbench.core import dtypes
 from workbench.core.compile.mode import register_linker
 from workbench.core.link.vm import VMLinker

@@ -227,7 +227,8 @@ class FunctionMaker:
             (target, expr) for (target, _), expr in zip(update_pairs, exprs[n_out:])
         ]
         self.fgraph = FunctionGraph([s.variable for s in self.inputs], exprs)
-        self.mode.rewrite(self.fgraph)
+        #: the RewriteTrace of this compilation (None if the mode records none)
+        self.rewrite_trace = self.mode.rewrite(self.fgraph)
         enforce_backend_dtypes(self.fgraph, self.linker_name)
         self._alias_plan = self._plan_alias_checks()
 
@@ -516,7 +517,7 @@ class Function:
     Attributes: `maker` (the FunctionMaker, with `fgraph`, `inputs`, `outputs`),
     `input_storage` / `output_storage` (Containers), `name`, `trust_input` (skip
     filtering the arguments: faster, for callers that pass values of the exact
-    types), `profile` (per-node times when compiled with profile=True, else None).
+    types), `profile` (a ProfileStats when compiled with profile=True, else None).
     """
 
     def __init__(self, maker: FunctionMaker, linker: Linker, run: Any,
@@ -532,9 +533,12 @@ class Function:
         self.input_storage = input_containers
         self.output_storage = [Container(v.type, cell, name=v.name)
                                for v, cell in zip(maker.fgraph.outputs, out_cells)]
-        self.profile: dict[str, Any] | None = None
+        self.profile: Any = None
         if maker.profile and self.vm is not None:
-            self.profile = {"node_time": self.vm.node_time, "node_calls": self.vm.node_calls}
+            from workbench.core.compile.profiling import ProfileStats
+
+            self.profile = ProfileStats(self)
+            run = self.profile.timed(run)
         self._run = run
         self._defaults = defaults
         # Arguments: the inputs that are not implicit; _arg_index[p] is the input index

@@ -3,20 +3,23 @@
 A `Mode` pairs a linker name ("py", "c", "gpu", or None for the fastest one
 available) with a rewriter (None, or a callable applied to the FunctionGraph
 before linking). Modes are registered by name; `get_mode` accepts a name or a
-Mode. The standard names FAST_RUN, FAST_COMPILE and DEBUG exist now and use the
-Python linker without rewrites; the rewrite pipeline fills them in.
+Mode. The standard names: FAST_RUN (every rewrite pass, fastest linker available),
+FAST_COMPILE (merge and canonicalize only, Python linker) and DEBUG (FAST_RUN's
+rewrites, each step checked numerically, Python linker). Their rewriter is a
+`RewriteQuery` of the rewrite database; `Mode.rewrite` returns the RewriteTrace.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
 from workbench.core.link.vm import Linker, VMLinker
 
 __all__ = [
-    "LinkerUnavailableError", "Mode", "available_linkers", "default_linker", "get_default_mode",
-    "get_linker",
+    "LinkerUnavailableError", "Mode", "RewriteQuery", "available_linkers", "default_linker",
+    "get_default_mode", "get_linker",
     "get_mode", "register_linker", "register_mode", "registered_modes",
 ]  # fmt: skip
 
@@ -53,24 +56,104 @@ class Mode:
         values.update(changes)
         return Mode(**values)
 
-    def rewrite(self, fgraph: Any) -> None:
-        """Apply this mode's rewriter (if any) to `fgraph` in place."""
+    def rewrite(self, fgraph: Any) -> Any:
+        """Apply this mode's rewriter (if any) to `fgraph` in place; return its RewriteTrace
+        (None when the rewriter records none)."""
         rewriter = self.rewriter
         if rewriter is None:
-            return
+            return None
         method = getattr(rewriter, "rewrite", None)
         if method is not None:
-            method(fgraph)
+            result = method(fgraph)
         elif callable(rewriter):
-            rewriter(fgraph)
+            result = rewriter(fgraph)
         else:
             raise TypeError(f"mode {self}: rewriter {rewriter!r} is neither callable nor has "
                             ".rewrite(fgraph)")
+        from workbench.core.rewrite.trace import RewriteTrace
+
+        return result if isinstance(result, RewriteTrace) else None
+
+    def including(self, *tags: str) -> Mode:
+        """This mode with the rewrites of these tags (or names) added."""
+        return self.clone(rewriter=_query_of(self).with_tags(include=tags), name=None)
+
+    def excluding(self, *tags: str) -> Mode:
+        """This mode without the rewrites of these tags (or names)."""
+        return self.clone(rewriter=_query_of(self).with_tags(exclude=tags), name=None)
 
     def __repr__(self) -> str:
         if self.name is not None:
             return f"Mode({self.name!r})"
         return f"Mode(linker={self.linker!r}, rewriter={self.rewriter!r})"
+
+
+def _query_of(mode: Mode) -> RewriteQuery:
+    if not isinstance(mode.rewriter, RewriteQuery):
+        raise TypeError(f"mode {mode} has no RewriteQuery rewriter to include/exclude from")
+    return mode.rewriter
+
+
+class RewriteQuery:
+    """The rewriter of a Mode: a query of the rewrite database, made when first used.
+
+    `rewrite(fgraph)` applies the selected passes and returns the RewriteTrace
+    (always recorded: it costs little next to rewriting). With `debug`, each
+    step is checked numerically (debugmode.py) and a rewrite that raises stops.
+    """
+
+    def __init__(self, include: tuple[str, ...] = ("fast_run",), exclude: tuple[str, ...] = (),
+                 require: tuple[str, ...] = (), debug: bool = False) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self.require = tuple(require)
+        self.debug = debug
+
+    def with_tags(self, include: Any = (), exclude: Any = ()) -> RewriteQuery:
+        include = (include,) if isinstance(include, str) else tuple(include)
+        exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
+        return RewriteQuery(tuple(dict.fromkeys(self.include + include)),
+                            tuple(dict.fromkeys(self.exclude + exclude)), self.require,
+                            self.debug)
+
+    def query(self) -> Any:
+        """The GraphRewriter this query selects now."""
+        from workbench.core.rewrite import rewrite_db
+
+        return rewrite_db.query(self.include, self.exclude, self.require)
+
+    def rewrite(self, fgraph: Any) -> Any:
+        from workbench.core.rewrite import RewriteTrace
+
+        trace = getattr(fgraph, "rewrite_trace", None)
+        own = trace is None
+        if own:
+            trace = RewriteTrace()
+            fgraph.attach_feature(trace)
+        checker = None
+        if self.debug:
+            from workbench.core.compile.debugmode import StepChecker
+
+            checker = StepChecker(fgraph)
+            trace.step_hooks.append(checker)
+            fgraph.rewrite_strict = True
+        was_enabled = gc.isenabled()
+        gc.disable()  # big graphs allocate many cyclic objects: collections cost O(heap)
+        try:
+            self.query().rewrite(fgraph)
+        finally:
+            if was_enabled:
+                gc.enable()
+            if checker is not None:
+                trace.step_hooks.remove(checker)
+                del fgraph.rewrite_strict
+            if own:
+                trace.close()
+        return trace
+
+    def __repr__(self) -> str:
+        extra = f", exclude={self.exclude!r}" if self.exclude else ""
+        return f"RewriteQuery(include={self.include!r}{extra}{', debug' if self.debug else ''})"
 
 
 _modes: dict[str, Mode] = {}
@@ -108,8 +191,12 @@ def get_mode(name_or_mode: str | Mode | None = None) -> Mode:
     raise TypeError(f"mode must be a mode name or a Mode, got {name_or_mode!r}")
 
 
-for _name in ("FAST_RUN", "FAST_COMPILE", "DEBUG"):
-    register_mode(_name, Mode(linker="py", rewriter=None, name=_name))
+register_mode("FAST_RUN", Mode(linker="py", rewriter=RewriteQuery(("fast_run",)),
+                               name="FAST_RUN"))
+register_mode("FAST_COMPILE", Mode(linker="py", rewriter=RewriteQuery(("fast_compile",)),
+                                   name="FAST_COMPILE"))
+register_mode("DEBUG", Mode(linker="py", rewriter=RewriteQuery(("fast_run",), debug=True),
+                            name="DEBUG"))
 
 
 # -- linkers ---------------------------------------------------------------------

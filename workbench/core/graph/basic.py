@@ -357,7 +357,8 @@ def io_toposort(
     `orderings` adds extra dependencies (node -> nodes that must run before it),
     as the DestroyHandler needs for inplace operations.
     """
-    stop = set(inputs)
+    # A set is used as is (FunctionGraph passes its `variables`: no O(graph) copy per import).
+    stop = inputs if isinstance(inputs, (set, frozenset)) else set(inputs)
     order: list[Apply] = []
     done: set[Apply] = set()
     extra = orderings or {}

@@ -81,6 +81,9 @@ def describe_value(value: Any) -> str:
     return f"{type(value).__name__} {short_data_repr(value, 40)}"
 
 
+#: Timeline events kept per profiled function (older calls are still timed, not traced).
+MAX_PROFILE_EVENTS = 200_000
+
 class Container:
     """A storage cell with a Type and a name: how Functions expose inputs and outputs
     and how shared variables hold their value.
@@ -328,6 +331,8 @@ class VM:
         self.allow_gc = allow_gc
         self.node_time: dict[Apply, float] = {}
         self.node_calls: dict[Apply, int] = {}
+        self.events: list[tuple[Apply, float, float]] = []
+        self.output_info: dict[Apply, list[Any]] = {}
         roots = set(fgraph.inputs)
         # Cells emptied at the start of each run: outputs that must be fresh each call.
         self._clear = tuple(
@@ -345,20 +350,35 @@ class VM:
         self.run: Callable[[], None] = self._make_runner()
 
     def _wrap(self, thunk: Thunk) -> Callable[[], Any]:
-        """A timing wrapper around a thunk (profiling only)."""
+        """A timing wrapper around a thunk (profiling only).
+
+        Records the node's total time and calls, one (node, start, end) event per
+        call for timelines (the Chrome trace), and the shape information of its
+        outputs (`Type.get_shape_info`) for the memory profile.
+        """
         fn, node = thunk.fn, thunk.node
-        node_time, node_calls = self.node_time, self.node_calls
+        node_time, node_calls, events = self.node_time, self.node_calls, self.events
         node_time[node] = 0.0
         node_calls[node] = 0
         clock = time.perf_counter
+        out_cells = [(out.type, self.storage_map[out]) for out in node.outputs]
+        output_info = self.output_info
 
         def timed() -> Any:
             start = clock()
             try:
                 return fn()
             finally:
-                node_time[node] += clock() - start
+                end = clock()
+                node_time[node] += end - start
                 node_calls[node] += 1
+                if len(events) < MAX_PROFILE_EVENTS:
+                    events.append((node, start, end))
+                try:
+                    output_info[node] = [None if cell[0] is None else t.get_shape_info(cell[0])
+                                         for t, cell in out_cells]
+                except Exception:  # a Type without shape info: no memory figure
+                    output_info[node] = [None for _ in out_cells]
 
         return timed
 

@@ -684,9 +684,80 @@ class ScalarOp(Op):
                     ) -> list[tuple[Any, ...]]:
         return [() for _ in node.outputs]
 
-    # Gradients arrive with the autodiff issue: each ScalarOp will implement
-    # `L_op(inputs, outputs, output_grads)` on scalar Variables and Elemwise will
-    # lift it to tensors. Until then the base Op raises MethodNotDefined.
+    # -- differentiation ----------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Gradients of the cost wrt each scalar input, as scalar graphs.
+
+        Applies the integer rules of seed 003 around `grad_terms` (the Op's own
+        formulas): an Op whose outputs are all integer/bool gives zero gradients
+        (its output is constant almost everywhere); a disconnected output
+        gradient counts as zero; every result is brought to the gradient dtype of
+        its input by `conform_grad` (the input's float/complex dtype; a float
+        dtype, never an integer one, for integer and bool inputs).
+        """
+        if all(not _differentiable_dtype(out.type.dtype) for out in outputs):
+            return [zero_gradient(x) for x in inputs]
+        ograds = [zero_gradient(out) if _is_disconnected(g) else g
+                  for g, out in zip(output_grads, outputs)]
+        terms = self.grad_terms(inputs, outputs, ograds)
+        return [conform_grad(g, x) for g, x in zip(terms, inputs)]
+
+    def grad_terms(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+                   output_grads: Sequence[Variable]) -> list[Variable]:
+        """The Op's gradient formulas (any dtype; `L_op` conforms them).
+
+        Built-in Ops override this; a user's ScalarOp may instead define
+        `grad(inputs, output_grads)`, which this default calls.
+        """
+        return self.grad(inputs, output_grads)
+
+
+# -- gradient helpers ------------------------------------------------------------------
+
+
+def _differentiable_dtype(dtype: Dtype) -> bool:
+    return dtype.is_float or dtype.is_complex
+
+
+def _is_disconnected(var: Any) -> bool:
+    from workbench.core.graph.type import DisconnectedType
+
+    return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
+
+
+def grad_dtype(input_dtype: Any) -> Dtype:
+    """The dtype of a gradient wrt an input of `input_dtype` (seed 003: never an integer).
+
+    Float and complex inputs: their own dtype; integer and bool inputs: the
+    default float dtype (as `workbench.core.grad.grad_dtype`).
+    """
+    d = as_dtype(input_dtype)
+    return d if _differentiable_dtype(d) else default_float_dtype()
+
+
+def zero_gradient(x: Variable) -> ScalarConstant:
+    """A zero gradient for the scalar `x`: the constant 0 in `grad_dtype(x.dtype)`."""
+    return scalar_constant(0, dtype=grad_dtype(x.type.dtype))
+
+
+def conform_grad(g: Variable, x: Variable) -> Variable:
+    """The gradient term `g` in the gradient dtype of the input `x`.
+
+    A complex term for a real input keeps its real part (the derivative of a
+    real cost along the real axis); a real term for a complex input is cast to
+    complex. NullType/DisconnectedType gradients pass unchanged.
+    """
+    from workbench.core.graph.type import NullType
+
+    if isinstance(g.type, NullType) or _is_disconnected(g):
+        return g
+    g = as_scalar(g)
+    if g.type.dtype.is_complex and not x.type.dtype.is_complex:
+        from workbench.core.scalar.math import real
+
+        g = real(g)
+    return cast(g, grad_dtype(x.type.dtype))
 
 
 class UnaryScalarOp(ScalarOp):
@@ -721,6 +792,17 @@ class Cast(UnaryScalarOp):
 
     def impl(self, x: Any) -> Any:
         return _astype(np.asarray(x), self.o_type.dtype)
+
+    def grad_terms(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+                   output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradient cast back to the input's (gradient) dtype.
+
+        Casts to integers give zero through `ScalarOp.L_op` (seed 003's
+        ``int(x)``); a cast from an integer passes the gradient on as a float
+        (``float(y)``); complex -> real gives a complex gradient with zero
+        imaginary part, real -> complex keeps the real part.
+        """
+        return [output_grads[0]]
 
 
 def cast(x: Any, dtype: Any) -> Variable:

@@ -22,7 +22,14 @@ import numpy as np
 
 from workbench.core.dtypes import Dtype, as_dtype
 from workbench.core.graph.basic import Constant, Variable, clone, graph_inputs, io_toposort
-from workbench.core.scalar.basic import ScalarOp, ScalarType
+from workbench.core.graph.type import NullType
+from workbench.core.scalar.basic import (
+    ScalarConstant,
+    ScalarOp,
+    ScalarType,
+    get_scalar_type,
+    zero_gradient,
+)
 
 Ref = tuple[Any, ...]
 
@@ -198,3 +205,74 @@ class Composite(ScalarOp):
         dtypes = self._rule(*(np.asarray(x).dtype for x in inputs))
         results = self.compute(inputs, dtypes)
         return tuple(results) if self.nout > 1 else results[0]
+
+    # -- differentiation ----------------------------------------------------------
+    def rebuild(self, inputs: Sequence[Variable]) -> list[Variable]:
+        """The inner graph rebuilt on `inputs` (scalar Variables): its outputs."""
+        if len(inputs) != self.nin:
+            raise TypeError(f"{self.name} takes {self.nin} inputs, got {len(inputs)}")
+        values: dict[Ref, Variable] = {("i", k): v for k, v in enumerate(inputs)}
+
+        def value_of(ref: Ref) -> Variable:
+            if ref[0] == "c":
+                data = self._constants[ref]
+                return ScalarConstant(get_scalar_type(data.dtype), data[()])
+            return values[ref]
+
+        for n, (op, args) in enumerate(self._steps):
+            node = op.make_node(*[value_of(a) for a in args])
+            for j, out in enumerate(node.outputs):
+                values[("n", n, j)] = out
+        return [value_of(r) for r in self._output_refs]
+
+    def grad_terms(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+                   output_grads: Sequence[Variable]) -> list[Variable]:
+        """Reverse mode through the inner graph, packaged as one gradient Composite.
+
+        The gradients of all inputs are the outputs of a single new Composite
+        of (inputs..., output gradients...), so the gradient of a fused
+        Elemwise is again one fused Elemwise. Undefined (NullType) inner
+        gradients are returned as they are.
+        """
+        fresh_in = [get_scalar_type(v.type.dtype)() for v in inputs]
+        fresh_g = [get_scalar_type(g.type.dtype)() for g in output_grads]
+        grads = scalar_gradients(fresh_in, self.rebuild(fresh_in), fresh_g)
+        defined = [k for k, g in enumerate(grads) if not isinstance(g.type, NullType)]
+        result: list[Variable] = list(grads)
+        if defined:
+            grad_op = Composite(fresh_in + fresh_g, [grads[k] for k in defined])
+            values = grad_op(*inputs, *output_grads, return_list=True)
+            for k, value in zip(defined, values):
+                result[k] = value
+        return result
+
+
+def scalar_gradients(inputs: Sequence[Variable], outputs: Sequence[Variable],
+                     output_grads: Sequence[Variable | None]) -> list[Variable]:
+    """Gradients of a scalar graph by reverse mode: d(sum_j g_j * out_j) / d input_i.
+
+    `output_grads[j]` is the gradient of the cost wrt `outputs[j]` (None: zero).
+    Each node's `L_op` gives its input gradients, which are summed over the
+    uses of a variable. Inputs the outputs do not depend on get zero; a
+    NullType term makes the input's gradient that NullType.
+    """
+    grads: dict[Variable, Variable] = {}
+    for out, g in zip(outputs, output_grads):
+        if g is not None:
+            grads[out] = _accumulate(grads.get(out), g)
+    for node in reversed(io_toposort(list(inputs), list(outputs))):
+        if not any(o in grads for o in node.outputs):
+            continue
+        ograds = [grads[o] if o in grads else zero_gradient(o) for o in node.outputs]
+        for var, term in zip(node.inputs, node.op.L_op(node.inputs, node.outputs, ograds)):
+            if not isinstance(var, Constant):
+                grads[var] = _accumulate(grads.get(var), term)
+    return [grads[x] if x in grads else zero_gradient(x) for x in inputs]
+
+
+def _accumulate(total: Variable | None, term: Variable) -> Variable:
+    if total is None or isinstance(term.type, NullType):
+        return term
+    if isinstance(total.type, NullType):
+        return total
+    return total + term

@@ -20,18 +20,20 @@ share. Dtype rules (see `workbench.core.scalar.basic`):
 from __future__ import annotations
 
 import math as _pymath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from workbench.core.dtypes import Dtype, result_type
+from workbench.core.graph.basic import Variable
 from workbench.core.scalar.basic import (
     BinaryScalarOp,
     ScalarOp,
     UnaryScalarOp,
     angle_out,
     bool_out,
+    cast,
     complex_to_real,
     int_or_bool_out,
     same_out,
@@ -43,7 +45,53 @@ from workbench.core.scalar.basic import (
     upcast_out_nobool,
     upgrade_to_float,
     upgrade_to_float_no_complex,
+    zero_gradient,
 )
+
+# -- gradient helpers --------------------------------------------------------------
+# Gradients follow seed 003 (see `ScalarOp.L_op`, which applies the integer rules and
+# the dtype of each gradient). For complex numbers the convention is PyTensor's: the
+# gradient of a real cost C wrt z = x + iy is dC/dx + i dC/dy, so a holomorphic f
+# contributes ``gz * conj(f'(z))`` (`_chain`).
+
+Vars = Sequence[Variable]
+
+
+def _chain(gz: Variable, derivative: Variable) -> Variable:
+    """gz times the derivative (its conjugate for complex numbers)."""
+    if derivative.type.dtype.is_complex:
+        derivative = conj(derivative)
+    return gz * derivative
+
+
+def _as_out(x: Variable, z: Variable) -> Variable:
+    """`x` in the dtype the Op computes in (its output's), as the kernel sees it."""
+    return cast(x, z.type.dtype)
+
+
+def _not_implemented(op: ScalarOp, index: int, x: Variable, why: str) -> Variable:
+    from workbench.core.grad import grad_not_implemented
+
+    return grad_not_implemented(op, index, x, why)
+
+
+class _Smooth(UnaryScalarOp):
+    """A unary Op with a derivative formula: ``gz * f'(x)`` (f' may reuse the output z)."""
+
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        raise NotImplementedError
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        (x,), (z,), (gz,) = inputs, outputs, output_grads
+        return [_chain(gz, self.derivative(_as_out(x, z), z))]
+
+
+class _PiecewiseConstant(UnaryScalarOp):
+    """A unary Op that is constant almost everywhere: zero gradient (floor, sign, ...)."""
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        return [zero_gradient(inputs[0])]
+
 
 # -- arithmetic --------------------------------------------------------------------
 
@@ -55,12 +103,19 @@ class Add(BinaryScalarOp):
     default_preference = staticmethod(upcast_out)
     commutative = associative = True
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        return [output_grads[0]] * len(inputs)
+
 
 class Sub(BinaryScalarOp):
     """x - y (not defined for booleans)."""
 
     nfunc, symbol, precedence = "subtract", "-", 6
     default_preference = staticmethod(upcast_out_nobool)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        (gz,) = output_grads
+        return [gz, -gz]
 
 
 class Mul(BinaryScalarOp):
@@ -70,12 +125,22 @@ class Mul(BinaryScalarOp):
     default_preference = staticmethod(upcast_out)
     commutative = associative = True
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        (z,), (gz,) = outputs, output_grads
+        x, y = (_as_out(v, z) for v in inputs)
+        return [_chain(gz, y), _chain(gz, x)]
+
 
 class TrueDiv(BinaryScalarOp):
     """x / y; integer operands give the default float dtype."""
 
     nfunc, symbol, precedence = "true_divide", "/", 7
     default_preference = staticmethod(upgrade_to_float)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        (z,), (gz,) = outputs, output_grads
+        x, y = (_as_out(v, z) for v in inputs)
+        return [_chain(gz, 1 / y), _chain(gz, -(x / (y * y)))]
 
 
 class IntDiv(BinaryScalarOp):
@@ -84,6 +149,9 @@ class IntDiv(BinaryScalarOp):
     nfunc, symbol, precedence = "floor_divide", "//", 7
     default_preference = staticmethod(upcast_out_int8_nocomplex)
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        return [zero_gradient(x) for x in inputs]  # a step function of x and y
+
 
 class Mod(BinaryScalarOp):
     """x % y with the sign of y (numpy's remainder)."""
@@ -91,12 +159,29 @@ class Mod(BinaryScalarOp):
     nfunc, symbol, precedence = "remainder", "%", 7
     default_preference = staticmethod(upcast_out_int8_nocomplex)
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """x % y = x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) (off the jumps)."""
+        (z,), (gz,) = outputs, output_grads
+        x, y = (_as_out(v, z) for v in inputs)
+        return [gz, -gz * int_div(x, y)]
+
 
 class Pow(BinaryScalarOp):
     """x ** y; integers to negative integer powers raise ValueError, as in numpy."""
 
     nfunc, symbol, precedence = "power", "**", 9
     default_preference = staticmethod(upcast_out_bool_as_int8)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """d/dx = y * x**(y-1); d/dy = x**y * log(x), taken as 0 where x == 0.
+
+        At x == 0 the y-derivative is 0 for y > 0 (0**y stays 0); setting it to 0
+        rather than nan (0 * -inf) follows PyTensor. x < 0 gives nan wrt y.
+        """
+        (z,), (gz,) = outputs, output_grads
+        x, y = (_as_out(v, z) for v in inputs)
+        gy = switch(eq(x, 0), 0, _chain(gz, z * log(x)))
+        return [_chain(gz, y * x ** (y - 1)), gy]
 
 
 class Maximum(BinaryScalarOp):
@@ -106,6 +191,13 @@ class Maximum(BinaryScalarOp):
     default_preference = staticmethod(upcast_out)
     commutative = associative = True
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """The gradient goes to the selected input; on ties (x == y) all of it goes to x."""
+        x, y = inputs
+        (gz,) = output_grads
+        pick_x = ge(x, y)
+        return [switch(pick_x, gz, 0), switch(pick_x, 0, gz)]
+
 
 class Minimum(BinaryScalarOp):
     """The smaller of x and y (NaN if either is NaN)."""
@@ -114,12 +206,22 @@ class Minimum(BinaryScalarOp):
     default_preference = staticmethod(upcast_out)
     commutative = associative = True
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """The gradient goes to the selected input; on ties (x == y) all of it goes to x."""
+        x, y = inputs
+        (gz,) = output_grads
+        pick_x = le(x, y)
+        return [switch(pick_x, gz, 0), switch(pick_x, 0, gz)]
+
 
 class Neg(UnaryScalarOp):
     """-x (not defined for booleans)."""
 
     nfunc, symbol, precedence = "negative", "-", 8
     default_preference = staticmethod(same_out_nobool)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        return [-output_grads[0]]
 
 
 class Abs(UnaryScalarOp):
@@ -129,19 +231,32 @@ class Abs(UnaryScalarOp):
     default_preference = staticmethod(complex_to_real)
     input_cast = None
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """sign(x) for reals (0 at 0); x / |x| for complex x (nan at 0)."""
+        (x,), (z,), (gz,) = inputs, outputs, output_grads
+        if x.type.dtype.is_complex:
+            return [gz * (x / z)]
+        return [gz * sign(_as_out(x, z))]
 
-class Sqr(UnaryScalarOp):
+
+class Sqr(_Smooth):
     """x * x (named ``sqr``; booleans count as int8)."""
 
     nfunc = "square"
     default_preference = staticmethod(upcast_out_bool_as_int8)
 
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return x * 2
 
-class Reciprocal(UnaryScalarOp):
+
+class Reciprocal(_Smooth):
     """1 / x; integers give the default float dtype."""
 
     nfunc = "reciprocal"
     default_preference = staticmethod(upgrade_to_float)
+
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return -(z * z)
 
 
 class Sign(UnaryScalarOp):
@@ -149,6 +264,13 @@ class Sign(UnaryScalarOp):
 
     nfunc = "sign"
     default_preference = staticmethod(same_out_nobool)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """Zero for reals (a step function); not implemented for complex z / |z|."""
+        (x,) = inputs
+        if x.type.dtype.is_complex:
+            return [_not_implemented(self, 0, x, "sign of a complex number")]
+        return [zero_gradient(x)]
 
 
 class Identity(UnaryScalarOp):
@@ -159,6 +281,9 @@ class Identity(UnaryScalarOp):
 
     def impl(self, x: Any) -> Any:
         return x
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        return [output_grads[0]]
 
 
 # -- comparisons and logic ---------------------------------------------------------
@@ -261,6 +386,17 @@ class Switch(ScalarOp):
     def impl(self, cond: Any, a: Any, b: Any) -> Any:
         return np.where(cond, a, b)
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """Each branch gets the gradient where it is selected; the condition gets zero.
+
+        The condition is piecewise constant in its effect, so its gradient is 0
+        (not undefined): a cost through ``switch(x > 0, x, 0)`` has gradient
+        ``x > 0`` wrt x.
+        """
+        cond, _, _ = inputs
+        (gz,) = output_grads
+        return [zero_gradient(cond), switch(cond, gz, 0), switch(cond, 0, gz)]
+
 
 class Clip(ScalarOp):
     """x limited to [lo, hi], elementwise (numpy's clip): ``minimum(maximum(x, lo), hi)``.
@@ -274,45 +410,75 @@ class Clip(ScalarOp):
     nfunc = "clip"
     default_preference = staticmethod(upcast_out)
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """The gradient goes to whichever of x, lo, hi the output equals.
+
+        Follows ``minimum(maximum(x, lo), hi)`` with ties to the first argument:
+        x gets it for lo <= x <= hi (a bound touched by x counts as inside), lo
+        where x < lo <= hi, hi where hi < max(x, lo) (so hi when lo > hi).
+        """
+        x, lo, hi = inputs
+        (gz,) = output_grads
+        inside_hi = le(maximum(x, lo), hi)
+        x_wins = and_(inside_hi, ge(x, lo))
+        lo_wins = and_(inside_hi, lt(x, lo))
+        return [switch(x_wins, gz, 0), switch(lo_wins, gz, 0), switch(inside_hi, 0, gz)]
+
 
 # -- float math --------------------------------------------------------------------
 
 
-def _float_op(class_name: str, nfunc: str, doc: str, complex_ok: bool = True,
-              name: str | None = None) -> type[UnaryScalarOp]:
-    """A unary Op computing numpy's `nfunc` under the float rule."""
+Derivative = Callable[[Variable, Variable], Variable]
+
+
+def _float_op(class_name: str, nfunc: str, doc: str, derivative: Derivative,
+              complex_ok: bool = True, name: str | None = None) -> type[UnaryScalarOp]:
+    """A unary Op computing numpy's `nfunc` under the float rule.
+
+    `derivative(x, z)` is f'(x) as a scalar graph, given x (in the output dtype)
+    and the output z = f(x), which it may reuse (exp' = z).
+    """
     rule = upgrade_to_float if complex_ok else upgrade_to_float_no_complex
     attrs = {
         "__doc__": doc,
         "nfunc": nfunc,
         "default_preference": staticmethod(rule),
+        "derivative": lambda self, x, z: derivative(x, z),
         "__module__": __name__,
     }
     if name is not None:
         attrs["name"] = name
-    return type(class_name, (UnaryScalarOp,), attrs)
+    return type(class_name, (_Smooth,), attrs)
 
 
-Exp = _float_op("Exp", "exp", "e ** x.")
-Exp2 = _float_op("Exp2", "exp2", "2 ** x.")
-Expm1 = _float_op("Expm1", "expm1", "exp(x) - 1, accurate for small x.")
-Log = _float_op("Log", "log", "Natural logarithm.")
-Log2 = _float_op("Log2", "log2", "Base-2 logarithm.")
-Log10 = _float_op("Log10", "log10", "Base-10 logarithm.")
-Log1p = _float_op("Log1p", "log1p", "log(1 + x), accurate for small x.")
-Sqrt = _float_op("Sqrt", "sqrt", "Square root (nan for negative reals).")
-Sin = _float_op("Sin", "sin", "Sine.")
-Cos = _float_op("Cos", "cos", "Cosine.")
-Tan = _float_op("Tan", "tan", "Tangent.")
-ArcSin = _float_op("ArcSin", "arcsin", "Inverse sine.")
-ArcCos = _float_op("ArcCos", "arccos", "Inverse cosine.")
-ArcTan = _float_op("ArcTan", "arctan", "Inverse tangent.")
-Sinh = _float_op("Sinh", "sinh", "Hyperbolic sine.")
-Cosh = _float_op("Cosh", "cosh", "Hyperbolic cosine.")
-Tanh = _float_op("Tanh", "tanh", "Hyperbolic tangent.")
-ArcSinh = _float_op("ArcSinh", "arcsinh", "Inverse hyperbolic sine.")
-ArcCosh = _float_op("ArcCosh", "arccosh", "Inverse hyperbolic cosine.")
-ArcTanh = _float_op("ArcTanh", "arctanh", "Inverse hyperbolic tangent.")
+_LN2, _LN10 = _pymath.log(2.0), _pymath.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / _pymath.sqrt(_pymath.pi)
+
+Exp = _float_op("Exp", "exp", "e ** x.", lambda x, z: z)
+Exp2 = _float_op("Exp2", "exp2", "2 ** x.", lambda x, z: z * _LN2)
+Expm1 = _float_op("Expm1", "expm1", "exp(x) - 1, accurate for small x.", lambda x, z: z + 1)
+Log = _float_op("Log", "log", "Natural logarithm.", lambda x, z: 1 / x)
+Log2 = _float_op("Log2", "log2", "Base-2 logarithm.", lambda x, z: 1 / (x * _LN2))
+Log10 = _float_op("Log10", "log10", "Base-10 logarithm.", lambda x, z: 1 / (x * _LN10))
+Log1p = _float_op("Log1p", "log1p", "log(1 + x), accurate for small x.",
+                  lambda x, z: 1 / (x + 1))
+Sqrt = _float_op("Sqrt", "sqrt", "Square root (nan for negative reals).",
+                 lambda x, z: 0.5 / z)
+Sin = _float_op("Sin", "sin", "Sine.", lambda x, z: cos(x))
+Cos = _float_op("Cos", "cos", "Cosine.", lambda x, z: -sin(x))
+Tan = _float_op("Tan", "tan", "Tangent.", lambda x, z: z * z + 1)
+ArcSin = _float_op("ArcSin", "arcsin", "Inverse sine.", lambda x, z: 1 / sqrt(1 - x * x))
+ArcCos = _float_op("ArcCos", "arccos", "Inverse cosine.", lambda x, z: -1 / sqrt(1 - x * x))
+ArcTan = _float_op("ArcTan", "arctan", "Inverse tangent.", lambda x, z: 1 / (x * x + 1))
+Sinh = _float_op("Sinh", "sinh", "Hyperbolic sine.", lambda x, z: cosh(x))
+Cosh = _float_op("Cosh", "cosh", "Hyperbolic cosine.", lambda x, z: sinh(x))
+Tanh = _float_op("Tanh", "tanh", "Hyperbolic tangent.", lambda x, z: 1 - z * z)
+ArcSinh = _float_op("ArcSinh", "arcsinh", "Inverse hyperbolic sine.",
+                    lambda x, z: 1 / sqrt(x * x + 1))
+ArcCosh = _float_op("ArcCosh", "arccosh", "Inverse hyperbolic cosine.",
+                    lambda x, z: 1 / sqrt(x * x - 1))
+ArcTanh = _float_op("ArcTanh", "arctanh", "Inverse hyperbolic tangent.",
+                    lambda x, z: 1 / (1 - x * x))
 
 
 class ArcTan2(BinaryScalarOp):
@@ -320,6 +486,13 @@ class ArcTan2(BinaryScalarOp):
 
     nfunc = "arctan2"
     default_preference = staticmethod(upgrade_to_float_no_complex)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """d/dy = x / (x**2 + y**2), d/dx = -y / (x**2 + y**2)."""
+        (z,), (gz,) = outputs, output_grads
+        y, x = (_as_out(v, z) for v in inputs)
+        scale = gz / (x * x + y * y)
+        return [scale * x, -(scale * y)]
 
 
 def _scipy_special(name: str) -> Callable[..., Any] | None:
@@ -331,7 +504,7 @@ def _scipy_special(name: str) -> Callable[..., Any] | None:
     return getattr(scipy.special, name)
 
 
-class _SpecialFunction(UnaryScalarOp):
+class _SpecialFunction(_Smooth):
     """A real function from scipy.special, with a pure-Python fallback."""
 
     default_preference = staticmethod(upgrade_to_float_no_complex)
@@ -355,6 +528,9 @@ class Erf(_SpecialFunction):
     special_name = "erf"
     fallback = staticmethod(_pymath.erf)
 
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return exp(-(x * x)) * _TWO_OVER_SQRT_PI
+
 
 class Erfc(_SpecialFunction):
     """1 - erf(x), accurate for large x."""
@@ -362,8 +538,11 @@ class Erfc(_SpecialFunction):
     special_name = "erfc"
     fallback = staticmethod(_pymath.erfc)
 
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return exp(-(x * x)) * -_TWO_OVER_SQRT_PI
 
-class Sigmoid(UnaryScalarOp):
+
+class Sigmoid(_Smooth):
     """1 / (1 + exp(-x)), computed without overflow."""
 
     default_preference = staticmethod(upgrade_to_float_no_complex)
@@ -374,8 +553,11 @@ class Sigmoid(UnaryScalarOp):
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return z * (1 - z)
 
-class Softplus(UnaryScalarOp):
+
+class Softplus(_Smooth):
     """log(1 + exp(x)), computed without overflow."""
 
     default_preference = staticmethod(upgrade_to_float_no_complex)
@@ -383,22 +565,25 @@ class Softplus(UnaryScalarOp):
     def impl(self, x: Any) -> Any:
         return np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), x)
 
+    def derivative(self, x: Variable, z: Variable) -> Variable:
+        return sigmoid(x)
 
-class Floor(UnaryScalarOp):
+
+class Floor(_PiecewiseConstant):
     """Largest integer <= x, in the input's dtype."""
 
     nfunc = "floor"
     default_preference = staticmethod(same_out_nocomplex)
 
 
-class Ceil(UnaryScalarOp):
+class Ceil(_PiecewiseConstant):
     """Smallest integer >= x, in the input's dtype."""
 
     nfunc = "ceil"
     default_preference = staticmethod(same_out_nocomplex)
 
 
-class RoundHalfToEven(UnaryScalarOp):
+class RoundHalfToEven(_PiecewiseConstant):
     """Nearest integer, ties to even (numpy's round / rint), in the input's dtype."""
 
     nfunc = "rint"
@@ -437,6 +622,10 @@ class Real(UnaryScalarOp):
     default_preference = staticmethod(complex_to_real)
     input_cast = None
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """gz for real x; gz + 0j for complex x (only the real part moves the output)."""
+        return [output_grads[0]]
+
 
 class Imag(UnaryScalarOp):
     """Imaginary part (zeros of the input's dtype for real inputs)."""
@@ -444,6 +633,13 @@ class Imag(UnaryScalarOp):
     nfunc = "imag"
     default_preference = staticmethod(complex_to_real)
     input_cast = None
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """gz * 1j for complex x; zero for real x (the output is always 0)."""
+        (x,), (gz,) = inputs, output_grads
+        if not x.type.dtype.is_complex:
+            return [zero_gradient(x)]
+        return [cast(gz, x.type.dtype) * 1j]
 
 
 class Conj(UnaryScalarOp):
@@ -453,12 +649,23 @@ class Conj(UnaryScalarOp):
     default_preference = staticmethod(same_out)
     input_cast = None
 
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        gz = output_grads[0]
+        return [conj(gz) if gz.type.dtype.is_complex else gz]
+
 
 class Angle(UnaryScalarOp):
     """Argument of a complex number; 0 or pi for real inputs."""
 
     nfunc = "angle"
     default_preference = staticmethod(angle_out)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """1j * gz / conj(z) for complex z (the gradient of atan2(Im z, Re z)); 0 for reals."""
+        (x,), (gz,) = inputs, output_grads
+        if not x.type.dtype.is_complex:
+            return [zero_gradient(x)]
+        return [(cast(gz, x.type.dtype) * 1j) / conj(x)]
 
     def cast_inputs(self, inputs: Any, output_dtypes: Any) -> list[np.ndarray]:
         (x,) = inputs

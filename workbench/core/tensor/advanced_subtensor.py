@@ -29,6 +29,8 @@ from workbench.core.tensor.subtensor import (
     FULL_SLICE,
     SYMBOLIC,
     SliceEntry,
+    _inc_subtensor_grads,
+    _inc_subtensor_rop,
     _normalize_entry,
     check_index,
     consumed_dims,
@@ -236,8 +238,26 @@ class AdvancedSubtensor(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True]] + [[False] for _ in node.inputs[1:]]
 
-    # grad / L_op (the autodiff issue): an AdvancedIncSubtensor of the output gradient
-    # into zeros (accumulating over repeated indices).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradient added into zeros of x's shape at the index (an
+        `AdvancedIncSubtensor`): an element read several times (repeated indices)
+        accumulates the gradient of every copy. The index inputs are disconnected."""
+        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+
+        x, *indices = inputs
+        rest = [disconnected() for _ in indices]
+        if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+            return [float_zeros_like(x), *rest]
+        gz = grad_for(output_grads[0], x)
+        return [AdvancedIncSubtensor(self.idx_list)(float_zeros_like(x), gz, *indices), *rest]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same index applied to the eval point."""
+        if eval_points[0] is None:
+            return [None]
+        return [AdvancedSubtensor(self.idx_list)(eval_points[0], *inputs[1:])]
 
 
 def _mask_count(mask: Variable) -> Any:
@@ -323,8 +343,58 @@ class AdvancedIncSubtensor(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True], [True]] + [[False] for _ in node.inputs[2:]]
 
-    # grad / L_op (the autodiff issue): as IncSubtensor, with AdvancedSubtensor to read
-    # the gradient of y.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """As `IncSubtensor`'s, reading the gradient of y with an `AdvancedSubtensor`.
+
+        Incrementing: x gets gz, each write of y the gradient at its position (repeated
+        indices: every write counts). Setting with repeated indices: the last write
+        wins (as `perform`, numpy's order), so only the winning writes of y get a
+        gradient; the losers are found by writing the positions 0..k-1 of the writes
+        with the same index and reading back which one survived.
+        """
+        grads = _inc_subtensor_grads(self, AdvancedSubtensor(self.idx_list), inputs,
+                                     output_grads)
+        x, y, *indices = inputs
+        if not self.set_instead_of_inc or not _may_repeat(self.idx_list, indices) or not (
+                x.type.dtype.is_float or x.type.dtype.is_complex):
+            return grads
+        from workbench.core.tensor.join import grad_for
+        from workbench.core.tensor.math import eq, mul
+        from workbench.core.tensor.reshape import reshape, sum_to
+        from workbench.core.tensor.shape import shape_tuple as lengths_of
+
+        read = AdvancedSubtensor(self.idx_list)
+        gz = grad_for(output_grads[0], x)
+        g_read = read(gz, *indices)
+        target = lengths_of(g_read)
+        from workbench.core.tensor.creation import arange, full
+        from workbench.core.tensor.join import length_product
+
+        positions = reshape(arange(length_product(target), dtype=int64), list(target))
+        written = AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(
+            full(lengths_of(x), -1, dtype=int64), positions, *indices)
+        winner = eq(read(written, *indices), positions)
+        gy = grad_for(sum_to(mul(g_read, cast(winner, gz.type.dtype)), y), y)
+        return [grads[0], gy, *grads[2:]]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same write, of y's eval point into x's (zeros for a missing one)."""
+        return _inc_subtensor_rop(self, inputs, eval_points)
+
+
+def _may_repeat(idx_list: Sequence[Any], indices: Sequence[Variable]) -> bool:
+    """Whether an advanced index may write one element twice: not when its only arrays
+    are boolean masks, or one constant integer array without duplicates."""
+    arrays = [v for v in indices if v.type.ndim > 0 or v.type.dtype.is_bool]
+    ints = [v for v in arrays if not v.type.dtype.is_bool]
+    if not ints:
+        return False
+    if len(arrays) == 1 and isinstance(ints[0], Constant):
+        data = np.asarray(ints[0].data).ravel()
+        return len(np.unique(data)) != len(data)  # (-1 and n-1 name the same element)
+    return True
 
 
 def advanced_getitem(x: Variable, entries: list[Any]) -> Variable:

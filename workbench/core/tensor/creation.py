@@ -9,6 +9,10 @@ time when they are known and at run time otherwise; non-integer lengths are a
 TypeError. Dtypes follow `workbench.core.dtypes.infer_dtype` (seed 004): the
 explicit dtype, else the dtype of the array or relevant scalar argument, else the
 default float (`zeros`, `eye`, ...) or the promotion of start/stop/step (`arange`).
+
+Gradients: Alloc sums the output gradient back to the value's shape; ARange
+differentiates with respect to start and step (stop only sets the length); every
+length, and all of Eye's inputs, are disconnected.
 """
 
 from __future__ import annotations
@@ -168,8 +172,24 @@ class Alloc(Op):
         outputs = getattr(fgraph, "outputs", None) or ()
         return not any(out is node.outputs[0] for out in outputs)
 
-    # grad comes with the autodiff issue: the value's gradient is the output
-    # gradient summed over the broadcast dimensions; the lengths are disconnected.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The value gets the output gradient summed over the broadcast dimensions (the
+        new leading ones and those where it has length 1, `reshape.sum_to`); the
+        lengths are disconnected (seed 003's example)."""
+        from workbench.core.tensor.join import disconnected, grad_for
+        from workbench.core.tensor.reshape import sum_to
+
+        value = inputs[0]
+        gx = grad_for(sum_to(output_grads[0], value), value)
+        return [gx] + [disconnected() for _ in inputs[1:]]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The eval point of the value allocated to the same shape."""
+        if eval_points[0] is None:
+            return [None]
+        return [_alloc(eval_points[0], *inputs[1:])]
 
 
 _alloc = Alloc()
@@ -307,8 +327,42 @@ class ARange(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True], [False], [True]]
 
-    # grad comes with the autodiff issue: d/dstart = sum(gz), d/dstep = sum(gz * arange(n)),
-    # stop is disconnected (it only decides the length).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Element i is ``start + i * step``: d/dstart = sum(gz), d/dstep = sum(i * gz).
+
+        `stop` only decides the length: disconnected. An integer output has zero
+        gradients (float zeros); so do integer start/step inputs.
+        """
+        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+        from workbench.core.tensor.math import mul
+        from workbench.core.tensor.reduction import sum as sum_
+        from workbench.core.tensor.shape import shape_i
+
+        start, _, step = inputs
+        (gz,) = output_grads
+        if not self.dtype.is_float:
+            return [float_zeros_like(start), disconnected(), float_zeros_like(step)]
+        n = outputs[0].type.shape[0]
+        positions = ARange(gz.type.dtype)(0, shape_i(outputs[0], 0) if n is None else n, 1)
+        g_start = grad_for(sum_(gz), start)
+        g_step = grad_for(sum_(mul(gz, positions)), step)
+        return [g_start, disconnected(), g_step]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """d(start + i * step) = d_start + i * d_step (stop moves no value)."""
+        from workbench.core.tensor.math import add, mul
+        from workbench.core.tensor.shape import shape_i
+
+        e_start, _, e_step = eval_points
+        if not self.dtype.is_float or (e_start is None and e_step is None):
+            return [None]
+        positions = ARange(self.dtype)(0, shape_i(self(*inputs), 0), 1)
+        result = mul(positions, 0) if e_step is None else mul(positions, cast(e_step, self.dtype))
+        if e_start is not None:
+            result = add(result, cast(e_start, self.dtype))
+        return [cast(result, self.dtype)]
 
 
 def _arange_scalar(value: Any) -> Variable:
@@ -380,6 +434,17 @@ class Eye(Op):
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[False], [False], [False]]  # lengths and a diagonal position
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """No input moves a value of the output: all three are disconnected."""
+        from workbench.core.tensor.join import disconnected
+
+        return [disconnected() for _ in inputs]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        return [None]
 
 
 def _as_offset(k: Any) -> Variable:

@@ -7,6 +7,12 @@ lower rank is left-padded with length-1 dimensions by a `DimShuffle` (so
 input, as in seed 001), static lengths are checked (a mismatch is a
 ValueError at build time, not at run time) and the output's static shape is
 the broadcast of the inputs' static shapes.
+
+Gradients: `Elemwise.L_op` lifts the scalar Op's scalar gradient graph
+(`ScalarOp.L_op`) to Elemwise nodes and sums each gradient back to its input's
+shape (statically, or with `SumToShape` when broadcasting is only decided at
+run time); `Elemwise.R_op` derives forward derivatives from the same scalar
+graphs. `DimShuffle` differentiates as the inverse DimShuffle.
 """
 
 from __future__ import annotations
@@ -16,11 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.dtypes import as_dtype
-from workbench.core.graph.basic import Apply, Variable
+from workbench.core.dtypes import as_dtype, default_float_dtype
+from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
+from workbench.core.graph.type import DisconnectedType, NullType
+from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
-from workbench.core.scalar.basic import ScalarOp, is_python_scalar, weak_scalar_arrays
+from workbench.core.scalar.basic import (
+    ScalarOp,
+    get_scalar_type,
+    grad_dtype,
+    is_python_scalar,
+    scalar_constant,
+    weak_scalar_arrays,
+)
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import TensorConstant, as_tensor_variable
 
@@ -117,6 +132,36 @@ class DimShuffle(Op):
                     ) -> list[tuple[Any, ...]]:
         (shape,) = input_shapes
         return [tuple(1 if d == "x" else shape[d] for d in self.new_order)]
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        """The inverse DimShuffle of the output gradient.
+
+        Added length-1 dimensions are dropped (summed first if the gradient
+        does not know them to be of length 1); dropped ones come back as
+        length-1 dimensions. Integer/bool inputs get float zeros (seed 003).
+        """
+        (x,), (gz,) = inputs, output_grads
+        if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+            from workbench.core.tensor.creation import zeros_like
+
+            return [zeros_like(x, dtype=default_float_dtype())]
+        gz = as_tensor_variable(gz)
+        if any(gz.type.shape[i] != 1 for i in self.augment):
+            from workbench.core.tensor.reduction import sum as sum_
+
+            gz = sum_(gz, axis=self.augment, keepdims=True)
+        order: list[int | str] = ["x"] * self.input_ndim
+        for out_dim, in_dim in enumerate(self.new_order):
+            if in_dim != "x":
+                order[in_dim] = out_dim  # type: ignore[index]
+        result = DimShuffle(gz.type.ndim, order)(gz)
+        return [_cast_to(result, grad_dtype(x.type.dtype))]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        (v,) = eval_points
+        return [None if v is None else self(v)]
 
 
 def dimshuffle(x: Any, pattern: Sequence[int | str]) -> Variable:
@@ -298,8 +343,267 @@ class Elemwise(Op):
             shape.append(_broadcast_length(candidates))
         return [tuple(shape) for _ in node.outputs]
 
-    # Gradients (L_op / grad) come with the autodiff issue: Elemwise will build
-    # them from its scalar Op's scalar gradient graph.
+    # -- differentiation -----------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Gradients from the scalar Op's scalar gradient graph, lifted to tensors.
+
+        The scalar Op's `L_op` runs on placeholder scalars; each scalar node of
+        its result becomes an Elemwise of the same scalar Op over the tensors
+        (so the gradient is elementwise too, and fusion can fuse it). A
+        gradient is then summed (keepdims) over the dimensions its input
+        broadcast along *statically* (length 1 in the input's type, not in
+        the output's), and through a `SumToShape` over those where it may
+        broadcast at run time (unknown static length); a constant gradient
+        (zero) is filled to the input's shape. Integer and bool inputs get float
+        gradients (seed 003); NullType gradients pass through.
+        """
+        if all(_is_disconnected(g) for g in output_grads):
+            return [DisconnectedType()() for _ in inputs]
+        for g in output_grads:
+            if isinstance(getattr(g, "type", None), NullType):
+                return [g for _ in inputs]
+        s_inputs = [get_scalar_type(x.type.dtype)() for x in inputs]
+        s_outputs = [get_scalar_type(o.type.dtype)() for o in outputs]
+        s_ograds: list[Variable] = []
+        lifted: dict[Variable, Variable] = dict(zip(s_inputs, inputs))
+        lifted.update(zip(s_outputs, outputs))
+        for g in output_grads:
+            if _is_disconnected(g):
+                s_ograds.append(DisconnectedType()())
+            else:
+                s_g = get_scalar_type(g.type.dtype)()
+                lifted[s_g] = g
+                s_ograds.append(s_g)
+        try:
+            s_igrads = self.scalar_op.L_op(s_inputs, s_outputs, s_ograds)
+        except MethodNotDefined:
+            from workbench.core.grad import grad_not_implemented
+
+            return [grad_not_implemented(self, i, x, f"{self.scalar_op} defines no grad")
+                    for i, x in enumerate(inputs)]
+        if len(s_igrads) != len(inputs):
+            raise ValueError(
+                f"{self.scalar_op}.L_op returned {len(s_igrads)} gradients for "
+                f"{len(inputs)} inputs"
+            )
+        result: list[Variable] = []
+        for x, s_g in zip(inputs, s_igrads):
+            if isinstance(s_g.type, (NullType, DisconnectedType)):
+                result.append(s_g)
+                continue
+            others = [v for v in inputs if v is not x]
+            result.append(_fit_to_input(lift_scalar_graph(s_g, lifted), x, others))
+        return result
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """Jacobian-vector products: sum_i df/dx_i * v_i, elementwise.
+
+        The partial derivatives are the scalar Op's gradients for an output
+        gradient of 1 (of 0 for the other outputs). Complex Ops raise
+        MethodNotDefined (their gradients hold conj(f'), not f'), so forward mode
+        falls back to the double-L_op construction.
+        """
+        if all(v is None for v in eval_points):
+            return [None] * self.scalar_op.nout
+        if any(v.type.dtype.is_complex for v in inputs):
+            raise MethodNotDefined(f"{self}.R_op for complex inputs")
+        s_inputs = [get_scalar_type(x.type.dtype)() for x in inputs]
+        s_outputs = self.scalar_op(*s_inputs, return_list=True)
+        if any(o.type.dtype.is_complex for o in s_outputs):
+            raise MethodNotDefined(f"{self}.R_op for complex outputs")
+        lifted: dict[Variable, Variable] = dict(zip(s_inputs, inputs))
+        s_points: list[Variable | None] = []
+        for v in eval_points:
+            if v is None:
+                s_points.append(None)
+                continue
+            s_v = get_scalar_type(v.type.dtype)()
+            lifted[s_v] = v
+            s_points.append(s_v)
+        results: list[Variable | None] = []
+        for j, s_out in enumerate(s_outputs):
+            out = lift_scalar_graph(s_out, lifted)
+            out_dtype = grad_dtype(s_out.type.dtype)
+            ones = [scalar_constant(1 if k == j else 0, dtype=grad_dtype(o.type.dtype))
+                    for k, o in enumerate(s_outputs)]
+            s_grads = self.scalar_op.L_op(s_inputs, s_outputs, ones)
+            total: Variable | None = None
+            for s_g, s_v in zip(s_grads, s_points):
+                if s_v is None:
+                    continue
+                if isinstance(s_g.type, NullType):
+                    raise MethodNotDefined(f"{self}.R_op: {s_g.type.why_null}")
+                term = s_g * s_v
+                total = term if total is None else total + term
+            if total is None:
+                total = scalar_constant(0, dtype=out_dtype)
+            r = _cast_to(lift_scalar_graph(total, lifted), out_dtype)
+            results.append(_broadcast_like(r, out))
+        return results
+
+
+# -- gradient helpers -----------------------------------------------------------------
+
+
+class SumToShape(Op):
+    """``SumToShape()(g, *lengths)``: `g` summed (keepdims) over the dimensions whose
+    requested length is 1 and where `g` is longer: the gradient of numpy broadcasting,
+    decided at run time.
+
+    Elemwise broadcasts like numpy, also along dimensions whose static length is
+    unknown, so a gradient computed at the output's shape must be brought back
+    to the input's shape when the values arrive. The lengths (int 0-d tensors,
+    usually ``shape_i`` of the input) only shape the result (`connection_pattern`);
+    taking them rather than the input itself lets the input be overwritten in
+    place before the gradient is reduced. The output may be `g` itself.
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, g: Any, *lengths: Any) -> Apply:
+        g = as_tensor_variable(g)
+        lengths_v = [as_tensor_variable(n) for n in lengths]
+        if len(lengths_v) != g.type.ndim or any(
+            n.type.ndim != 0 or not n.type.dtype.is_int for n in lengths_v
+        ):
+            raise ValueError(
+                f"SumToShape: {g} ({g.type}) needs {g.type.ndim} integer 0-d lengths, got "
+                f"{[str(n.type) for n in lengths_v]}"
+            )
+        static = tuple(int(n.data) if isinstance(n, Constant) else None for n in lengths_v)
+        return Apply(self, [g, *lengths_v], [TensorType(g.type.dtype, static)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        g, *lengths = inputs
+        shape = tuple(int(n) for n in lengths)
+        axes = tuple(d for d in range(g.ndim) if shape[d] == 1 and g.shape[d] != 1)
+        out = g.sum(axis=axes, keepdims=True, dtype=g.dtype) if axes else g
+        if out.shape != shape:
+            raise ValueError(
+                f"SumToShape: a gradient of shape {g.shape} cannot be summed to the input "
+                f"shape {shape}"
+            )
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        static = node.outputs[0].type.shape
+        return [tuple(s if s is not None else n for s, n in zip(static, node.inputs[1:]))]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True]] + [[False] for _ in node.inputs[1:]]
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        """The output gradient broadcast back to the shape of `g`; lengths disconnected."""
+        from workbench.core.grad import disconnected_type
+        from workbench.core.tensor.creation import alloc
+        from workbench.core.tensor.shape import shape_tuple
+
+        g, *lengths = inputs
+        (gz,) = output_grads
+        return [alloc(gz, *shape_tuple(g))] + [disconnected_type() for _ in lengths]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        v = eval_points[0]
+        return [None if v is None else self(v, *inputs[1:])]
+
+
+def sum_to_shape(g: Variable, x: Variable, others: Sequence[Variable]) -> Variable:
+    """`g` (at the broadcast shape of `x` and `others`) brought to the shape of `x`.
+
+    Dimensions where `x` has static length 1 are summed statically; a
+    `SumToShape` handles those whose length is unknown while another operand
+    may be longer (numpy broadcasting at run time).
+    """
+    axes = tuple(d for d in range(x.type.ndim)
+                 if x.type.shape[d] == 1 and g.type.shape[d] != 1)
+    if axes:
+        from workbench.core.tensor.reduction import sum as sum_
+
+        g = sum_(g, axis=axes, keepdims=True)
+    if any(x.type.shape[d] is None and g.type.shape[d] != 1
+           and any(o.type.shape[d] != 1 for o in others) for d in range(x.type.ndim)):
+        from workbench.core.tensor.shape import shape_tuple
+
+        g = SumToShape()(g, *shape_tuple(x))
+    return g
+
+
+def _is_disconnected(var: Any) -> bool:
+    return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
+
+
+def _cast_to(x: Variable, dtype: Any) -> Variable:
+    from workbench.core.tensor.basic import cast
+
+    return cast(x, dtype)
+
+
+def lift_scalar_graph(var: Variable, lifted: dict[Variable, Variable]) -> Variable:
+    """The tensor counterpart of the scalar Variable `var`: each scalar node becomes an
+    Elemwise of the same scalar Op.
+
+    `lifted` maps the scalar placeholders to their tensors and is extended with
+    every variable lifted (so shared subexpressions are built once); scalar
+    constants become 0-d tensor constants, which Elemwise broadcasts.
+    """
+    from workbench.core.tensor.variable import TensorConstant
+
+    stack = [var]
+    while stack:
+        current = stack[-1]
+        if current in lifted:
+            stack.pop()
+            continue
+        node = current.owner
+        if node is None:
+            if not isinstance(current, Constant):
+                raise ValueError(
+                    f"the scalar gradient graph depends on {current} ({current.type}), which "
+                    "is not one of the node's inputs, outputs or output gradients"
+                )
+            data = np.asarray(current.data)
+            lifted[current] = TensorConstant(TensorType(as_dtype(data.dtype), ()), data)
+            stack.pop()
+            continue
+        missing = [v for v in node.inputs if v not in lifted]
+        if missing:
+            stack.extend(missing)
+            continue
+        outs = Elemwise(node.op)(*[lifted[v] for v in node.inputs], return_list=True)
+        lifted.update(zip(node.outputs, outs))
+        stack.pop()
+    return lifted[var]
+
+
+def _broadcast_like(g: Variable, target: Variable) -> Variable:
+    """`g` broadcast to the shape of `target` when its type says it may be smaller."""
+    if g.type.ndim == target.type.ndim and all(
+        gs != 1 or ts == 1 for gs, ts in zip(g.type.shape, target.type.shape)
+    ):
+        return g
+    from workbench.core.tensor.creation import alloc
+    from workbench.core.tensor.shape import shape_tuple
+
+    return alloc(g, *shape_tuple(target))
+
+
+def _fit_to_input(g: Variable, x: Variable, others: Sequence[Variable]) -> Variable:
+    """A gradient computed at the output's shape brought to the type of input `x`.
+
+    Sums over the dimensions `x` was broadcast along (`sum_to_shape`), fills a
+    gradient that is smaller than `x` (a constant), casts to the gradient dtype.
+    """
+    if g.type.ndim == x.type.ndim:
+        g = sum_to_shape(g, x, others)
+    g = _broadcast_like(g, x)
+    return _cast_to(g, grad_dtype(x.type.dtype))
 
 
 def _broadcast_length(lengths: list[Any]) -> Any:

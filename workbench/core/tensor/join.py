@@ -11,7 +11,12 @@ overlap and its gradient is a concatenation; `split` turns NumPy's
 ``indices_or_sections`` into sizes. Its outputs are views of its input.
 
 This module also builds and reads the small int vectors that carry shapes
-(`as_int_vector`, `vector_entries`), used by `Reshape` and `Split`.
+(`as_int_vector`, `vector_entries`), used by `Reshape` and `Split`, and holds the
+small helpers the gradients of the shape, join, creation and indexing Ops share
+(`disconnected`, `is_disconnected`, `float_zeros_like`, `grad_for`). Gradients:
+Join splits the output gradient, Split joins its output gradients (zeros for
+unused outputs), Repeat sums over the copies; sizes, counts and axes are
+disconnected (seed 003).
 """
 
 from __future__ import annotations
@@ -186,6 +191,59 @@ def _int_vector_input(value: Any, what: str) -> Variable:
     return var.astype(int64)
 
 
+# -- gradient helpers (shared by the shape, join, creation and indexing Ops) --------------
+
+
+def disconnected() -> Variable:
+    """A fresh DisconnectedType Variable: "this input's gradient does not flow" (seed 003).
+
+    Taken from `workbench.core.grad` when it is there (lazily: grad.py imports the
+    tensor library), else built from the graph's DisconnectedType.
+    """
+    try:
+        from workbench.core.grad import disconnected_type
+    except ImportError:
+        from workbench.core.graph.type import DisconnectedType
+
+        return DisconnectedType()()
+    return disconnected_type()
+
+
+def is_disconnected(g: Any) -> bool:
+    """Whether an output gradient says the cost does not depend on that output."""
+    from workbench.core.graph.type import DisconnectedType
+
+    return g is None or isinstance(getattr(g, "type", None), DisconnectedType)
+
+
+def float_zeros_like(x: Variable) -> Variable:
+    """Zeros of the shape of `x` in a float dtype: the gradient of an integer-valued input
+    (seed 003: gradients never carry integer dtypes)."""
+    from workbench.core.tensor.creation import zeros_like
+
+    dtype = x.type.dtype if x.type.dtype.is_float or x.type.dtype.is_complex else (
+        dtypes.default_float_dtype())
+    return zeros_like(x, dtype=dtype)
+
+
+def grad_for(g: Variable, x: Variable) -> Variable:
+    """The gradient term `g` made fit for input `x`: cast to x's dtype when x is float or
+    complex (a Join of float32 and float64 sends float64 pieces back), float zeros when x
+    is integer or boolean (its gradient is zero, never integer-typed)."""
+    dtype = x.type.dtype
+    if not (dtype.is_float or dtype.is_complex):
+        return float_zeros_like(x)
+    if g.type.dtype != dtype:
+        from workbench.core.tensor.basic import cast
+
+        if g.type.dtype.is_complex and not dtype.is_complex:
+            from workbench.core.tensor.math import real
+
+            g = real(g)
+        g = cast(g, dtype)
+    return g
+
+
 # -- Join -------------------------------------------------------------------------------
 
 
@@ -259,7 +317,25 @@ class Join(Op):
                 shape.append(input_shapes[0][d])
         return [tuple(shape)]
 
-    # grad (next issue): the output gradient split back along `axis` by the input lengths.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Cut the output gradient along `axis` at the inputs' (symbolic) lengths: a `Split`.
+
+        Integer inputs get float zeros (their gradient is zero, seed 003).
+        """
+        (gz,) = output_grads
+        axis = self.axis % outputs[0].type.ndim
+        sizes = [shape_tuple(x)[axis] for x in inputs]
+        pieces = _split_by_sizes(gz, sizes, axis)
+        return [grad_for(p, x) for p, x in zip(pieces, inputs)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The Join of the eval points (zeros for inputs without one)."""
+        if all(e is None for e in eval_points):
+            return [None]
+        points = [float_zeros_like(x) if e is None else e for x, e in zip(inputs, eval_points)]
+        return [Join(self.axis)(*points)]
 
 
 def concatenate(tensors: Sequence[Any], axis: int | None = 0) -> Variable:
@@ -408,7 +484,29 @@ class Split(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True] * self.n_splits, [False] * self.n_splits]
 
-    # grad (next issue): the concatenation of the output gradients (zeros where disconnected).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradients joined back along `axis`; an output the cost does not use
+        (a DisconnectedType gradient) contributes zeros of its shape. The sizes are
+        disconnected (they only decide where the cuts are)."""
+        x, _ = inputs
+        if all(is_disconnected(g) for g in output_grads):
+            return [disconnected(), disconnected()]
+        if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+            return [float_zeros_like(x), disconnected()]
+        parts = [float_zeros_like(out) if is_disconnected(g) else g
+                 for out, g in zip(outputs, output_grads)]
+        dtype = dtypes.result_type(*(p.type.dtype for p in parts))
+        parts = [p if p.type.dtype == dtype else p.astype(dtype) for p in parts]
+        joined = parts[0] if len(parts) == 1 else Join(self.axis)(*parts)
+        return [grad_for(joined, x), disconnected()]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same cuts of the eval point of the tensor."""
+        if eval_points[0] is None:
+            return [None] * self.n_splits
+        return Split(self.n_splits, self.axis)(eval_points[0], inputs[1], return_list=True)
 
 
 def _slice_bound(index: Length, length: Length) -> Length:
@@ -590,7 +688,42 @@ class Repeat(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True], [False]]
 
-    # grad (next issue): the output gradient summed back over each run of repeats.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Each element gets the sum of the output gradient over its copies; the repeats
+        are disconnected (they are counts).
+
+        One count for all (a 0-d `repeats`): a reshape that puts each run of copies on an
+        axis of its own, then a sum over it. One count per element: a segment sum,
+        ``inc_subtensor(zeros[..., repeat(arange(n), repeats)], gz)``.
+        """
+        from workbench.core.tensor.reduction import sum as sum_
+        from workbench.core.tensor.reshape import reshape
+
+        x, repeats = inputs
+        (gz,) = output_grads
+        if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+            return [float_zeros_like(x), disconnected()]
+        axis = self.axis % x.type.ndim
+        lengths = shape_tuple(x)
+        if repeats.type.ndim == 0:
+            count = repeats if repeats.type.dtype == int64 else repeats.astype(int64)
+            grouped = reshape(gz, [*lengths[:axis], lengths[axis], count, *lengths[axis + 1:]])
+            return [grad_for(sum_(grouped, axis=axis + 1), x), disconnected()]
+        from workbench.core.tensor.creation import arange, zeros_like
+        from workbench.core.tensor.subtensor import getitem, inc_subtensor
+
+        owner = Repeat(0)(arange(lengths[axis], dtype=int64), repeats)
+        zeros = zeros_like(x, dtype=gz.type.dtype)
+        key = (slice(None),) * axis + (owner,)
+        return [grad_for(inc_subtensor(getitem(zeros, key), gz), x), disconnected()]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The eval point of the tensor repeated the same way."""
+        if eval_points[0] is None:
+            return [None]
+        return [Repeat(self.axis)(eval_points[0], inputs[1])]
 
 
 def _vector_sum(repeats: Variable, length: Length, output: Variable, axis: int) -> Length:

@@ -9,6 +9,12 @@ the summed axes together with a DimShuffle, reshapes both operands to matrices
 and reshapes the product back). `MatMul` is only used when there are batch
 dimensions. Both compute in the promoted dtype (``float32 @ int32`` is float64,
 as in numpy) and check static core lengths at build time with numpy's messages.
+
+Gradients: ``gx = gz @ y^T``, ``gy = x^T @ gz`` (outer products for the 1-d
+cases); `MatMul` sums each gradient over the batch dimensions its operand was
+broadcast along, including broadcasting only known at run time. Integer
+products (dot of ints) give zero gradients; an integer operand of a float
+product gets the gradient a float one would (seed 003). Both Ops have an `R_op`.
 """
 
 from __future__ import annotations
@@ -89,8 +95,39 @@ class Dot(Op):
         """2*m*k*n: one multiply and one add per term of each output element."""
         return 2 * math.prod(outputs[0]) * inputs[0][-1]
 
-    # grad / L_op / R_op come with the autodiff issue:
-    # d(x.y)/dx = gz . y^T and d(x.y)/dy = x^T . gz (with the 1-d cases as outer products).
+    # -- differentiation ------------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gx = gz . y^T`` and ``gy = x^T . gz``, with the 1-d cases as products and
+        outer products. An integer product (dot of ints) is a step function: zeros.
+        An integer operand of a float product gets the same gradient as a float one
+        would, in the float dtype (seed 003)."""
+        from workbench.core.tensor.reduction import (
+            as_grad_of,
+            conj_if_complex,
+            is_int_like,
+            zero_grad_of,
+        )
+
+        (x, y), (out,), (gz,) = inputs, outputs, output_grads
+        if is_int_like(out):
+            return [zero_grad_of(x), zero_grad_of(y)]
+        xd, yd = x.type.ndim, y.type.ndim
+        x, y = conj_if_complex(x), conj_if_complex(y)  # gz * conj(d out / d input)
+        if xd == 1 and yd == 1:  # gz is 0-d
+            gx, gy = mul(gz, y), mul(gz, x)
+        elif xd == 2 and yd == 1:  # gz (n,)
+            gx, gy = _outer(gz, y), _dot(_t(x), gz)
+        elif xd == 1 and yd == 2:  # gz (m,)
+            gx, gy = _dot(y, gz), _outer(x, gz)
+        else:
+            gx, gy = _dot(gz, _t(y)), _dot(_t(x), gz)
+        return [as_grad_of(gx, inputs[0]), as_grad_of(gy, inputs[1])]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``dot(ex, y) + dot(x, ey)`` (the terms whose evaluation point is given)."""
+        return [_product_rule(_dot, inputs, eval_points)]
 
 
 def _check_dot_aligned(x_shape: StaticShape, y_shape: StaticShape) -> None:
@@ -211,8 +248,129 @@ class MatMul(Op):
         """2*k per output element (batch * n * m of them)."""
         return 2 * math.prod(outputs[0]) * inputs[0][-1]
 
-    # grad / L_op come with the autodiff issue: gx = gz @ swapaxes(y), gy = swapaxes(x) @ gz,
-    # each summed over the batch dimensions its input was broadcast along.
+    # -- differentiation ------------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gx = gz @ swapaxes(y)`` and ``gy = swapaxes(x) @ gz``, each summed over the
+        batch dimensions its input was broadcast along (see `_sum_to_operand`).
+
+        A 1-d operand is promoted as in the forward product (a row for `x`, a column
+        for `y`) and the added dimension dropped again. Integer products give zeros.
+        """
+        from workbench.core.tensor.reduction import (
+            as_grad_of,
+            conj_if_complex,
+            is_int_like,
+            zero_grad_of,
+        )
+
+        (x, y), (out,), (gz,) = inputs, outputs, output_grads
+        if is_int_like(out):
+            return [zero_grad_of(x), zero_grad_of(y)]
+        x2 = x if x.type.ndim >= 2 else dimshuffle(x, ("x", 0))
+        y2 = y if y.type.ndim >= 2 else dimshuffle(y, (0, "x"))
+        gz2 = gz
+        if x.type.ndim == 1:  # put back the row dimension before the last core one
+            pos = gz2.type.ndim - (1 if y.type.ndim >= 2 else 0)
+            gz2 = _insert_axis(gz2, pos)
+        if y.type.ndim == 1:
+            gz2 = _insert_axis(gz2, gz2.type.ndim)
+        gx = matmul(gz2, _swap_last(conj_if_complex(y2)))  # gz * conj(d out / d input)
+        gy = matmul(_swap_last(conj_if_complex(x2)), gz2)
+        gx = _sum_to_operand(gx, x2, y2)
+        gy = _sum_to_operand(gy, y2, x2)
+        if x.type.ndim == 1:
+            gx = dimshuffle(gx, (1,))
+        if y.type.ndim == 1:
+            gy = dimshuffle(gy, (0,))
+        return [as_grad_of(gx, x), as_grad_of(gy, y)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``ex @ y + x @ ey`` (the terms whose evaluation point is given)."""
+        return [_product_rule(matmul, inputs, eval_points)]
+
+
+# -- gradient helpers --------------------------------------------------------------
+
+
+def _t(v: Variable) -> Variable:
+    """The transpose of a matrix."""
+    return dimshuffle(v, (1, 0))
+
+
+def _outer(u: Variable, v: Variable) -> Variable:
+    """``u[:, None] * v[None, :]`` for two vectors."""
+    return mul(dimshuffle(u, (0, "x")), dimshuffle(v, ("x", 0)))
+
+
+def _insert_axis(v: Variable, pos: int) -> Variable:
+    """`v` with a length-1 dimension inserted at `pos`."""
+    order: list[int | str] = list(range(v.type.ndim))
+    order.insert(pos, "x")
+    return dimshuffle(v, order)
+
+
+def _swap_last(v: Variable) -> Variable:
+    """`v` (rank >= 2) with its last two dimensions swapped."""
+    nd = v.type.ndim
+    return dimshuffle(v, (*range(nd - 2), nd - 1, nd - 2))
+
+
+def _product_rule(product: Any, inputs: Sequence[Variable],
+                  eval_points: Sequence[Variable | None]) -> Variable | None:
+    """``product(ex, y) + product(x, ey)`` for a bilinear `product`, skipping None points."""
+    from workbench.core.tensor.math import add
+
+    (x, y), (ex, ey) = inputs, eval_points
+    terms = []
+    if ex is not None:
+        terms.append(product(ex, y))
+    if ey is not None:
+        terms.append(product(x, ey))
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else add(*terms)
+
+
+def _sum_to_operand(g: Variable, operand: Variable, other: Variable) -> Variable:
+    """`g` (shaped like the batched product) summed to the shape of `operand`.
+
+    The leading batch dimensions `operand` lacks are summed away; so are those
+    where it is statically 1 and the product is not. Where its length is unknown
+    and `other` may have broadcast it at run time (their batch dims both unknown),
+    the dimension is split as ``(len_operand, len_g // len_operand)`` by a reshape
+    and summed over the second part: a sum when the operand had length 1, nothing
+    otherwise, with no data-dependent branch.
+    """
+    from workbench.core.tensor.reduction import sum as reduce_sum
+    from workbench.core.tensor.reshape import reshape
+
+    lead = g.type.ndim - operand.type.ndim
+    if lead:
+        g = reduce_sum(g, tuple(range(lead)))
+    n_batch = operand.type.ndim - 2
+    other_lead = n_batch - (other.type.ndim - 2)  # batch dims of `operand` `other` lacks
+    ones = tuple(d for d in range(n_batch)
+                 if operand.type.shape[d] == 1 and g.type.shape[d] != 1)
+    if ones:
+        g = reduce_sum(g, ones, keepdims=True)
+    for d in range(n_batch):
+        if (operand.type.shape[d] is not None or g.type.shape[d] == 1 or d < other_lead
+                or other.type.shape[d - other_lead] == 1):
+            continue
+        g_shape, op_len = shape_tuple(g), shape_tuple(operand)[d]
+        parts = _int_div_at_least_one(g_shape[d], op_len)
+        split = reshape(g, (*g_shape[:d], op_len, parts, *g_shape[d + 1:]))
+        g = reduce_sum(split, d + 1)
+    return g
+
+
+def _int_div_at_least_one(n: Any, m: Any) -> Any:
+    """``n // max(m, 1)`` on int64 lengths."""
+    from workbench.core.tensor.math import floor_div, maximum
+
+    return floor_div(n, maximum(m, 1))
 
 
 def _broadcast_length(lengths: list[Any]) -> Any:

@@ -11,6 +11,17 @@ symbolic shape, so they work whether or not the static shape is known.
 Axes follow NumPy: an int, a tuple (or list) of ints, negative values, or None
 for all axes; an out-of-range axis raises `numpy.exceptions.AxisError` (both a
 ValueError and an IndexError) and a repeated one ValueError, at build time.
+
+Gradients (`CAReduce.L_op`, by scalar Op): a sum spreads the output gradient
+back over the reduced axes (DimShuffle then Alloc to the input's shape); a
+product is exact with zeros; max/min route it to every position equal to the
+extremum (tied positions all receive it, as in PyTensor); integer and bool
+outputs (`All`, `Any`, `Argmax`, integer sums) give float zeros (seed 003).
+mean/var/std are differentiated through their composition. The helpers
+`input_grad_dtype`, `zero_grad_of`, `as_grad_of`, `is_int_like`,
+`conj_if_complex` and `broadcast_back` are shared with special, extra_ops and
+linalg. Complex inputs follow the scalar Ops' convention: each contribution is
+``gz * conj(derivative)``.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from numpy.exceptions import AxisError
 from workbench.core.dtypes import Dtype, as_dtype, bfloat16, default_float_dtype, float16
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
+from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import ScalarOp
 from workbench.core.tensor.elemwise import DimShuffle
@@ -165,6 +177,66 @@ def _count(x: Variable, axes: tuple[int, ...]) -> _Any:
     )
 
 
+# -- gradient helpers (shared with special, extra_ops and linalg) -------------------
+
+
+def input_grad_dtype(x: Variable, fallback: Dtype) -> Dtype:
+    """The dtype of a gradient with respect to `x`: x's own when it is float or complex,
+    else `fallback` (gradients never carry integer dtypes, seed 003)."""
+    dtype = x.type.dtype
+    if dtype.is_float or dtype.is_complex:
+        return dtype
+    return fallback if (fallback.is_float or fallback.is_complex) else default_float_dtype()
+
+
+def zero_grad_of(x: Variable) -> Variable:
+    """Zeros shaped like `x` in a float dtype: the gradient through an integer/bool output
+    (a step function, zero almost everywhere; seed 003)."""
+    from workbench.core.tensor.creation import zeros_like
+
+    return zeros_like(x, dtype=input_grad_dtype(x, default_float_dtype()))
+
+
+def as_grad_of(g: Variable, x: Variable) -> Variable:
+    """`g` in the dtype of the gradient of `x` (see `input_grad_dtype`), so each Op returns
+    gradients of its input's type (a float32 input never gets a float64 gradient).
+    A complex `g` for a real `x` stays complex (as `grad` does: no silent loss of
+    the imaginary part)."""
+    from workbench.core.tensor.basic import cast
+
+    if g.type.dtype.is_complex and not x.type.dtype.is_complex:
+        return g
+    return cast(g, input_grad_dtype(x, g.type.dtype))
+
+
+def is_int_like(var: Variable) -> bool:
+    """Whether `var` holds integers or booleans (so no gradient flows through it)."""
+    dtype = var.type.dtype
+    return not (dtype.is_float or dtype.is_complex)
+
+
+def conj_if_complex(v: Variable) -> Variable:
+    """conj(v) for complex `v`, `v` itself otherwise: the gradient convention of the
+    scalar Ops (a contribution is ``gz * conj(f'(z))``), without a no-op node for reals."""
+    if not v.type.dtype.is_complex:
+        return v
+    from workbench.core.tensor.math import conj
+
+    return conj(v)
+
+
+def broadcast_back(g: Variable, x: Variable, axes: tuple[int, ...]) -> Variable:
+    """`g` (a reduction of something shaped like `x` over `axes`) spread back to x's shape:
+    the reduced axes re-inserted as length-1 dims, then an `Alloc` to ``x.shape``."""
+    from workbench.core.tensor.creation import alloc
+    from workbench.core.tensor.shape import shape_tuple
+
+    expanded = _keep_dims(g, x.type.ndim, axes)
+    if not axes:
+        return expanded
+    return alloc(expanded, *shape_tuple(x))
+
+
 # -- dtype rules --------------------------------------------------------------------
 
 
@@ -277,8 +349,36 @@ class CAReduce(Op):
         """One operation per input element."""
         return float(math.prod(inputs[0]))
 
-    # grad / L_op: with the autodiff issue (Sum: broadcast the output gradient back;
-    # Prod: divide the product; Max/Min: route through the argmax positions).
+    # -- differentiation ------------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Gradient by the scalar Op: add (`Sum`), mul (`Prod`), maximum/minimum
+        (`Max`/`Min`). An integer or bool output (`All`, `Any`, integer sums) is a
+        step function: zeros, in a float dtype, whatever the output gradient."""
+        (x,), (out,), (gz,) = inputs, outputs, output_grads
+        if is_int_like(out):
+            return [zero_grad_of(x)]
+        axes = _check_axes(self.axis, x)
+        op = self.scalar_op
+        if isinstance(op, smath.Add):
+            return [broadcast_back(as_grad_of(gz, x), x, axes)]
+        if isinstance(op, smath.Mul):
+            return [as_grad_of(_prod_grad(x, out, gz, axes), x)]
+        if isinstance(op, (smath.Maximum, smath.Minimum)):
+            return [as_grad_of(_extremum_grad(x, out, gz, axes), x)]
+        from workbench.core.grad import grad_not_implemented
+
+        return [grad_not_implemented(self, 0, x, f"no gradient rule for a reduction by {op}")]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """Sum is linear: the same sum of the evaluation point. Other reductions use the
+        double-L_op construction of `Rop` (MethodNotDefined here)."""
+        if eval_points[0] is None:
+            return [None]
+        if isinstance(self.scalar_op, smath.Add):
+            return [self(eval_points[0])]
+        raise MethodNotDefined(f"{self} has no R_op; Rop falls back to two L_ops")
 
 
 class Sum(CAReduce):
@@ -401,7 +501,11 @@ class _ArgReduce(Op):
         """One comparison per input element."""
         return float(math.prod(inputs[0]))
 
-    # grad: integer output, so zero with respect to the input (autodiff issue).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """An integer output: zero almost everywhere, so zeros (float) for the input.
+        (The axis is a property, so there is no axis input to call undefined.)"""
+        return [zero_grad_of(inputs[0])]
 
 
 class Argmax(_ArgReduce):
@@ -424,6 +528,43 @@ class Argmin(_ArgReduce):
 
     def __str__(self) -> str:
         return f"Argmin{{axis={self.axis}}}"
+
+
+def _prod_grad(x: Variable, out: Variable, gz: Variable, axes: tuple[int, ...]) -> Variable:
+    """d prod / d x_i = product of the other elements, robust to zeros (as PyTensor).
+
+    In a reduced slice with no zero it is ``prod / x_i``; with exactly one zero,
+    the zero's position gets the product of the non-zero elements and the others
+    get 0; with two zeros or more, every position gets 0. Built with switches on
+    ``x == 0`` so no division by zero ever reaches the result.
+
+    The first derivative is exact everywhere; its own derivative (second order)
+    is exact away from zeros, but at an input exactly 0 the branch chosen by the
+    switch misses the cross terms d(prod of the others)/d(the zero) (PyTensor
+    has the same limit: its ProdWithoutZeros has no gradient).
+    """
+    from workbench.core.tensor.math import and_, eq, mul, switch, true_div
+
+    ndim = x.type.ndim
+    gz_e = _keep_dims(gz, ndim, axes)
+    out_e = _keep_dims(out, ndim, axes)
+    is_zero = eq(x, 0)
+    n_zeros = sum(is_zero, axes, keepdims=True)
+    safe_x = switch(is_zero, 1, x)
+    no_zero = mul(gz_e, conj_if_complex(true_div(out_e, safe_x)))
+    at_the_zero = mul(gz_e, conj_if_complex(prod(safe_x, axes, keepdims=True)))  # non-zeros
+    one_zero = switch(and_(eq(n_zeros, 1), is_zero), at_the_zero, 0)
+    return switch(eq(n_zeros, 0), no_zero, one_zero)
+
+
+def _extremum_grad(x: Variable, out: Variable, gz: Variable, axes: tuple[int, ...]) -> Variable:
+    """The output gradient routed to the positions equal to the max (min). Ties are not
+    split: every tied position receives the whole gradient (PyTensor's rule), so the
+    gradient of a max with k tied maxima sums to k times the output gradient."""
+    from workbench.core.tensor.math import eq, mul
+
+    ndim = x.type.ndim
+    return mul(eq(x, _keep_dims(out, ndim, axes)), _keep_dims(gz, ndim, axes))
 
 
 # -- functions ----------------------------------------------------------------------

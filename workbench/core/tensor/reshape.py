@@ -11,6 +11,11 @@ One difference with NumPy: ``squeeze(x)`` without an axis drops the dimensions
 whose length is *statically* 1 (``x.type.shape``); NumPy drops those that are 1
 at run time, which a graph cannot know when it is built. Name the axis to drop a
 dimension of unknown length: ``squeeze(x, 0)`` checks at run time that it is 1.
+
+Gradients: Reshape reshapes the output gradient back; BroadcastTo sums it over
+the broadcast dimensions with `sum_to`, which also handles dimensions of unknown
+static length that numpy broadcasts at run time. The DimShuffle functions need
+nothing of their own.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from workbench.core.tensor.join import (
     Length,
     as_int_vector,
     as_length,
+    disconnected,
+    grad_for,
     known_vector_entries,
     length_product,
     vector_entries,
@@ -129,7 +136,19 @@ class Reshape(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True], [False]]
 
-    # grad (next issue): the output gradient reshaped to the input's symbolic shape.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradient reshaped back to the input's (symbolic) shape; the shape
+        vector is disconnected."""
+        x = inputs[0]
+        return [grad_for(reshape(output_grads[0], list(shape_tuple(x))), x), disconnected()]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The eval point reshaped the same way."""
+        if eval_points[0] is None:
+            return [None]
+        return [Reshape(self.ndim)(eval_points[0], inputs[1])]
 
 
 def _static_reshape(in_shape: Sequence[int | None], entries: Sequence[int | None]
@@ -400,7 +419,57 @@ class BroadcastTo(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True]] + [[False] for _ in node.inputs[1:]]
 
-    # grad (next issue): the output gradient summed over the broadcast dimensions.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradient summed over the broadcast dimensions (`sum_to`); the
+        lengths are disconnected."""
+        x = inputs[0]
+        return [grad_for(sum_to(output_grads[0], x), x)] + [disconnected() for _ in inputs[1:]]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The eval point broadcast the same way."""
+        if eval_points[0] is None:
+            return [None]
+        return [BroadcastTo()(eval_points[0], *inputs[1:])]
+
+
+def sum_to(g: Variable, x: Variable) -> Variable:
+    """`g`, of the shape `x` was broadcast to, summed back to the shape of `x`.
+
+    The gradient of every broadcast: sums over the leading dimensions `x` lacks
+    and over the dimensions where `x` has static length 1. A dimension of
+    unknown static length may still be 1 at run time (numpy broadcasts it), so
+    each such dimension is reshaped into ``(len_x, len_g // len_x)`` and summed
+    over the second part: ``(n, 1)`` when the lengths agree, ``(1, n)`` when `x`
+    was broadcast; one graph for both cases, no branch.
+    """
+    from workbench.core.tensor.reduction import sum as sum_
+
+    lead = g.type.ndim - x.type.ndim
+    if lead < 0:
+        raise ValueError(f"sum_to: {g} ({g.type}) has fewer dimensions than {x} ({x.type})")
+    if lead:
+        g = sum_(g, axis=tuple(range(lead)))
+    ones = [d for d in range(x.type.ndim) if x.type.shape[d] == 1 and g.type.shape[d] != 1]
+    if ones:
+        g = sum_(g, axis=tuple(ones), keepdims=True)
+    unknown = [d for d in range(x.type.ndim)
+               if x.type.shape[d] is None and g.type.shape[d] not in (1,)]
+    if unknown:
+        x_lengths = shape_tuple(x)
+        g_lengths = shape_tuple(g)
+        target: list[Length] = []
+        summed: list[int] = []
+        for d in range(x.type.ndim):
+            target.append(g_lengths[d] if d not in unknown else x_lengths[d])
+            if d in unknown:
+                target.append(tm.floor_div(g_lengths[d], tm.maximum(x_lengths[d], 1)))
+                summed.append(len(target) - 1)
+        g = sum_(reshape(g, target), axis=tuple(summed))
+    if any(a is not None and b is None for a, b in zip(x.type.shape, g.type.shape)):
+        g = specify_shape(g, x.type.shape)
+    return g
 
 
 def _shape_entries(shape: Any, what: str) -> list[Length]:

@@ -110,6 +110,10 @@ class Shape(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[False]]  # only the shape of x matters, not its values
 
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        return [_disconnected()]
+
 
 class Shape_i(Op):
     """The length of dimension `i` of a tensor, as an int64 0-d tensor."""
@@ -140,6 +144,16 @@ class Shape_i(Op):
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[False]]
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        return [_disconnected()]
+
+
+def _disconnected() -> Variable:
+    from workbench.core.grad import disconnected_type
+
+    return disconnected_type()
 
 
 def shape(x: Any) -> Variable:
@@ -232,6 +246,18 @@ class SpecifyShape(Op):
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True]] + [[False] for _ in node.inputs[1:]]
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        """The output gradient passes through; the lengths are disconnected."""
+        x, *lengths = inputs
+        (gz,) = output_grads
+        return [gz] + [_disconnected() for _ in lengths]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        v = eval_points[0]
+        return [None if v is None else SpecifyShape()(v, *inputs[1:])]
 
 
 def specify_shape(x: Any, shape: int | None | Iterable[Any]) -> Variable:

@@ -7,6 +7,10 @@ so ``logsumexp([1000, 1000])`` is ``1000 + log 2``, not ``inf``. Non-finite
 values follow ``scipy.special``: a row of only ``-inf`` has logsumexp ``-inf``,
 a ``+inf`` entry gives ``+inf``, NaN propagates. Integer and bool inputs give
 the default float dtype; float16 and bfloat16 are computed in float32.
+
+Gradients read the node's output: softmax ``y * (g - sum(g * y))``, log-softmax
+``g - exp(y) * sum(g)``, logsumexp ``g * exp(x - out)`` (the softmax over the
+reduced axes, so it never overflows); each also has a cheap `R_op`.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
 from workbench.core.tensor.reduction import (
     _canonical,
+    _keep_dims,
     _op_axis,
     _reduced_shape,
+    as_grad_of,
     normalize_axis,
     normalize_single_axis,
+)
+from workbench.core.tensor.reduction import (
+    sum as reduce_sum,
 )
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
@@ -100,6 +109,10 @@ class _AxisOp(Op):
     def kernel(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _sum(self, v: Variable) -> Variable:
+        """The sum of `v` along the Op's axis (None: all), with kept dims."""
+        return reduce_sum(v, self.axis, keepdims=True)
+
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
         return [input_shapes[0]]
@@ -123,7 +136,25 @@ class Softmax(_AxisOp):
         e /= np.sum(e, axis=self.axis, keepdims=True)
         return e
 
-    # grad: dx = (dy - sum(dy * y, axis)) * y (autodiff issue).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``y * (gy - sum(gy * y, axis))`` with y the softmax (kept dims)."""
+        from workbench.core.tensor.math import mul, sub
+
+        (x,), (y,), (gy,) = inputs, outputs, output_grads
+        gx = mul(y, sub(gy, self._sum(mul(gy, y))))
+        return [as_grad_of(gx, x)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``y * (v - sum(v * y, axis))``: the Jacobian of softmax is symmetric."""
+        from workbench.core.tensor.math import mul, sub
+
+        (v,) = eval_points
+        if v is None:
+            return [None]
+        y = self(inputs[0])
+        return [mul(y, sub(v, self._sum(mul(v, y))))]
 
 
 class LogSoftmax(_AxisOp):
@@ -136,7 +167,23 @@ class LogSoftmax(_AxisOp):
         shifted = x - _stable_shift(x, self.axis)
         return shifted - np.log(np.sum(np.exp(shifted), axis=self.axis, keepdims=True))
 
-    # grad: dx = dy - exp(y) * sum(dy, axis) (autodiff issue).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gy - exp(y) * sum(gy, axis)`` with y the log-softmax (exp(y) the softmax)."""
+        from workbench.core.tensor.math import exp, mul, sub
+
+        (x,), (y,), (gy,) = inputs, outputs, output_grads
+        return [as_grad_of(sub(gy, mul(exp(y), self._sum(gy))), x)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``v - sum(softmax(x) * v, axis)``."""
+        from workbench.core.tensor.math import exp, mul, sub
+
+        (v,) = eval_points
+        if v is None:
+            return [None]
+        return [sub(v, self._sum(mul(exp(self(inputs[0])), v)))]
 
 
 class LogSumExp(Op):
@@ -193,7 +240,35 @@ class LogSumExp(Op):
         """About four operations per element: max, subtract, exp, sum."""
         return 4.0 * math.prod(inputs[0])
 
-    # grad: dx = dy * softmax(x) over the reduced axes (autodiff issue).
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gz * exp(x - out)``: the output gradient (reduced dims put back) times the
+        softmax of `x` over the reduced axes, read from the output itself."""
+        from workbench.core.tensor.math import exp, mul, sub
+
+        (x,), (out,), (gz,) = inputs, outputs, output_grads
+        ndim = x.type.ndim
+        axes = self._axes(ndim)
+        if not self.keepdims:
+            out, gz = _keep_dims(out, ndim, axes), _keep_dims(gz, ndim, axes)
+        gx = mul(gz, exp(sub(x, out)))
+        return [as_grad_of(gx, x)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``sum(softmax(x) * v)`` over the reduced axes."""
+        from workbench.core.tensor.math import exp, mul, sub
+
+        (v,) = eval_points
+        if v is None:
+            return [None]
+        x = inputs[0]
+        ndim = x.type.ndim
+        axes = self._axes(ndim)
+        out = self(x)
+        if not self.keepdims:
+            out = _keep_dims(out, ndim, axes)
+        return [reduce_sum(mul(exp(sub(x, out)), v), axes, keepdims=self.keepdims)]
 
 
 def _single_axis_op(op_class: type[_AxisOp], x: TensorLike, axis: int | None) -> Variable:

@@ -18,6 +18,11 @@ indices only, `ADVANCED` (an index array input), ``None`` or ``Ellipsis``.
 `set_subtensor(x[idx], y)` and `inc_subtensor(x[idx], y)` return a new ``x``
 whose indexed part is replaced by / incremented with ``y`` (`IncSubtensor`,
 `AdvancedIncSubtensor`).
+
+Gradients: reading ``x[idx]`` writes the output gradient into zeros at idx
+(repeated advanced indices accumulate); writing gives x the output gradient
+(zeroed at idx when setting) and y the gradient at idx summed over the
+dimensions y was broadcast along. Index inputs are disconnected.
 """
 
 from __future__ import annotations
@@ -500,7 +505,26 @@ class Subtensor(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True]] + [[False] for _ in node.inputs[1:]]
 
-    # grad / L_op (the autodiff issue): inc_subtensor of the output gradient into zeros.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """The output gradient written into zeros of x's shape at the index (an
+        `IncSubtensor`); the index inputs are disconnected (they are positions)."""
+        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+
+        x, *indices = inputs
+        (gz,) = output_grads
+        if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+            return [float_zeros_like(x)] + [disconnected() for _ in indices]
+        gz = grad_for(gz, x)
+        gx = IncSubtensor(self.idx_list)(float_zeros_like(x), gz, *indices)
+        return [gx] + [disconnected() for _ in indices]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same index applied to the eval point."""
+        if eval_points[0] is None:
+            return [None]
+        return [Subtensor(self.idx_list)(eval_points[0], *inputs[1:])]
 
 
 class IncSubtensor(Op):
@@ -558,8 +582,54 @@ class IncSubtensor(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True], [True]] + [[False] for _ in node.inputs[2:]]
 
-    # grad / L_op (the autodiff issue): x gets the output gradient (zeroed at idx when
-    # setting), y the output gradient at idx summed over its broadcast dimensions.
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """x gets the output gradient (zeroed at the index when setting: those values
+        were overwritten), y the output gradient at the index summed over the dimensions
+        y was broadcast along; the index inputs are disconnected."""
+        return _inc_subtensor_grads(self, Subtensor(self.idx_list), inputs, output_grads)
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The same write, of y's eval point into x's (zeros for a missing one)."""
+        return _inc_subtensor_rop(self, inputs, eval_points)
+
+
+def _inc_subtensor_grads(op: Op, read: Op, inputs: Sequence[Variable],
+                         output_grads: Sequence[Variable]) -> list[Variable]:
+    """L_op of `IncSubtensor` and `AdvancedIncSubtensor`; `read` indexes like `op` writes.
+
+    (Setting through repeated advanced indices is handled by `AdvancedIncSubtensor`.)
+    """
+    from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+    from workbench.core.tensor.reshape import sum_to
+
+    x, y, *indices = inputs
+    (gz,) = output_grads
+    rest = [disconnected() for _ in indices]
+    if not (x.type.dtype.is_float or x.type.dtype.is_complex):
+        return [float_zeros_like(x), float_zeros_like(y), *rest]
+    gz = grad_for(gz, x)
+    if op.set_instead_of_inc:  # type: ignore[attr-defined]
+        gx = type(op)(op.idx_list, set_instead_of_inc=True)(  # type: ignore[attr-defined]
+            gz, constant(0, dtype=gz.type.dtype), *indices)
+    else:
+        gx = gz
+    gy = grad_for(sum_to(read(gz, *indices), y), y)
+    return [gx, gy, *rest]
+
+
+def _inc_subtensor_rop(op: Op, inputs: Sequence[Variable],
+                       eval_points: Sequence[Variable | None]) -> list[Variable | None]:
+    from workbench.core.tensor.join import float_zeros_like
+
+    x, y, *indices = inputs
+    e_x, e_y = eval_points[0], eval_points[1]
+    if e_x is None and e_y is None:
+        return [None]
+    e_x = float_zeros_like(x) if e_x is None else e_x
+    e_y = float_zeros_like(y) if e_y is None else e_y
+    return [type(op)(op.idx_list, op.set_instead_of_inc)(e_x, e_y, *indices)]  # type: ignore[attr-defined]
 
 
 def prepare_value(x: Variable, y: Any, target: StaticShape, set_instead_of_inc: bool,

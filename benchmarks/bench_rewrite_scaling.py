@@ -1,0 +1,121 @@
+"""How FAST_RUN rewriting scales with graph size, against PyTensor when it is installed.
+
+The graph is a chain of N alternating elementwise nodes on a vector:
+`y = tanh(y) * 0.999` then `y = y * 1.0001 + 0.5`. Only the rewriting is timed
+(building the FunctionGraph included, linking excluded), median of repeats.
+Both wall-clock and CPU time (`time.process_time`) are reported: on a shared,
+loaded machine the CPU time is the faithful measure of the work done.
+
+    python benchmarks/bench_rewrite_scaling.py           # N = 500, 1000, 5000
+    python benchmarks/bench_rewrite_scaling.py --quick   # N = 100, 200, 1000, one repeat
+
+PyTensor is never a dependency of workbench: it is only timed if importable
+(`pip install pytensor`); its graph is rewritten with
+`pytensor.graph.rewriting.utils.rewrite_graph(..., include=("fast_run",))`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+
+
+def workbench_timer(n: int) -> Callable[[], tuple[float, float]]:
+    import workbench.tensor as wt
+
+    import workbench as wb
+
+    def run() -> float:
+        x = wt.dvector("x")
+        y = x
+        for i in range(n):
+            y = wt.tanh(y) * 0.999 if i % 2 == 0 else y * 1.0001 + 0.5
+        cpu, start = time.process_time(), time.perf_counter()
+        wb.rewrite_graph([y], mode="FAST_RUN")
+        return time.perf_counter() - start, time.process_time() - cpu
+
+    return run
+
+
+def pytensor_timer(n: int) -> Callable[[], tuple[float, float]] | None:
+    try:
+        import pytensor.tensor as pt
+        from pytensor.graph.rewriting.utils import rewrite_graph
+    except Exception:  # not installed, or broken install
+        return None
+
+    warnings.filterwarnings("ignore", message="A Supervisor feature is missing")
+
+    def run() -> float:
+        x = pt.dvector("x")
+        y = x
+        for i in range(n):
+            y = pt.tanh(y) * 0.999 if i % 2 == 0 else y * 1.0001 + 0.5
+        cpu, start = time.process_time(), time.perf_counter()
+        rewrite_graph(y, include=("fast_run",))
+        return time.perf_counter() - start, time.process_time() - cpu
+
+    return run
+
+
+def median_time(timer: Callable[[], tuple[float, float]], repeats: int
+                ) -> tuple[float, float]:
+    """Median wall-clock and median CPU seconds over `repeats` runs."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        gc.collect()
+        wall, cpu = timer()
+        walls.append(wall)
+        cpus.append(cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--no-pytensor", action="store_true", help="time workbench only")
+    parser.add_argument("--sizes", type=int, nargs="*", default=None)
+    args = parser.parse_args()
+    sizes = args.sizes or ([100, 200, 1000] if args.quick else [500, 1000, 5000])
+    repeats = args.repeats or (1 if args.quick else 3)
+
+    rows = []
+    have_pytensor = not args.no_pytensor and pytensor_timer(1) is not None
+    for n in sizes:
+        wb_wall, wb_cpu = median_time(workbench_timer(n), repeats)
+        pt_wall = pt_cpu = None
+        if have_pytensor:
+            # PyTensor is slow on big chains: one repeat beyond 1000 nodes
+            pt_timer = pytensor_timer(n)
+            assert pt_timer is not None
+            pt_wall, pt_cpu = median_time(pt_timer, repeats if n <= 1000 else 1)
+        rows.append((n, wb_wall, wb_cpu, pt_wall, pt_cpu))
+        print(f"N={n}: workbench {wb_wall:.3f} s wall, {wb_cpu:.3f} s cpu"
+              + (f"; pytensor {pt_wall:.3f} s wall, {pt_cpu:.3f} s cpu" if pt_wall else ""),
+              flush=True)
+
+    print()
+    print(f"{'N':>6}  {'workbench wall':>14}  {'cpu':>7}  {'pytensor wall':>13}  {'cpu':>7}  "
+          f"{'speedup wall':>12}  {'cpu':>6}")
+    for n, wb_wall, wb_cpu, pt_wall, pt_cpu in rows:
+        if pt_wall is not None and pt_cpu is not None:
+            pt_text = f"{pt_wall:13.3f}  {pt_cpu:7.3f}  {pt_wall / wb_wall:11.1f}x  " \
+                      f"{pt_cpu / wb_cpu:5.1f}x"
+        else:
+            pt_text = f"{'-':>13}  {'-':>7}  {'-':>12}  {'-':>6}"
+        print(f"{n:6d}  {wb_wall:14.3f}  {wb_cpu:7.3f}  {pt_text}")
+    first, last = rows[0], rows[-1]
+    print(f"\nworkbench time(N={last[0]}) / time(N={first[0]}): wall {last[1] / first[1]:.1f}, "
+          f"cpu {last[2] / first[2]:.1f} (N grows {last[0] / first[0]:.0f}x)")
+    if first[3] and last[3]:
+        print(f"pytensor  time(N={last[0]}) / time(N={first[0]}): wall {last[3] / first[3]:.1f}, "
+              f"cpu {last[4] / first[4]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

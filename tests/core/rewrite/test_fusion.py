@@ -1,0 +1,215 @@
+"""Elemwise fusion: elementwise chains and DAGs become one Elemwise over a Composite."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import Mode, RewriteQuery
+from workbench.core.graph import utils as graph_utils
+from workbench.core.graph.fg import FunctionGraph
+from workbench.core.rewrite import rewrite_graph
+from workbench.core.rewrite.rules.fusion import elemwise_fusion, find_regions, fuse_elemwise
+from workbench.core.scalar.composite import Composite
+from workbench.core.tensor.elemwise import Elemwise
+
+
+def _elemwise_nodes(fgraph: FunctionGraph) -> list:
+    return [n for n in fgraph.apply_nodes if isinstance(n.op, Elemwise)]
+
+
+def _chain(x: wt.TensorVariable, n: int) -> wt.TensorVariable:
+    z = x
+    for i in range(n):
+        z = wt.tanh(z) * 0.999 if i % 2 == 0 else z * 1.0001 + 0.5
+    return z
+
+
+def _chain_reference(x: np.ndarray, n: int) -> np.ndarray:
+    z = x
+    for i in range(n):
+        z = np.tanh(z) * 0.999 if i % 2 == 0 else z * 1.0001 + 0.5
+    return z
+
+
+def test_the_issue_expression_compiles_to_one_elemwise() -> None:
+    x, y = wt.vector("x"), wt.vector("y")
+    expr = wt.exp(x) * wt.sin(y) + x**2 / (1 + y * y) - wt.tanh(x * y)
+    f = wb.function([x, y], expr, mode="FAST_RUN")
+    nodes = list(f.maker.fgraph.apply_nodes)
+    assert len(nodes) == 1
+    (node,) = nodes
+    assert isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Composite)
+    shown = io.StringIO()
+    wb.dprint(f.maker.fgraph, file=shown)
+    assert shown.getvalue().startswith("Elemwise{Composite{")
+    a, b = np.linspace(-1, 1, 7), np.linspace(0.5, 2, 7)
+    expected = np.exp(a) * np.sin(b) + a**2 / (1 + b * b) - np.tanh(a * b)
+    np.testing.assert_allclose(f(a, b), expected, rtol=1e-12)
+
+
+def test_fusion_is_a_named_step_of_the_trace() -> None:
+    x = wt.vector("x")
+    fgraph, trace = rewrite_graph(wt.exp(x) * 2.0 + wt.sin(x), mode="FAST_RUN", trace=True)
+    assert len(fgraph.apply_nodes) == 1
+    assert "elemwise_fusion" in [step.rewrite for step in trace.steps]
+
+
+def test_long_chain_becomes_one_node_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graph_utils, "capture_source_locations", False)  # faster building
+    x = wt.vector("x")
+    fgraph = FunctionGraph([x], [_chain(x, 1000)])
+    start = time.process_time()
+    fuse_elemwise(fgraph)
+    elapsed = time.process_time() - start
+    assert len(fgraph.apply_nodes) == 1
+    assert elapsed < 3.0, f"fusing a 1000-step chain took {elapsed:.2f} s"
+    f = wb.function([x], _chain(x, 1000),
+                    mode=Mode(rewriter=elemwise_fusion))
+    a = np.linspace(-2, 2, 5)
+    np.testing.assert_allclose(f(a), _chain_reference(a, 1000), rtol=1e-12)
+
+
+def test_region_finding_grows_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graph_utils, "capture_source_locations", False)
+    x = wt.vector("x")
+    times = []
+    for n in (200, 2000):
+        order = FunctionGraph([x], [_chain(x, n)]).toposort()
+        start = time.process_time()
+        regions = find_regions(order)
+        times.append(time.process_time() - start)
+        assert len(regions) == 1
+    assert times[1] < 30 * max(times[0], 1e-3)
+
+
+def test_a_value_used_elsewhere_is_an_extra_output_not_recomputed() -> None:
+    x = wt.vector("x")
+    shared_value = wt.exp(x) * 2.0
+    out = wt.tanh(shared_value) + 1.0
+    total = wt.sum(shared_value)
+    f = wb.function([x], [out, total, shared_value], mode=Mode(rewriter=elemwise_fusion))
+    fgraph = f.maker.fgraph
+    fused = _elemwise_nodes(fgraph)
+    assert len(fused) == 1
+    (node,) = fused
+    assert len(node.outputs) == 2  # the shared value and the final sum are both exported
+    _, steps, _ = node.op.scalar_op.signature
+    assert [op.name for op, _ in steps].count("exp") == 1  # exp(x) computed once
+    a = np.array([0.1, 0.2, -0.3])
+    r_out, r_total, r_shared = f(a)
+    np.testing.assert_allclose(r_shared, np.exp(a) * 2)
+    np.testing.assert_allclose(r_total, np.sum(np.exp(a) * 2))
+    np.testing.assert_allclose(r_out, np.tanh(np.exp(a) * 2) + 1)
+
+
+def test_fusion_never_creates_a_cycle_through_another_op() -> None:
+    # exp(x) feeds sum, whose result feeds the mul: exp and mul cannot be one node.
+    x = wt.vector("x")
+    a = wt.exp(x)
+    out = wt.tanh(a * wt.sum(a)) + a
+    fgraph = FunctionGraph([x], [out])
+    fuse_elemwise(fgraph)
+    fgraph.check_integrity()
+    fgraph.toposort()  # raises on a cycle
+    f = wb.function([x], out, mode=Mode(rewriter=elemwise_fusion))
+    v = np.array([0.5, -0.5])
+    e = np.exp(v)
+    np.testing.assert_allclose(f(v), np.tanh(e * e.sum()) + e)
+
+
+def test_scalar_constants_become_composite_constants() -> None:
+    x = wt.matrix("x")
+    fgraph = FunctionGraph([x], [wt.exp(x) * 2.0 + 1.0])
+    fuse_elemwise(fgraph)
+    (node,) = fgraph.apply_nodes
+    assert node.inputs == [fgraph.inputs[0]]
+    assert "2.0" in node.op.scalar_op.formula
+
+
+def test_different_static_shapes_are_not_fused() -> None:
+    row = wt.tensor(dtype="float64", shape=(1, None), name="row")
+    m = wt.matrix("m")
+    out = wt.exp(row) + m  # exp(row) has shape (1, ?), the sum (?, ?)
+    fgraph = FunctionGraph([row, m], [out])
+    fuse_elemwise(fgraph)
+    assert len(_elemwise_nodes(fgraph)) == 2
+    f = wb.function([row, m], out, mode=Mode(rewriter=elemwise_fusion))
+    r, mv = np.ones((1, 3)), np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(f(r, mv), np.exp(r) + mv)
+
+
+def test_fusion_without_inplace_keeps_inputs() -> None:
+    x = wt.vector("x")
+    mode = Mode(rewriter=RewriteQuery(exclude=("inplace",)))
+    f = wb.function([x], wt.exp(x) + wt.sin(x), mode=mode)
+    v = np.array([1.0, 2.0])
+    np.testing.assert_allclose(f(v), np.exp(v) + np.sin(v))
+    np.testing.assert_array_equal(v, [1.0, 2.0])
+
+
+_UNARY = [(wt.exp, np.exp), (wt.tanh, np.tanh), (wt.sin, np.sin), (wt.neg, np.negative)]
+_BINARY = [(wt.add, np.add), (wt.mul, np.multiply), (wt.sub, np.subtract),
+           (wt.maximum, np.maximum)]
+
+
+@st.composite
+def _expressions(draw: st.DrawFn, depth: int = 4) -> tuple:
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return ("leaf", draw(st.integers(0, 2)))
+    if draw(st.booleans()):
+        return ("un", draw(st.integers(0, len(_UNARY) - 1)), draw(_expressions(depth - 1)))
+    return ("bin", draw(st.integers(0, len(_BINARY) - 1)), draw(_expressions(depth - 1)),
+            draw(_expressions(depth - 1)))
+
+
+def _build(tree: tuple, leaves: list, symbolic: bool) -> object:
+    kind = tree[0]
+    if kind == "leaf":
+        return leaves[tree[1]]
+    if kind == "un":
+        fn = _UNARY[tree[1]][0 if symbolic else 1]
+        return fn(_build(tree[2], leaves, symbolic))
+    fn = _BINARY[tree[1]][0 if symbolic else 1]
+    return fn(_build(tree[2], leaves, symbolic), _build(tree[3], leaves, symbolic))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_expressions(), _expressions())
+def test_fusion_preserves_values_of_random_expressions(t1: tuple, t2: tuple) -> None:
+    xs = [wt.vector("a"), wt.vector("b"), wt.vector("c")]
+    outs = [_build(t1, xs, True), _build(t2, xs, True)]
+    outs = [o if o not in xs else o * 1.0 for o in outs]
+    f = wb.function(xs, outs, mode=Mode(rewriter=elemwise_fusion), on_unused_input="ignore")
+    vals = [np.linspace(-1, 1, 4) * (k + 1) for k in range(3)]
+    got = f(*vals)
+    for tree, value in zip((t1, t2), got):
+        expected = _build(tree, vals, False)
+        np.testing.assert_allclose(value, np.broadcast_to(expected, value.shape), rtol=1e-12)
+
+
+def test_exported_values_keep_their_own_shape_when_lengths_may_broadcast() -> None:
+    # a = exp(x) is used by the sum; a + y may be longer than a (x of length 1 at run
+    # time): a cannot be an output of the fused node, which has the broadcast shape.
+    x, y = wt.vector("x"), wt.vector("y")
+    a = wt.exp(x)
+    out = wt.tanh(a + y) * 2.0
+    f = wb.function([x, y], [out, wt.sum(a)], mode=Mode(rewriter=elemwise_fusion))
+    r_out, r_sum = f(np.zeros(1), np.zeros(3))
+    np.testing.assert_allclose(r_out, np.tanh(np.ones(3)) * 2)
+    assert r_sum == 1.0
+    fused = [n for n in _elemwise_nodes(f.maker.fgraph)
+             if isinstance(n.op.scalar_op, Composite)]
+    assert len(fused) == 1 and len(fused[0].outputs) == 1  # exp(x) stayed on its own
+    # With the same source of lengths, the shared value is an extra output instead.
+    e = wt.exp(x)
+    g = wb.function([x], [wt.tanh(e + x), wt.sum(e)], mode=Mode(rewriter=elemwise_fusion))
+    (node,) = [n for n in g.maker.fgraph.apply_nodes if isinstance(n.op, Elemwise)]
+    assert len(node.outputs) == 2

@@ -1,0 +1,262 @@
+"""`Lop`, `Rop`, `jacobian` and `hessian` against each other and against finite differences."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.derivatives import JacobianOp
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.op import Op
+from workbench.core.graph.utils import MethodNotDefined
+
+RNG = np.random.default_rng(11)
+WV = RNG.normal(size=(2, 3))
+XV = RNG.normal(size=3)
+
+
+def fn(inputs: list[Variable], outputs: Any) -> Any:
+    return wb.function(inputs, outputs, on_unused_input="ignore")
+
+
+def numeric_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, eps: float = 1e-6
+                     ) -> np.ndarray:
+    """d f / d x by central differences, shape f(x).shape + x.shape."""
+    y = np.asarray(f(x))
+    jac = np.zeros(y.shape + x.shape)
+    for index in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[index] += eps
+        minus[index] -= eps
+        jac[(...,) + index] = (np.asarray(f(plus)) - np.asarray(f(minus))) / (2 * eps)
+    return jac
+
+
+# -- jacobian -------------------------------------------------------------------------------
+
+
+def test_jacobian_shapes_follow_numpy_conventions() -> None:
+    x = wt.dmatrix("x")
+    v = wt.dvector("v")
+    y = wt.tanh(wt.dot(x, v))  # (m,) output, (m, k) and (k,) inputs
+    jx, jv = wb.jacobian(y, [x, v])
+    xv = RNG.normal(size=(4, 3))
+    vv = RNG.normal(size=3)
+    got_x, got_v = fn([x, v], [jx, jv])(xv, vv)
+    assert got_x.shape == (4, 4, 3) and got_v.shape == (4, 3)
+    np.testing.assert_allclose(got_x, numeric_jacobian(lambda a: np.tanh(a @ vv), xv),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got_v, numeric_jacobian(lambda b: np.tanh(xv @ b), vv),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_jacobian_of_a_matrix_wrt_a_matrix() -> None:
+    m = wt.dmatrix("m")
+    value = RNG.normal(size=(2, 3))
+    got = fn([m], wb.jacobian(m**2, m))(value)
+    assert got.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(got, numeric_jacobian(lambda a: a**2, value), atol=1e-8)
+
+
+def test_jacobian_of_a_scalar_is_the_gradient() -> None:
+    x = wt.dvector("x")
+    got = fn([x], wb.jacobian((x**2).sum(), x))(XV)
+    np.testing.assert_allclose(got, 2 * XV)
+
+
+def test_jacobian_of_an_empty_output() -> None:
+    x = wt.dvector("x")
+    got = fn([x], wb.jacobian(x[:0] * 2.0, x))(XV)
+    assert got.shape == (0, 3)
+
+
+def test_vectorized_jacobian_matches_and_is_differentiable() -> None:
+    w = wt.TensorType("float64", (2, 3))("w")
+    x = wt.TensorType("float64", (3,))("x")
+    y = wt.tanh(w @ x)
+    loop = fn([w, x], wb.jacobian(y, [x, w]))(WV, XV)
+    unrolled = wb.jacobian(y, [x, w], vectorize=True)
+    for a, b in zip(loop, fn([w, x], unrolled)(WV, XV)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    third = fn([w, x], wb.grad(unrolled[0].sum(), x))(WV, XV)
+
+    def jac_sum(b: np.ndarray) -> float:
+        t = np.tanh(WV @ b)
+        return float(np.sum((1 - t**2)[:, None] * WV))
+
+    np.testing.assert_allclose(third, numeric_jacobian(jac_sum, XV), rtol=1e-5, atol=1e-8)
+
+
+def test_vectorized_jacobian_needs_a_static_shape() -> None:
+    x = wt.dvector("x")
+    with pytest.raises(ValueError, match="static shape"):
+        wb.jacobian(x**2, x, vectorize=True)
+
+
+def test_the_loop_jacobian_is_not_differentiable_and_says_so() -> None:
+    x = wt.dvector("x")
+    j = wb.jacobian(x**2, x)
+    assert isinstance(j.owner.op, JacobianOp)
+    with pytest.raises(wb.NullTypeGradError, match="vectorize=True"):
+        wb.grad(j.sum(), x)
+
+
+# -- hessian ----------------------------------------------------------------------------------
+
+
+def test_hessian_of_sum_tanh_matches_finite_differences() -> None:
+    w, x = wt.dmatrix("w"), wt.dvector("x")
+    cost = wt.tanh(w @ x).sum()
+    hx, hw = wb.hessian(cost, [x, w])
+    got_x, got_w = fn([w, x], [hx, hw])(WV, XV)
+
+    def grad_x(b: np.ndarray) -> np.ndarray:
+        return WV.T @ (1 - np.tanh(WV @ b) ** 2)
+
+    def grad_w(a: np.ndarray) -> np.ndarray:
+        return np.outer(1 - np.tanh(a @ XV) ** 2, XV)
+
+    assert got_x.shape == (3, 3) and got_w.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(got_x, numeric_jacobian(grad_x, XV), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got_w, numeric_jacobian(grad_w, WV), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got_x, got_x.T, atol=1e-12)
+
+
+def test_vectorized_hessian_matches() -> None:
+    w = wt.TensorType("float64", (2, 3))("w")
+    x = wt.TensorType("float64", (3,))("x")
+    cost = wt.tanh(w @ x).sum()
+    a = fn([w, x], wb.hessian(cost, x))(WV, XV)
+    b = fn([w, x], wb.hessian(cost, x, vectorize=True))(WV, XV)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_hessian_needs_a_scalar_cost() -> None:
+    x = wt.dvector("x")
+    with pytest.raises(TypeError, match="scalar"):
+        wb.hessian(x**2, x)
+
+
+# -- Lop and Rop --------------------------------------------------------------------------------
+
+FUNCTIONS: list[tuple[str, Callable[[Variable, Variable], Variable]]] = [
+    ("tanh_matvec", lambda w, x: wt.tanh(w @ x)),
+    ("softmax", lambda w, x: wt.softmax(w * x, axis=-1)),
+    ("exp_times_sum", lambda w, x: wt.exp(w) * x.sum()),
+    ("slice_square", lambda w, x: (w[:, ::2] ** 2).sum(axis=0) + x[0]),
+    ("logsumexp", lambda w, x: wt.logsumexp(w + x, axis=1)),
+]
+
+
+@pytest.mark.parametrize("name,build", FUNCTIONS, ids=[name for name, _ in FUNCTIONS])
+@pytest.mark.parametrize("mode", [None, False], ids=["forward", "double_lop"])
+def test_rop_equals_jacobian_times_v(name: str, build: Callable[..., Variable],
+                                     mode: bool | None) -> None:
+    w, x = wt.dmatrix("w"), wt.dvector("x")
+    vw, vx = wt.dmatrix("vw"), wt.dvector("vx")
+    y = build(w, x)
+    rop = wb.Rop(y, [w, x], [vw, vx], use_op_rop_implementation=mode)
+    jw, jx = wb.jacobian(y, [w, x])
+    dw, dx = RNG.normal(size=WV.shape), RNG.normal(size=XV.shape)
+    got, jw_v, jx_v = fn([w, x, vw, vx], [rop, jw, jx])(WV, XV, dw, dx)
+    expected = np.tensordot(jw_v, dw, axes=2) + jx_v @ dx
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_lop_equals_v_times_jacobian() -> None:
+    w, x = wt.dmatrix("w"), wt.dvector("x")
+    u = wt.dvector("u")
+    y = wt.tanh(w @ x)
+    lw, lx = wb.Lop(y, [w, x], u)
+    uv = RNG.normal(size=2)
+    got_w, got_x, jw, jx = fn([w, x, u], [lw, lx] + wb.jacobian(y, [w, x]))(WV, XV, uv)
+    np.testing.assert_allclose(got_w, np.tensordot(uv, jw, axes=1), rtol=1e-12)
+    np.testing.assert_allclose(got_x, uv @ jx, rtol=1e-12)
+
+
+def test_lop_of_several_outputs() -> None:
+    x = wt.dvector("x")
+    u1, u2 = wt.dvector("u1"), wt.dvector("u2")
+    g = wb.Lop([x**2, wt.exp(x)], x, [u1, u2])
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(fn([x, u1, u2], g)(XV, a, b), a * 2 * XV + b * np.exp(XV))
+    with pytest.raises(ValueError, match="one each"):
+        wb.Lop([x, x], x, [u1])
+
+
+def test_rop_of_an_unrelated_output_is_zero() -> None:
+    x, z = wt.dvector("x"), wt.dvector("z")
+    v = wt.dvector("v")
+    r = wb.Rop(wt.exp(z), x, v)
+    np.testing.assert_array_equal(fn([x, z, v], r)(XV, XV, XV), np.zeros(3))
+
+
+def test_rop_checks_the_eval_points() -> None:
+    x = wt.dvector("x")
+    with pytest.raises(ValueError, match="one each"):
+        wb.Rop(x**2, [x], [])
+    with pytest.raises(TypeError, match="same rank"):
+        wb.Rop(x**2, x, wt.dmatrix("v"))
+
+
+class Doubler(Op):
+    """2 x with a gradient but no R_op: Rop must fall back for this node only."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any) -> Apply:  # type: ignore[override]
+        x = wt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list[list[Any]]) -> None:
+        out[0][0] = 2 * inputs[0]
+
+    def grad(self, inputs: Sequence[Variable], g: Sequence[Variable]) -> list[Variable]:
+        return [2.0 * g[0]]
+
+
+def test_rop_falls_back_per_node_or_raises_when_told() -> None:
+    x, v = wt.dvector("x"), wt.dvector("v")
+    y = wb.grad_clip(Doubler()(x), -1, 1) * x  # GradClip has an R_op, Doubler does not
+    r = wb.Rop(y, x, v)
+    np.testing.assert_allclose(fn([x, v], r)(XV, np.ones(3)), 4 * XV)
+    with pytest.raises(MethodNotDefined, match="Doubler.R_op"):
+        wb.Rop(y, x, v, use_op_rop_implementation=True)
+
+
+@settings(max_examples=5, deadline=None)
+@given(m=st.integers(1, 3), n=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_lop_and_rop_agree_with_the_jacobian_at_random_shapes(m: int, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    w, x = wt.dmatrix("w"), wt.dvector("x")
+    u, v = wt.dvector("u"), wt.dvector("v")
+    y = wt.exp(wt.tanh(w @ x) * 0.5)
+    jx = wb.jacobian(y, x)
+    wv, xv = rng.normal(size=(m, n)), rng.normal(size=n)
+    uv, vv = rng.normal(size=m), rng.normal(size=n)
+    lop, rop, jac = fn([w, x, u, v], [wb.Lop(y, x, u), wb.Rop(y, x, v), jx])(wv, xv, uv, vv)
+    np.testing.assert_allclose(lop, uv @ jac, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rop, jac @ vv, rtol=1e-10, atol=1e-12)
+
+
+def test_jacobian_wrt_an_unrelated_variable() -> None:
+    x, z = wt.dvector("x"), wt.dvector("z")
+    with pytest.raises(wb.DisconnectedInputError, match="z"):
+        wb.jacobian(x**2, z)
+    j = wb.jacobian(x**2, z, disconnected_inputs="ignore")
+    np.testing.assert_array_equal(fn([x, z], j)(XV, np.ones(2)), np.zeros((3, 2)))
+
+
+def test_jacobian_of_a_shared_variable_follows_its_value() -> None:
+    s = wb.shared(np.array([1.0, 2.0]), name="s")
+    f = wb.function([], wb.jacobian(s**2, s))
+    np.testing.assert_allclose(f(), np.diag([2.0, 4.0]))
+    s.set_value(np.array([5.0, 6.0]))
+    np.testing.assert_allclose(f(), np.diag([10.0, 12.0]))

@@ -1,0 +1,370 @@
+"""Derivatives built on `grad`: `Lop`, `Rop`, `jacobian` and `hessian`.
+
+- `Lop(f, wrt, v)`: the vector-Jacobian product vᵀ·∂f/∂wrt, i.e. `grad` seeded
+  with `known_grads={f: v}`.
+- `Rop(f, wrt, v)`: the Jacobian-vector product ∂f/∂wrt·v. Forward mode through
+  each Op's `R_op`; a node whose Op has none gets its tangents from the
+  double-L_op construction Rop(f, x, v) = ∂/∂u ⟨Lop(f, x, u), v⟩ (u a dummy of
+  f's type), which works on every Op with a (twice usable) gradient.
+- `jacobian(y, x)`: shape ``y.shape + x.shape`` (NumPy's convention), without
+  static shapes: a `JacobianOp` evaluates one vector-Jacobian product per
+  element of y, seeding `grad` with one-hot tensors (no scan needed). With
+  ``vectorize=True`` and a statically known size of y the rows are built
+  symbolically instead (one `grad` per row, then stacked), so the result can
+  itself be differentiated.
+- `hessian(cost, x)` = jacobian(grad(cost, x), x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.grad import (
+    NullTypeGradError,
+    float_zeros_like,
+    grad,
+    grad_dtype,
+    grad_not_implemented,
+    is_disconnected,
+    is_null,
+)
+from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace, graph_inputs
+from workbench.core.graph.op import Op
+from workbench.core.graph.utils import MethodNotDefined
+
+__all__ = ["JacobianOp", "Lop", "Rop", "hessian", "jacobian"]
+
+#: largest static output size `jacobian(..., vectorize=True)` unrolls symbolically
+UNROLL_LIMIT = 1024
+
+
+def _as_list(value: Any, what: str) -> tuple[list[Any], bool]:
+    if isinstance(value, Variable):
+        return [value], True
+    if isinstance(value, (list, tuple)):
+        return list(value), False
+    raise TypeError(f"{what} must be a Variable or a list of Variables, got {value!r}")
+
+
+def _tensor(value: Any) -> Variable:
+    from workbench.core.tensor.variable import as_tensor_variable
+
+    return value if isinstance(value, Variable) else as_tensor_variable(value)
+
+
+def Lop(  # noqa: N802 (the traditional name)
+    f: Variable | Sequence[Variable],
+    wrt: Variable | Sequence[Variable],
+    eval_points: Any,
+    consider_constant: Sequence[Variable] | None = None,
+    disconnected_inputs: str = "raise",
+) -> Any:
+    """vᵀ·∂f/∂wrt: the gradient of ``sum(f * v)`` wrt `wrt`, with v = `eval_points`.
+
+    `f` and `eval_points` are a Variable each or matching lists; the result
+    matches `wrt` (a Variable or a list).
+    """
+    fs, _ = _as_list(f, "Lop: f")
+    vs, _ = _as_list(eval_points if not isinstance(eval_points, np.ndarray) else
+                     _tensor(eval_points), "Lop: eval_points")
+    if len(fs) != len(vs):
+        raise ValueError(f"Lop: {len(fs)} outputs f but {len(vs)} eval_points; give one each")
+    return grad(None, wrt, known_grads=dict(zip(fs, vs)), consider_constant=consider_constant,
+                disconnected_inputs=disconnected_inputs)
+
+
+def _rop_forward(fs: list[Variable], wrt: list[Variable], vs: list[Variable],
+                 fallback: bool) -> list[Variable | None]:
+    """Forward mode through each Op's `R_op`.
+
+    An Op without one raises MethodNotDefined, or with `fallback` has its own
+    outputs' tangents built by the double-L_op construction on that node alone.
+    """
+    from workbench.core.graph.basic import io_toposort
+
+    tangent: dict[Variable, Variable] = dict(zip(wrt, vs))
+    for node in io_toposort(wrt, fs):
+        points = [tangent.get(v) for v in node.inputs]
+        if all(p is None for p in points):
+            continue
+        try:
+            results = node.op.R_op(list(node.inputs), points)
+        except MethodNotDefined:
+            if not fallback:
+                raise
+            moving: dict[Variable, Variable] = {}
+            for v, p in zip(node.inputs, points):
+                if p is not None:
+                    moving[v] = p
+            results = _rop_double_lop(list(node.outputs), list(moving), list(moving.values()))
+        if len(results) != len(node.outputs):
+            raise TypeError(f"{node.op}.R_op returned {len(results)} results for "
+                            f"{len(node.outputs)} outputs")
+        for out, r in zip(node.outputs, results):
+            if r is not None:
+                tangent[out] = r
+    return [tangent.get(f_) for f_ in fs]
+
+
+def _rop_double_lop(fs: list[Variable], wrt: list[Variable], vs: list[Variable]
+                    ) -> list[Variable | None]:
+    """Rop(f, x, v) = ∂/∂u ⟨Lop(f, x, u), v⟩, u a dummy variable of f's type."""
+    us = [f_.type.clone(dtype=grad_dtype(f_))(f"rop_u{k}") for k, f_ in enumerate(fs)]
+    lops = grad(None, wrt, known_grads=dict(zip(fs, us)), disconnected_inputs="ignore",
+                return_disconnected="disconnected", null_gradients="return")
+    seeds: dict[Variable, Variable] = {}
+    for x, lop, v in zip(wrt, lops, vs):
+        if is_null(lop) and grad_dtype(x) == getattr(x.type, "dtype", None):
+            # undefined wrt a float input: so is the directional derivative
+            raise NullTypeGradError(f"Rop: the derivative with respect to {x} is undefined: "
+                                    f"{lop.type.why_null}")
+        if not _is_marker(lop):  # (an integer input's tangent is zero: skip it)
+            seeds[lop] = seeds[lop] + v if lop in seeds else v
+    if not seeds:
+        return [None] * len(fs)
+    rows = grad(None, us, known_grads=seeds, disconnected_inputs="ignore",
+                return_disconnected="disconnected")
+    # the result is linear in u: its value never depends on u, but its graph may
+    # read u's shape, so u is replaced by f (same shape) to leave no dummy input.
+    from workbench.core.tensor.basic import cast
+
+    replace = {u: cast(f_, u.type.dtype) for u, f_ in zip(us, fs)}
+    out: list[Variable | None] = []
+    for row in rows:
+        out.append(None if _is_marker(row) else clone_replace(row, replace))
+    return out
+
+
+def _is_marker(var: Variable) -> bool:
+    return is_disconnected(var) or is_null(var)
+
+
+def Rop(  # noqa: N802 (the traditional name)
+    f: Variable | Sequence[Variable],
+    wrt: Variable | Sequence[Variable],
+    eval_points: Any,
+    use_op_rop_implementation: bool | None = None,
+) -> Any:
+    """∂f/∂wrt·v: the Jacobian-vector product of `f` with v = `eval_points` (matching `wrt`).
+
+    `use_op_rop_implementation`: None (default) goes forward node by node with
+    each Op's `R_op`, and for an Op without one uses the double-L_op
+    construction on that node; True requires every `R_op` (MethodNotDefined
+    names the Op lacking one); False uses the double-L_op construction on the
+    whole graph. Outputs not depending on `wrt` get zeros. The result matches
+    `f` (a Variable or a list).
+    """
+    fs, single = _as_list(f, "Rop: f")
+    wrts, _ = _as_list(wrt, "Rop: wrt")
+    vs, _ = _as_list(eval_points, "Rop: eval_points")
+    if len(wrts) != len(vs):
+        raise ValueError(f"Rop: {len(wrts)} wrt but {len(vs)} eval_points; give one each")
+    vs = [_tensor(v) for v in vs]
+    for k, (w, v) in enumerate(zip(wrts, vs)):
+        if getattr(w.type, "ndim", None) != getattr(v.type, "ndim", None):
+            raise TypeError(f"Rop: eval_points[{k}] has type {v.type}; wrt[{k}] has type "
+                            f"{w.type} (they need the same rank)")
+    if use_op_rop_implementation is False:
+        results = _rop_double_lop(fs, wrts, vs)
+    else:
+        results = _rop_forward(fs, wrts, vs, fallback=use_op_rop_implementation is None)
+    final = []
+    for f_, r in zip(fs, results):
+        if r is None:
+            r = float_zeros_like(f_)
+        else:
+            d = grad_dtype(f_)
+            if r.type.dtype != d:
+                from workbench.core.tensor.basic import cast
+
+                r = cast(r, d)
+        final.append(r)
+    return final[0] if single else final
+
+
+# -- jacobian ---------------------------------------------------------------------------------
+
+
+class JacobianOp(Op):
+    """The Jacobians of `expression` wrt each of `wrt`, one vector-Jacobian product per row.
+
+    Holds an inner graph (`expression`, the `wrt` and their one-hot-seeded
+    gradients); `perform` compiles it once and loops over the elements of the
+    expression's value, so no static shape is needed. It compares by identity
+    (its parameters are a graph). Its own gradient is not implemented: use
+    ``jacobian(..., vectorize=True)`` to differentiate a Jacobian.
+    """
+
+    __props__ = ()  # declared, but equality is identity (below): the parameters are a graph
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __init__(self, expression: Variable, wrt: list[Variable], seed: Variable,
+                 rows: list[Variable], inputs: list[Variable]) -> None:
+        self.expression = expression
+        self.wrt = wrt
+        self.seed = seed
+        self.rows = rows
+        self.inner_inputs = inputs
+        self._compiled: tuple[Any, Any] | None = None
+
+    def __str__(self) -> str:
+        return f"JacobianOp{{{len(self.wrt)} wrt}}"
+
+    def make_node(self, *inputs: Any) -> Apply:  # type: ignore[override]
+        from workbench.core.tensor.type import TensorType
+
+        if len(inputs) != len(self.inner_inputs):
+            raise TypeError(f"{self} takes {len(self.inner_inputs)} inputs, got {len(inputs)}")
+        outputs = [TensorType(grad_dtype(w), tuple(self.expression.type.shape)
+                              + tuple(w.type.shape))() for w in self.wrt]
+        return Apply(self, list(inputs), outputs)
+
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        return False  # it may read shared variables, which are not among its inputs
+
+    def _functions(self) -> tuple[Any, Any]:
+        if self._compiled is None:
+            from workbench.core.compile.function import function
+
+            values = function(self.inner_inputs, [self.expression] + self.wrt,
+                              on_unused_input="ignore")
+            rows = function(self.inner_inputs + [self.seed], self.rows, on_unused_input="ignore")
+            self._compiled = (values, rows)
+        return self._compiled
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        f_values, f_rows = self._functions()
+        y, *wrt_values = f_values(*inputs)
+        y = np.asarray(y)
+        jacobians = [np.zeros((y.size,) + np.shape(w), dtype=out.type.dtype.numpy)
+                     for w, out in zip(wrt_values, node.outputs)]
+        seed = np.zeros(y.shape, dtype=self.seed.type.dtype.numpy)
+        flat_seed = seed.reshape(-1)
+        for i in range(y.size):
+            flat_seed[i] = 1
+            for jac, row in zip(jacobians, f_rows(*inputs, seed)):
+                jac[i] = row
+            flat_seed[i] = 0
+        for cell, jac, w in zip(output_storage, jacobians, wrt_values):
+            cell[0] = jac.reshape(y.shape + np.shape(w))
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        return [grad_not_implemented(self, i, v, "use jacobian(..., vectorize=True)")
+                for i, v in enumerate(inputs)]
+
+
+def _jacobian_op(expression: Variable, wrts: list[Variable], consider_constant: Any,
+                 disconnected_inputs: str) -> list[Variable]:
+    from workbench.core.compile.shared import SharedVariable
+
+    seed = expression.type.clone(dtype=grad_dtype(expression))("jacobian_seed")
+    rows = grad(None, wrts, known_grads={expression: seed}, consider_constant=consider_constant,
+                disconnected_inputs=disconnected_inputs)
+    roots = [v for v in graph_inputs([expression] + wrts + rows)
+             if not isinstance(v, (Constant, SharedVariable)) and v is not seed]
+    op = JacobianOp(expression, wrts, seed, rows, roots)
+    outs = op.make_node(*roots).outputs
+    return list(outs)
+
+
+def _jacobian_unrolled(expression: Variable, wrts: list[Variable], consider_constant: Any,
+                       disconnected_inputs: str) -> list[Variable]:
+    from workbench.core.tensor.join import stack
+    from workbench.core.tensor.reshape import reshape
+    from workbench.core.tensor.shape import shape
+    from workbench.core.tensor.variable import constant
+
+    static = expression.type.shape
+    if any(s is None for s in static):
+        raise ValueError(f"jacobian(..., vectorize=True) needs the static shape of the "
+                         f"expression; {expression} has type {expression.type} (use "
+                         "specify_shape, or vectorize=False)")
+    size = int(np.prod(static, dtype=np.int64))
+    if size > UNROLL_LIMIT:
+        raise ValueError(f"jacobian(..., vectorize=True) unrolls one gradient per element; "
+                         f"{size} elements is more than {UNROLL_LIMIT} (use vectorize=False)")
+    dtype = grad_dtype(expression).numpy
+    per_wrt: list[list[Variable]] = [[] for _ in wrts]
+    for i in range(size):
+        onehot = np.zeros(size, dtype=dtype)
+        onehot[i] = 1
+        rows = grad(None, wrts, known_grads={expression: constant(onehot.reshape(static))},
+                    consider_constant=consider_constant,
+                    disconnected_inputs=disconnected_inputs)
+        for k, row in enumerate(rows):
+            per_wrt[k].append(row)
+    out = []
+    for w, rows in zip(wrts, per_wrt):
+        if size == 0:
+            out.append(float_zeros_like(w).dimshuffle(*(["x"] * len(static)),
+                                                       *range(w.type.ndim)))
+            continue
+        stacked = stack(rows, axis=0)
+        if len(static) == 1:
+            out.append(stacked)
+            continue
+        from workbench.core.tensor.join import concatenate
+
+        target = concatenate([constant(np.asarray(static, dtype=np.int64)), shape(w)])
+        out.append(reshape(stacked, target, ndim=len(static) + w.type.ndim))
+    return out
+
+
+def jacobian(
+    expression: Variable,
+    wrt: Variable | Sequence[Variable],
+    vectorize: bool = False,
+    consider_constant: Sequence[Variable] | None = None,
+    disconnected_inputs: str = "raise",
+) -> Any:
+    """∂expression/∂wrt with shape ``expression.shape + wrt.shape`` (one result per `wrt`).
+
+    A 0-d expression gives `grad`. Otherwise, by default a `JacobianOp` computes
+    one vector-Jacobian product per element at run time (any shapes). With
+    `vectorize=True` the rows are built as graph nodes (the expression needs a
+    static shape of at most `UNROLL_LIMIT` elements), so the Jacobian is itself
+    differentiable.
+    """
+    wrts, single = _as_list(wrt, "jacobian: wrt")
+    expression = _tensor(expression)
+    if getattr(expression.type, "ndim", None) is None:
+        raise TypeError(f"jacobian: the expression must be a tensor, got type {expression.type}")
+    if expression.type.ndim == 0:
+        result = grad(expression, wrts, consider_constant=consider_constant,
+                      disconnected_inputs=disconnected_inputs)
+    elif vectorize:
+        result = _jacobian_unrolled(expression, wrts, consider_constant, disconnected_inputs)
+    else:
+        result = _jacobian_op(expression, wrts, consider_constant, disconnected_inputs)
+    return result[0] if single else result
+
+
+def hessian(
+    cost: Variable,
+    wrt: Variable | Sequence[Variable],
+    consider_constant: Sequence[Variable] | None = None,
+    disconnected_inputs: str = "raise",
+    vectorize: bool = False,
+) -> Any:
+    """∂²cost/∂wrt², shape ``wrt.shape + wrt.shape``, for each `wrt` (= jacobian of grad)."""
+    wrts, single = _as_list(wrt, "hessian: wrt")
+    if getattr(cost.type, "ndim", None) != 0:
+        raise TypeError(f"hessian: the cost must be a scalar (0-d), but {cost} has type "
+                        f"{cost.type}")
+    out = []
+    for w in wrts:
+        g = grad(cost, w, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs)
+        out.append(jacobian(g, w, vectorize=vectorize, consider_constant=consider_constant,
+                            disconnected_inputs="ignore"))
+    return out[0] if single else out

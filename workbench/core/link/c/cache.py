@@ -1,0 +1,418 @@
+"""An on-disk cache of compiled extension modules, safe across processes and machines.
+
+Layout under the root (default `$WORKBENCH_CACHE_DIR/c`, else `config.cache_dir/c`)::
+
+    <fingerprint>/<key>/        one entry: <module><EXT_SUFFIX>, <module>.c, manifest.json
+    locks/<key>.lock            one file lock per key (not one global lock)
+    tmp/                        builds in progress, renamed into place when finished
+    failed/<key>/               the last failed build of a key (source kept for debugging)
+
+The fingerprint hashes the compiler (path, version, default flags) and the CPU
+features, plus Python's and NumPy's versions, so a cache shared between machines
+never loads a binary built for another one. The key hashes everything else that
+shapes the binary: the source, the flags, libraries, the caller's `key_parts` and
+the `c_code_cache_version` tuple. Entries are immutable once renamed into place;
+the manifest records the binary's size and sha256, checked on every load from disk,
+so a truncated or corrupted entry is detected, removed and rebuilt (with a warning).
+Code with an empty version tuple is "unversioned": compiled in a temporary directory,
+loaded, and never persisted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import filelock
+import numpy as np
+
+from workbench.core.link.c import compiler as cc
+
+__all__ = ["CacheStats", "CorruptCacheEntryWarning", "ModuleCache", "default_cache"]
+
+MANIFEST = "manifest.json"
+_FORMAT = 1
+#: Seconds to wait for another process building the same key before giving up.
+LOCK_TIMEOUT = 600.0
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+class CorruptCacheEntryWarning(UserWarning):
+    """A cache entry failed verification (size or hash of its binary) and was rebuilt."""
+
+
+@dataclass
+class CacheStats:
+    """Counters for the profiler: where modules came from and time spent compiling."""
+
+    memory_hits: int = 0
+    disk_hits: int = 0
+    builds: int = 0
+    unversioned_builds: int = 0
+    corrupt_rebuilds: int = 0
+    compile_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _default_root() -> Path:
+    env = os.environ.get("WORKBENCH_CACHE_DIR")
+    if env:
+        return Path(env) / "c"
+    from workbench.config import config
+
+    return Path(config.cache_dir) / "c"
+
+
+class ModuleCache:
+    """Compiled modules by key: in memory, then on disk under `root`, else compiled.
+
+    `get_or_build(key_parts, source, module_name, version=...)` is the one entry point
+    the C linker needs; `info()` and `clear()` serve a `workbench cache` command and
+    `stats` the profiler. Thread-safe within a process; process-safe through a file
+    lock per key.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root) if root is not None else _default_root()
+        self.stats = CacheStats()
+        self._modules: dict[str, ModuleType] = {}
+        self._mutex = threading.RLock()
+        self._prepared: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
+
+    def __repr__(self) -> str:
+        return f"ModuleCache(root={str(self.root)!r}, loaded={len(self._modules)})"
+
+    # ----------------------------------------------------------------- keys
+    def fingerprint(self, info: cc.CompilerInfo | None = None) -> str:
+        """The subfolder for this compiler, CPU, Python and NumPy."""
+        info = info or cc.compiler_info()
+        parts = (info.fingerprint, platform.python_implementation(), platform.python_version(),
+                 cc.extension_suffix(), np.__version__)
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+    def key_description(self, key_parts: Any, source: str, module_name: str,
+                        version: Sequence[int], flags: Sequence[str],
+                        libraries: Sequence[str] = (), lib_dirs: Sequence[str] = (),
+                        include_dirs: Sequence[str] = ()) -> dict[str, Any]:
+        """Everything the key hashes, as a JSON-able dict (also stored in the manifest)."""
+        info = cc.compiler_info()
+        return {
+            "format": _FORMAT,
+            "module_name": module_name,
+            "key_parts": repr(key_parts),
+            "version": list(version),
+            "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
+            "compiler": {"path": info.path, "command": list(info.command),
+                         "version": info.version},
+            "cpu_features": cc.cpu_features(info),
+            "flags": list(flags),
+            "libraries": list(libraries),
+            "lib_dirs": list(lib_dirs),
+            "include_dirs": list(include_dirs),
+            "python": platform.python_version(),
+            "ext_suffix": cc.extension_suffix(),
+            "numpy": np.__version__,
+        }
+
+    def key(self, key_parts: Any, source: str, module_name: str, *,
+            version: Sequence[int] = (), flags: Sequence[str] | None = None,
+            extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
+            lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = ()) -> str:
+        """The cache key (hex) of a module; see the module docstring for what it covers.
+
+        `key_parts` is any value with a deterministic repr that identifies the module
+        for the caller (e.g. an Apply signature)."""
+        return self._prepare(key_parts, source, module_name, version, flags, extra_flags,
+                             libraries, lib_dirs, include_dirs)[0]
+
+    def _prepare(self, key_parts: Any, source: str, module_name: str, version: Sequence[int],
+                 flags: Sequence[str] | None, extra_flags: Sequence[str],
+                 libraries: Sequence[str], lib_dirs: Sequence[str],
+                 include_dirs: Sequence[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(key, description, build arguments) of a module, memoised per process (a
+        memory hit then costs a dict lookup instead of hashing the description)."""
+        memo_key = (repr(key_parts), source, module_name, tuple(version),
+                    None if flags is None else tuple(flags), tuple(extra_flags),
+                    tuple(libraries), tuple(lib_dirs), tuple(include_dirs),
+                    os.environ.get("CC"))
+        found = self._prepared.get(memo_key)
+        if found is None:
+            found = self._prepared[memo_key] = self._prepare_uncached(
+                key_parts, source, module_name, version, flags, extra_flags, libraries,
+                lib_dirs, include_dirs)
+        return found
+
+    def _prepare_uncached(self, key_parts: Any, source: str, module_name: str,
+                          version: Sequence[int], flags: Sequence[str] | None,
+                          extra_flags: Sequence[str], libraries: Sequence[str],
+                          lib_dirs: Sequence[str], include_dirs: Sequence[str],
+                          ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        if version and _ADDRESS.search(repr(key_parts)):
+            raise ValueError(
+                f"key_parts {key_parts!r} has a repr with a memory address, so its key would "
+                "differ in every process and never hit the disk cache. Fix: build key_parts "
+                "from values with a stable repr (props, dtypes, shapes, strings).")
+        all_flags = self._flags(flags, extra_flags)
+        desc = self.key_description(key_parts, source, module_name, tuple(version), all_flags,
+                                    libraries, lib_dirs, include_dirs)
+        key = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:32]
+        build = dict(flags=all_flags, libraries=list(libraries), lib_dirs=list(lib_dirs),
+                     include_dirs=list(include_dirs))
+        return key, desc, build
+
+    @staticmethod
+    def _flags(flags: Sequence[str] | None, extra_flags: Sequence[str]) -> list[str]:
+        base = cc.compiler_info().default_flags if flags is None else flags
+        return [*base, *extra_flags]
+
+    def entry_dir(self, key: str) -> Path:
+        """Where the entry of `key` lives (it may not exist)."""
+        return self.root / self.fingerprint() / key
+
+    # ------------------------------------------------------------ main path
+    def get_or_build(self, key_parts: Any, source: str, module_name: str, *,
+                     version: Sequence[int] = (), flags: Sequence[str] | None = None,
+                     extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
+                     lib_dirs: Sequence[str] = (),
+                     include_dirs: Sequence[str] = ()) -> ModuleType:
+        """The imported module for `source` (defining PyInit_<module_name>).
+
+        Looks in memory, then on disk, else compiles (under a per-key file lock, into a
+        temporary directory renamed into place). `version` is the combined
+        `c_code_cache_version` of what generated the source: an empty tuple means
+        unversioned, compiled to a temporary place and never persisted.
+        """
+        key, desc, build = self._prepare(key_parts, source, module_name, version, flags,
+                                         extra_flags, libraries, lib_dirs, include_dirs)
+        with self._mutex:
+            module = self._modules.get(key)
+            if module is not None:
+                self.stats.memory_hits += 1
+                return module
+            if not version:
+                module = self._build_unversioned(key, source, module_name, build)
+            else:
+                path = self._ensure_entry(key, desc, source, module_name, build)
+                module = cc.load_module(path, module_name, self._unique_name(key, module_name))
+            self._modules[key] = module
+            return module
+
+    def ensure_built(self, key_parts: Any, source: str, module_name: str, *,
+                     version: Sequence[int], flags: Sequence[str] | None = None,
+                     extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
+                     lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = ()) -> Path:
+        """Make sure a versioned module is on disk (building it if needed), without
+        loading it; returns the path of its binary. For warming a cache ahead of time."""
+        if not version:
+            raise ValueError("ensure_built needs a non-empty version: unversioned code is "
+                             "never persisted")
+        key, desc, build = self._prepare(key_parts, source, module_name, version, flags,
+                                         extra_flags, libraries, lib_dirs, include_dirs)
+        with self._mutex:
+            return self._ensure_entry(key, desc, source, module_name, build)
+
+    @staticmethod
+    def _unique_name(key: str, module_name: str) -> str:
+        return f"workbench_c.k{key}.{module_name}"
+
+    def _compile(self, source: str, module_name: str, out_dir: Path,
+                 build: dict[str, Any]) -> Path:
+        start = time.perf_counter()
+        try:
+            return cc.compile_module(source, module_name, out_dir=out_dir,
+                                     flags=build["flags"], libraries=build["libraries"],
+                                     lib_dirs=build["lib_dirs"],
+                                     include_dirs=build["include_dirs"])
+        finally:
+            self.stats.compile_seconds += time.perf_counter() - start
+
+    def _build_unversioned(self, key: str, source: str, module_name: str,
+                           build: dict[str, Any]) -> ModuleType:
+        tmp = Path(tempfile.mkdtemp(prefix=f"workbench-c-unversioned-{module_name}-"))
+        so = self._compile(source, module_name, tmp, build)
+        self.stats.unversioned_builds += 1
+        module = cc.load_module(so, module_name, self._unique_name(key, module_name))
+        # Once loaded the binary stays mapped; the files are no longer needed.
+        shutil.rmtree(tmp, ignore_errors=True)
+        return module
+
+    def _verify(self, entry: Path, module_name: str) -> str | None:
+        """None when the entry is sound, else what is wrong with it."""
+        try:
+            manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return f"unreadable manifest ({exc})"
+        so = entry / manifest.get("so_name", f"{module_name}{cc.extension_suffix()}")
+        try:
+            size = so.stat().st_size
+        except OSError:
+            return "missing binary"
+        if size != manifest.get("so_size"):
+            return f"binary is {size} bytes, manifest says {manifest.get('so_size')}"
+        if _sha256(so) != manifest.get("so_sha256"):
+            return "binary's sha256 differs from the manifest"
+        return None
+
+    def _ensure_entry(self, key: str, desc: dict[str, Any], source: str, module_name: str,
+                      build: dict[str, Any]) -> Path:
+        entry = self.entry_dir(key)
+        so_path = entry / f"{module_name}{cc.extension_suffix()}"
+        if entry.is_dir() and self._verify(entry, module_name) is None:
+            self.stats.disk_hits += 1
+            return so_path
+        (self.root / "locks").mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(self.root / "locks" / f"{key}.lock"), timeout=LOCK_TIMEOUT)
+        try:
+            lock.acquire()
+        except filelock.Timeout as exc:
+            raise TimeoutError(
+                f"waited {LOCK_TIMEOUT:.0f} s for another process compiling cache key {key} "
+                f"(lock {lock.lock_file}). If no such process runs, delete the lock file.") \
+                from exc
+        try:
+            if entry.is_dir():
+                problem = self._verify(entry, module_name)
+                if problem is None:  # another process built it while we waited
+                    self.stats.disk_hits += 1
+                    return so_path
+                warnings.warn(f"compiled-module cache entry {entry} is corrupt ({problem}); "
+                              "removing and rebuilding it", CorruptCacheEntryWarning,
+                              stacklevel=4)
+                self._remove(entry)
+                self.stats.corrupt_rebuilds += 1
+            self._build_entry(entry, desc, source, module_name, build)
+            self.stats.builds += 1
+            return so_path
+        finally:
+            lock.release()
+
+    def _build_entry(self, entry: Path, desc: dict[str, Any], source: str, module_name: str,
+                     build: dict[str, Any]) -> None:
+        tmp_root = self.root / "tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{entry.name}-", dir=tmp_root))
+        try:
+            try:
+                so = self._compile(source, module_name, tmp, build)
+            except cc.CompileError as exc:
+                raise self._keep_failed(exc, tmp, entry.name) from None
+            manifest = dict(desc, key=entry.name, so_name=so.name, so_size=so.stat().st_size,
+                            so_sha256=_sha256(so), created=time.time())
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True),
+                                        encoding="utf-8")
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(tmp, entry)  # atomic: readers see no entry or a complete one
+            except OSError:
+                # Someone not honouring the lock (e.g. an older root shared by NFS without
+                # locking) got there first: keep theirs if it is sound.
+                if not entry.is_dir() or self._verify(entry, module_name) is not None:
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _keep_failed(self, exc: cc.CompileError, tmp: Path, key: str) -> cc.CompileError:
+        """Move a failed build to `<root>/failed/<key>` (its source stays there for
+        debugging) and return the error with paths pointing there."""
+        failed = self.root / "failed" / key
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        self._remove(failed)
+        try:
+            os.rename(tmp, failed)
+        except OSError:
+            return exc
+        source_path = failed / exc.source_path.name if exc.source_path else None
+        return cc.CompileError(str(exc).replace(str(tmp), str(failed)), stderr=exc.stderr,
+                               source_path=source_path,
+                               command=[c.replace(str(tmp), str(failed)) for c in exc.command])
+
+    def _remove(self, entry: Path) -> None:
+        """Move an entry out of the way atomically, then delete it. Files a process has
+        mapped stay valid (they are unlinked, never truncated)."""
+        trash = self.root / "tmp" / f"trash-{entry.name}-{uuid.uuid4().hex[:8]}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # ------------------------------------------------------------ management
+    def entries(self) -> list[Path]:
+        """The entry directories on disk (all fingerprints)."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for fp in sorted(self.root.iterdir()):
+            if fp.name in ("locks", "tmp", "failed") or not fp.is_dir():
+                continue
+            out += [e for e in sorted(fp.iterdir()) if (e / MANIFEST).is_file()]
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """Entries and bytes on disk, the current fingerprint, and the counters."""
+        entries = self.entries()
+        total = sum(f.stat().st_size for e in entries for f in e.iterdir() if f.is_file())
+        try:
+            fingerprint: str | None = self.fingerprint()
+        except cc.CompilerUnavailableError:
+            fingerprint = None
+        return {"root": str(self.root), "entries": len(entries), "total_bytes": total,
+                "fingerprint": fingerprint, "loaded": len(self._modules),
+                "stats": self.stats.as_dict()}
+
+    def clear(self) -> int:
+        """Delete every entry, lock file, failed and temporary build under the root; return how many
+        entries were removed. Modules already loaded keep working."""
+        entries = self.entries()
+        with self._mutex:
+            for e in entries:
+                self._remove(e)
+            for name in ("locks", "tmp", "failed"):
+                shutil.rmtree(self.root / name, ignore_errors=True)
+            if self.root.is_dir():
+                for fp in self.root.iterdir():
+                    if fp.is_dir() and not any(fp.iterdir()):
+                        fp.rmdir()
+            self._modules.clear()
+            self._prepared.clear()
+        return len(entries)
+
+
+_default: ModuleCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> ModuleCache:
+    """The process-wide cache at the default root (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = ModuleCache()
+        return _default

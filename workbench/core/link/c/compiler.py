@@ -1,0 +1,337 @@
+"""Compile a C source string into a CPython extension module, and load it.
+
+The C compiler is the one named by the `CC` environment variable, else the one
+Python was built with (sysconfig's CC), else `cc`, `gcc` or `clang` on PATH. Flags
+are chosen once per compiler for this machine (`-O3 -fPIC`, `-march=native` when
+the compiler accepts it) and keep IEEE semantics: no `-ffast-math`, no
+`-fno-math-errno` tricks, so NaN and infinities behave as in NumPy.
+
+This module knows nothing about Ops or caching: `compile_module(source, name)`
+builds `name<EXT_SUFFIX>` in a directory and returns its path, `load_module`
+imports it. The cache (cache.py) decides where and when.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+__all__ = [
+    "CompileError", "CompilerInfo", "CompilerUnavailableError", "compile_module",
+    "compiler_info", "cpu_features", "extension_suffix", "has_compiler", "load_module",
+    "openmp_flags", "python_include_dirs",
+]  # fmt: skip
+
+#: How many lines of compiler output a CompileError shows (the full text is kept on it).
+STDERR_LINES = 40
+
+# Warnings that generated code triggers by design (unused labels of `fail` paths, ...).
+_QUIET_WARNINGS = ("-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-function")
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class CompilerUnavailableError(RuntimeError):
+    """No working C compiler was found (or `CC` names one that does not exist)."""
+
+
+class CompileError(RuntimeError):
+    """The C compiler rejected a source. `stderr` holds its full output, `source_path`
+    the kept source file, `command` the command line that failed."""
+
+    def __init__(self, message: str, *, stderr: str = "", source_path: Path | None = None,
+                 command: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.stderr = stderr
+        self.source_path = source_path
+        self.command = list(command)
+
+
+@dataclass(frozen=True)
+class CompilerInfo:
+    """A C compiler and what it accepts on this machine.
+
+    `command` is the compiler invocation (`CC` may be e.g. "ccache gcc"), `path` the
+    resolved executable, `version` the first line of `--version`. `default_flags`
+    are the flags used when a caller gives none (see also `openmp_flags()`).
+    """
+
+    command: tuple[str, ...]
+    path: str
+    version: str
+    default_flags: tuple[str, ...]
+    march_native: bool = False
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the compiler identity and the CPU it targets (see cache.py)."""
+        parts = (self.path, self.version, self.default_flags, cpu_features(self))
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _resolve(word: str) -> str | None:
+    if os.sep in word or (os.altsep and os.altsep in word):
+        return word if os.path.isfile(word) and os.access(word, os.X_OK) else None
+    return shutil.which(word)
+
+
+def _find_command() -> tuple[str, ...]:
+    env_cc = os.environ.get("CC", "").strip()
+    if env_cc:
+        words = shlex.split(env_cc)
+        exe = _resolve(words[0])
+        if exe is None:
+            raise CompilerUnavailableError(
+                f"the CC environment variable names {env_cc!r}, but {words[0]!r} is not an "
+                "executable file or a command on PATH. Fix: point CC at a C compiler "
+                "(e.g. CC=gcc), or unset it to use the default; or use linker='py'.")
+        return (exe, *words[1:])
+    candidates = []
+    sys_cc = sysconfig.get_config_var("CC")
+    if sys_cc:
+        candidates.append(shlex.split(sys_cc))
+    candidates += [["cc"], ["gcc"], ["clang"]]
+    for words in candidates:
+        exe = _resolve(words[0])
+        if exe is not None:
+            # sysconfig's CC may carry flags like -pthread: keep only the program.
+            return (exe,)
+    raise CompilerUnavailableError(
+        "no C compiler found: CC is unset and none of sysconfig's CC, cc, gcc or clang is "
+        "on PATH. Fix: install one (e.g. `apt-get install gcc`) or set CC; or use "
+        "linker='py'.")
+
+
+def _run(cmd: Sequence[str], cwd: str | None = None,
+         timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _link_flags() -> tuple[str, ...]:
+    if sys.platform == "darwin":
+        return ("-bundle", "-undefined", "dynamic_lookup")
+    return ("-shared",)
+
+
+def _accepts(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
+    """Whether the compiler builds a tiny shared object with `flags` silently."""
+    with tempfile.TemporaryDirectory(prefix="workbench-probe-") as tmp:
+        src = Path(tmp, "probe.c")
+        src.write_text(code)
+        out = Path(tmp, "probe.so")
+        res = _run([*command, "-fPIC", *_link_flags(), *flags, str(src), "-o", str(out)],
+                   timeout=60)
+        text = res.stderr.lower()
+        return (res.returncode == 0 and out.exists()
+                and "unrecognized" not in text and "unknown" not in text
+                and "unsupported" not in text)
+
+
+@functools.lru_cache(maxsize=8)
+def _info_for(cc_env: str | None) -> CompilerInfo:
+    command = _find_command()
+    try:
+        res = _run([*command, "--version"], timeout=60)
+    except OSError as exc:  # pragma: no cover - exotic: file vanished or not runnable
+        raise CompilerUnavailableError(f"the C compiler {command[0]!r} cannot run: {exc}. "
+                                       "Fix: set CC to a working compiler.") from exc
+    if res.returncode != 0:
+        raise CompilerUnavailableError(
+            f"{' '.join(command)} --version failed (exit {res.returncode}): "
+            f"{res.stderr.strip()[:500]}. Fix: set CC to a working C compiler.")
+    version = (res.stdout or res.stderr).strip().splitlines()[0] if (res.stdout or res.stderr) \
+        else "unknown"
+    if not _accepts(command, (), "int workbench_probe(void) { return 0; }\n"):
+        raise CompilerUnavailableError(
+            f"the C compiler {' '.join(command)} ({version}) cannot build a shared library. "
+            "Fix: install a complete toolchain (compiler and linker) or set CC.")
+    march = _accepts(command, ("-march=native",), "int workbench_probe(void) { return 0; }\n")
+    flags = ["-O3", "-fPIC", *_link_flags(), "-fvisibility=hidden", "-fno-strict-aliasing"]
+    if march:
+        flags.append("-march=native")
+    flags += _QUIET_WARNINGS
+    return CompilerInfo(command=command, path=command[0], version=version,
+                        default_flags=tuple(flags), march_native=march)
+
+
+def compiler_info() -> CompilerInfo:
+    """The C compiler for this process (per value of `CC`), probed once and cached.
+
+    Raises CompilerUnavailableError when there is none.
+    """
+    return _info_for(os.environ.get("CC"))
+
+
+@functools.lru_cache(maxsize=8)
+def _openmp_for(info: CompilerInfo) -> tuple[str, ...]:
+    code = ("#include <omp.h>\nint workbench_probe(void) {\n int s = 0;\n"
+            "#pragma omp parallel for reduction(+:s)\n for (int i = 0; i < 4; i++) s += i;\n"
+            " return s + omp_get_max_threads();\n}\n")
+    return ("-fopenmp",) if _accepts(info.command, ("-fopenmp",), code) else ()
+
+
+def openmp_flags(info: CompilerInfo | None = None) -> tuple[str, ...]:
+    """("-fopenmp",) when the compiler builds and links OpenMP code, else () (probed once;
+    not part of the default flags: code that wants threads adds them)."""
+    return _openmp_for(info or compiler_info())
+
+
+def has_compiler() -> bool:
+    """True when a working C compiler is available."""
+    try:
+        compiler_info()
+    except CompilerUnavailableError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _cpu_features_for(info: CompilerInfo) -> str:
+    parts = [f"machine={sys.platform}-{platform.machine()}"]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key = line.split(":", 1)[0].strip().lower()
+                if key in ("flags", "features"):
+                    parts.append(" ".join(sorted(line.split(":", 1)[1].split())))
+                    break
+    except OSError:
+        pass
+    if info.march_native:
+        # What "native" means for this compiler on this CPU (gcc; clang lacks -Q).
+        try:
+            res = _run([*info.command, "-march=native", "-Q", "--help=target"], timeout=60)
+            if res.returncode == 0:
+                parts.append(res.stdout)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def cpu_features(info: CompilerInfo | None = None) -> str:
+    """A hash of the CPU features the compiled code may use: /proc/cpuinfo's flags line,
+    the machine name, and (with -march=native) what the compiler resolves "native" to."""
+    return _cpu_features_for(info or compiler_info())
+
+
+def python_include_dirs() -> list[str]:
+    """Python's and NumPy's C header directories."""
+    import numpy
+
+    paths = sysconfig.get_paths()
+    dirs = [paths["include"], paths.get("platinclude", paths["include"]), numpy.get_include()]
+    return list(dict.fromkeys(dirs))
+
+
+def extension_suffix() -> str:
+    """The file suffix of extension modules here, e.g. '.cpython-311-x86_64-linux-gnu.so'."""
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+def _error_excerpt(stderr: str, source: str, src_name: str) -> str:
+    """The first STDERR_LINES lines of compiler output, then the source lines it blames."""
+    lines = stderr.strip().splitlines()
+    head = lines[:STDERR_LINES]
+    if len(lines) > STDERR_LINES:
+        head.append(f"... ({len(lines) - STDERR_LINES} more lines)")
+    src_lines = source.splitlines()
+    blamed: list[int] = []
+    for m in re.finditer(re.escape(src_name) + r":(\d+):(?:\d+:)?\s*(?:fatal )?error", stderr):
+        n = int(m.group(1))
+        if n not in blamed:
+            blamed.append(n)
+    wanted = sorted({i for n in blamed[:8]
+                     for i in range(max(1, n - 2), min(len(src_lines), n + 2) + 1)})
+    shown: list[str] = []
+    for prev, i in zip([None, *wanted], wanted):
+        if prev is not None and i != prev + 1:
+            shown.append("  ...")
+        shown.append(f"{'>>' if i in blamed else '  '}{i:5d} | {src_lines[i - 1]}")
+    text = "\n".join(head)
+    if shown:
+        text += "\n\nsource lines:\n" + "\n".join(shown)
+    return text
+
+
+def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[str] | None = None,
+                   flags: Sequence[str] | None = None, extra_flags: Sequence[str] = (),
+                   include_dirs: Sequence[str] = (), lib_dirs: Sequence[str] = (),
+                   libraries: Sequence[str] = ()) -> Path:
+    """Compile `source`, the C text of an extension module whose init function is
+    `PyInit_<module_name>`, into `<out_dir>/<module_name><EXT_SUFFIX>` and return that path.
+
+    `flags` replaces the compiler's default flags (compiler_info().default_flags);
+    `extra_flags` are appended to them. Python's and NumPy's include directories are
+    always searched. With no `out_dir`, a fresh temporary directory is used. The source
+    is kept next to the binary as `<module_name>.c` (named in errors, for debugging).
+    Raises CompileError with the compiler's messages, CompilerUnavailableError without
+    a compiler.
+    """
+    if not _IDENTIFIER.match(module_name):
+        raise ValueError(f"module_name must be a C identifier (it names PyInit_<name>), got "
+                         f"{module_name!r}")
+    info = compiler_info()
+    directory = Path(out_dir) if out_dir is not None else Path(
+        tempfile.mkdtemp(prefix=f"workbench-c-{module_name}-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    src = directory / f"{module_name}.c"
+    src.write_text(source, encoding="utf-8")
+    target = directory / f"{module_name}{extension_suffix()}"
+    cmd = [*info.command, *(info.default_flags if flags is None else flags), *extra_flags]
+    cmd += [f"-I{d}" for d in (*include_dirs, *python_include_dirs())]
+    cmd += [str(src), "-o", str(target)]
+    cmd += [f"-L{d}" for d in lib_dirs] + [f"-l{lib}" for lib in libraries]
+    try:
+        res = _run(cmd, cwd=str(directory))
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"compiling module {module_name!r} timed out; source kept at {src}",
+                           source_path=src, command=cmd) from exc
+    if res.returncode != 0 or not target.exists():
+        excerpt = _error_excerpt(res.stderr or res.stdout, source, src.name)
+        raise CompileError(
+            f"the C compiler rejected module {module_name!r} (exit {res.returncode}).\n"
+            f"{excerpt}\n\nsource kept at {src}\ncommand: {shlex.join(cmd)}",
+            stderr=res.stderr, source_path=src, command=cmd)
+    return target
+
+
+def load_module(path: str | os.PathLike[str], module_name: str,
+                unique_name: str | None = None) -> ModuleType:
+    """Import the extension module at `path`, whose init function is PyInit_<module_name>.
+
+    It is imported under `unique_name` (dotted, ending in `.<module_name>`; default
+    `workbench_c.<module_name>`), so that distinct binaries defining the same module
+    name never clash in sys.modules: CPython finds the init function from the last
+    component of the dotted name.
+    """
+    full = unique_name or f"workbench_c.{module_name}"
+    if full.rsplit(".", 1)[-1] != module_name:
+        raise ValueError(f"unique_name {full!r} must end with '.{module_name}'")
+    loader = importlib.machinery.ExtensionFileLoader(full, os.fspath(path))
+    spec = importlib.util.spec_from_file_location(full, os.fspath(path), loader=loader)
+    if spec is None:  # pragma: no cover - only for unknown suffixes
+        raise ImportError(f"cannot make an import spec for {path}")
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except ImportError as exc:
+        raise ImportError(f"cannot import the compiled module {path}: {exc}. Does its source "
+                          f"define PyInit_{module_name}?", name=full, path=os.fspath(path)) \
+            from exc
+    return module

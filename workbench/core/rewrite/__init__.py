@@ -1,0 +1,121 @@
+"""Rewrites: the engine, the tagged database, the standard passes and the trace of every step.
+
+    fgraph, trace = workbench.rewrite_graph(outputs, mode="FAST_RUN", trace=True)
+    print(trace)                    # a table of every step
+    dprint(trace.graph_at(0))       # the input graph; graph_at(len(trace)) is the result
+
+Importing this package registers every standard rewrite (rules/).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from workbench.core.graph.basic import Variable
+from workbench.core.graph.fg import FunctionGraph
+from workbench.core.rewrite import rules as rules  # noqa: E402  (registers the rewrites)
+from workbench.core.rewrite.db import (
+    PassDatabase,
+    RewriteDatabase,
+    register_canonicalize,
+    register_fusion,
+    register_inplace,
+    register_shape,
+    register_specialize,
+    register_stabilize,
+    rewrite_db,
+)
+from workbench.core.rewrite.engine import (
+    EquilibriumGraphRewriter,
+    GraphRewriter,
+    MergeRewriter,
+    NodeRewriter,
+    PatternNodeRewriter,
+    RewriteCycleWarning,
+    RewriteFailureWarning,
+    SequentialGraphRewriter,
+    WalkingGraphRewriter,
+    apply_node_rewriter,
+    constant_folding,
+    node_rewriter,
+    recording_step,
+)
+from workbench.core.rewrite.trace import RewriteStep, RewriteTrace
+
+__all__ = [
+    "EquilibriumGraphRewriter", "GraphRewriter", "MergeRewriter", "NodeRewriter",
+    "PassDatabase", "PatternNodeRewriter", "RewriteCycleWarning", "RewriteDatabase",
+    "RewriteFailureWarning", "RewriteStep", "RewriteTrace", "SequentialGraphRewriter",
+    "WalkingGraphRewriter", "apply_node_rewriter", "constant_folding", "node_rewriter",
+    "recording_step", "register_canonicalize", "register_fusion", "register_inplace",
+    "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
+    "rewrite_graph", "run_rewriter",
+]  # fmt: skip
+
+
+def run_rewriter(rewriter: GraphRewriter, fgraph: FunctionGraph, trace: bool = True,
+                 strict: bool = False) -> RewriteTrace | None:
+    """Apply `rewriter` to `fgraph` in place, recording a RewriteTrace (returned, closed).
+
+    With `strict`, a rewrite that raises stops rewriting (DEBUG); otherwise it is
+    recorded as a failed step and warned about once.
+    """
+    recorder = RewriteTrace() if trace else None
+    if recorder is not None:
+        fgraph.attach_feature(recorder)
+    if strict:
+        fgraph.rewrite_strict = True  # type: ignore[attr-defined]
+    try:
+        rewriter.rewrite(fgraph)
+    finally:
+        if strict:
+            del fgraph.rewrite_strict  # type: ignore[attr-defined]
+        if recorder is not None:
+            recorder.close()
+    return recorder
+
+
+def rewrite_graph(
+    outputs: Variable | Sequence[Variable] | FunctionGraph,
+    mode: Any = "FAST_RUN",
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    trace: bool = False,
+    inputs: Sequence[Variable] | None = None,
+) -> FunctionGraph | tuple[FunctionGraph, RewriteTrace]:
+    """Rewrite the graph of `outputs` as mode `mode` would (plus `include`, minus `exclude`).
+
+    `outputs` may also be a FunctionGraph (rewritten in place). Returns the
+    rewritten FunctionGraph, or `(fgraph, trace)` with `trace=True`.
+    """
+    from workbench.core.compile.mode import get_mode
+
+    if isinstance(outputs, FunctionGraph):
+        fgraph = outputs
+    else:
+        outs = [outputs] if isinstance(outputs, Variable) else list(outputs)
+        for position, out in enumerate(outs):
+            if not isinstance(out, Variable):
+                raise TypeError(f"rewrite_graph: output {position} is not a Variable: {out!r}")
+        was_enabled = gc.isenabled()
+        gc.disable()  # building a big graph allocates many cyclic objects
+        try:
+            fgraph = FunctionGraph(inputs, outs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    the_mode = get_mode(mode)
+    rewriter = the_mode.rewriter
+    if include or exclude:
+        with_tags = getattr(rewriter, "with_tags", None)
+        if with_tags is None:
+            raise ValueError(f"mode {the_mode} has no rewrite query to include/exclude from")
+        rewriter = with_tags(include=include, exclude=exclude)
+    recorder = the_mode.clone(rewriter=rewriter).rewrite(fgraph)
+    if not isinstance(recorder, RewriteTrace):  # a mode without a traced rewriter
+        recorder = RewriteTrace()
+        fgraph.attach_feature(recorder)
+        recorder.close()
+    return (fgraph, recorder) if trace else fgraph

@@ -1,0 +1,10 @@
+"""The standard rewrite families; importing this package registers them in the database."""
+
+from workbench.core.rewrite.rules import (  # noqa: F401
+    canonicalize,
+    fusion,
+    inplace,
+    shape,
+    specialize,
+    stabilize,
+)

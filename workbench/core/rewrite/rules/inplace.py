@@ -1,0 +1,141 @@
+"""Inplace rewrites: Ops overwrite an input instead of allocating, when nothing else needs it.
+
+Runs last (after fusion). Each Elemwise tries to write output k into an input
+of exactly the output's Type (same dtype and static shape) whose shape is
+certainly the output's at run time (a length unknown statically may broadcast:
+the ShapeFeature must prove the symbolic lengths equal): ``Elemwise(op)``
+becomes ``Elemwise(op, inplace_pattern={0: i})``.
+IncSubtensor / AdvancedIncSubtensor / Gemm / Gemv (any Op with an ``inplace``
+prop) switch to ``inplace=True``, overwriting input 0.
+
+Safety is the DestroyHandler's (workbench.core.graph.destroyhandler): a graph
+input, a constant, a graph output, a value another Op still has to read
+afterwards, or a read-only view (BroadcastTo) is never overwritten. Each
+candidate is prechecked with `DestroyHandler.check_destroy`, then replaced
+through `replace_all_validate`, which reverts the change if validation fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.destroyhandler import DestroyHandler, view_roots
+from workbench.core.graph.features import ReplaceValidate
+from workbench.core.graph.fg import FunctionGraph, InconsistencyError
+from workbench.core.graph.shape_feature import get_shape_feature
+from workbench.core.rewrite.db import register_inplace
+from workbench.core.rewrite.engine import GraphRewriter
+from workbench.core.tensor.elemwise import Elemwise
+
+__all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter"]
+
+
+def attach_destroy_handler(fgraph: FunctionGraph) -> DestroyHandler:
+    """The DestroyHandler of `fgraph` (attached with ReplaceValidate if missing)."""
+    if not hasattr(fgraph, "replace_all_validate"):
+        fgraph.attach_feature(ReplaceValidate())
+    handler = getattr(fgraph, "destroy_handler", None)
+    if handler is None:
+        handler = DestroyHandler(mutable=getattr(fgraph, "mutable_inputs", ()))
+        fgraph.attach_feature(handler)
+    return handler
+
+
+def _can_destroy(handler: DestroyHandler, node: Apply, i: int, out: Variable) -> bool:
+    """Whether `node` may write output `out` into its input `i`: same Type, certainly the
+    same shape at run time (lengths unknown statically may broadcast), and safe."""
+    var = node.inputs[i]
+    if isinstance(var, Constant) or (var.owner is None and var not in handler.mutable):
+        return False
+    if var.type != out.type:
+        return False
+    static = out.type.shape
+    if any(s is None for s in static):
+        fgraph = handler.fgraph
+        assert fgraph is not None
+        if not get_shape_feature(fgraph).same_shape(var, out):
+            return False
+    try:
+        handler.check_destroy(node, i)
+    except InconsistencyError:
+        return False
+    return True
+
+
+def _elemwise_pattern(handler: DestroyHandler, node: Apply) -> dict[int, int]:
+    """A greedy inplace_pattern for an Elemwise node: output k -> a free input of its Type."""
+    pattern: dict[int, int] = {}
+    used_roots: set[Any] = set()
+    for k, out in enumerate(node.outputs):
+        for i, var in enumerate(node.inputs):
+            if i in pattern.values() or var.type != out.type:
+                continue
+            roots = set(view_roots(var))
+            if roots & used_roots or not _can_destroy(handler, node, i, out):
+                continue
+            pattern[k] = i
+            used_roots |= roots
+            break
+    return pattern
+
+
+def _inplace_node(handler: DestroyHandler, node: Apply) -> Apply | None:
+    """The inplace version of `node`, or None if there is none or it would be unsafe."""
+    op = node.op
+    if isinstance(op, Elemwise):
+        if op.inplace_pattern:
+            return None
+        pattern = _elemwise_pattern(handler, node)
+        if not pattern:
+            return None
+        new_op: Any = Elemwise(op.scalar_op, inplace_pattern=pattern)
+    elif "inplace" in getattr(op, "__props__", ()) and getattr(op, "inplace", True) is False:
+        if not _can_destroy(handler, node, 0, node.outputs[0]):
+            return None
+        props = {name: getattr(op, name) for name in op.__props__}
+        props["inplace"] = True
+        new_op = type(op)(**props)
+    else:
+        return None
+    try:
+        new = new_op.make_node(*node.inputs)
+    except (TypeError, ValueError):
+        return None
+    if any(o.type != n.type for o, n in zip(node.outputs, new.outputs)):
+        return None
+    return new
+
+
+class InplaceRewriter(GraphRewriter):
+    """The inplace pass (see the module docstring); keeps the DestroyHandler attached so the
+    linker's toposort orders every reader of a destroyed value before its destroyer."""
+
+    name = "inplace"
+
+    def apply(self, fgraph: FunctionGraph) -> None:
+        handler = attach_destroy_handler(fgraph)
+        trace = getattr(fgraph, "rewrite_trace", None)
+        for node in fgraph.toposort():
+            if node not in fgraph.apply_nodes:
+                continue
+            new = _inplace_node(handler, node)
+            if new is None:
+                continue
+            if trace is not None:
+                trace.begin_step(self, node)
+            try:
+                fgraph.replace_all_validate(  # type: ignore[attr-defined]
+                    list(zip(node.outputs, new.outputs)), reason=self)
+            except Exception:  # refused (and reverted): keep the copying version
+                if trace is not None:
+                    trace.cancel_step()
+                continue
+            if trace is not None:
+                trace.end_step()
+
+
+inplace_rewriter = InplaceRewriter()
+
+
+register_inplace(inplace_rewriter)

@@ -1,0 +1,138 @@
+"""Stabilize: replace numerically fragile expressions by stable equivalents.
+
+The naive forms lose everything at the extremes: ``log(1+x)`` is 0 for tiny
+x, ``exp(x)-1`` cancels, ``log(sigmoid(x))`` is ``log(0) = -inf`` for x
+below about -745, ``log(sum(exp(x)))`` overflows for x above about 709, and
+``log(softmax(x))`` is ``log(0)`` where one logit dominates. These rules run
+after canonicalize (so they see one form: constants on either side of ``+``,
+the keepdims DimShuffle of a Sum) and swap in `log1p`, `expm1`, `softplus`,
+`sigmoid(-x)`, `LogSumExp` and `LogSoftmax`. The softmax cross-entropy
+``-sum(y * log(softmax(x)))`` becomes stable through ``log(softmax) ->
+log_softmax``.
+
+Each rule looks only at its node and its direct inputs (O(1) per node).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.graph.basic import Apply
+from workbench.core.rewrite.db import register_stabilize
+from workbench.core.rewrite.engine import node_rewriter
+from workbench.core.rewrite.rules.rule_utils import (
+    broadcast_like,
+    is_constant_value,
+    is_float,
+    owner_scalar_op,
+    scalar_op_of,
+)
+from workbench.core.scalar import math as smath
+from workbench.core.tensor import math as tm
+from workbench.core.tensor.elemwise import DimShuffle
+from workbench.core.tensor.reduction import Sum
+from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
+
+__all__ = [
+    "local_log1p", "local_expm1", "local_log_sigmoid", "local_one_minus_sigmoid",
+    "local_log_sum_exp", "local_log_softmax",
+]  # fmt: skip
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log1p(fgraph: Any, node: Apply) -> Any:
+    """``log(1 + x) -> log1p(x)`` (and ``log(x + 1)``): exact for tiny x."""
+    (arg,) = node.inputs
+    if owner_scalar_op(arg, smath.Add) is None or not is_float(node.outputs[0]):
+        return None
+    a, b = arg.owner.inputs
+    for one, x in ((a, b), (b, a)):
+        if is_constant_value(one, 1):
+            return [broadcast_like(tm.log1p(x), node.outputs[0], node, dropped=[one],
+                                   fgraph=fgraph)]
+    return None
+
+
+@register_stabilize
+@node_rewriter([tm.sub.op])
+def local_expm1(fgraph: Any, node: Apply) -> Any:
+    """``exp(x) - 1 -> expm1(x)``: no cancellation for small x."""
+    e, one = node.inputs
+    if not is_constant_value(one, 1) or owner_scalar_op(e, smath.Exp) is None:
+        return None
+    if not is_float(node.outputs[0]):
+        return None
+    x = e.owner.inputs[0]
+    return [broadcast_like(tm.expm1(x), node.outputs[0], node, dropped=[one], fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log_sigmoid(fgraph: Any, node: Apply) -> Any:
+    """``log(sigmoid(x)) -> -softplus(-x)``: finite (about x) for very negative x."""
+    (arg,) = node.inputs
+    if owner_scalar_op(arg, smath.Sigmoid) is None:
+        return None
+    x = arg.owner.inputs[0]
+    return [broadcast_like(tm.neg(tm.softplus(tm.neg(x))), node.outputs[0], node,
+                           fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.sub.op])
+def local_one_minus_sigmoid(fgraph: Any, node: Apply) -> Any:
+    """``1 - sigmoid(x) -> sigmoid(-x)``: keeps the tiny values 1 - s rounds to 0."""
+    one, s = node.inputs
+    if not is_constant_value(one, 1) or owner_scalar_op(s, smath.Sigmoid) is None:
+        return None
+    x = s.owner.inputs[0]
+    return [broadcast_like(tm.sigmoid(tm.neg(x)), node.outputs[0], node, dropped=[one],
+                           fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log_sum_exp(fgraph: Any, node: Apply) -> Any:
+    """``log(sum(exp(x), axis)) -> logsumexp(x, axis)`` (max-shifted: no overflow).
+
+    Also through the DimShuffle that ``keepdims=True`` (or any reshuffle)
+    puts between the Sum and the log: it is applied to the LogSumExp.
+    """
+    (arg,) = node.inputs
+    shuffle = None
+    if arg.owner is not None and isinstance(arg.owner.op, DimShuffle):
+        shuffle = arg.owner.op
+        arg = arg.owner.inputs[0]
+    if arg.owner is None or type(arg.owner.op) is not Sum:
+        return None
+    sum_op = arg.owner.op
+    if sum_op.dtype is not None or sum_op.acc_dtype is not None:
+        return None
+    (e,) = arg.owner.inputs
+    if owner_scalar_op(e, smath.Exp) is None:
+        return None
+    x = e.owner.inputs[0]
+    if not is_float(e) or e.type.dtype != x.type.dtype or x.type.dtype.is_complex:
+        return None
+    new = LogSumExp(sum_op.axis, keepdims=False)(x)
+    if shuffle is not None:
+        new = shuffle(new)
+    return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log_softmax(fgraph: Any, node: Apply) -> Any:
+    """``log(softmax(x)) -> log_softmax(x)``: finite where a probability underflows.
+
+    This also stabilizes the softmax cross-entropy ``-sum(y * log(softmax(x)))``.
+    """
+    (arg,) = node.inputs
+    if arg.owner is None or type(arg.owner.op) is not Softmax:
+        return None
+    if scalar_op_of(node) is None:
+        return None
+    x = arg.owner.inputs[0]
+    new = LogSoftmax(arg.owner.op.axis)(x)
+    return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
