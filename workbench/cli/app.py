@@ -1,15 +1,47 @@
-"""The Typer application behind the `workbench` command."""
+"""The Typer application behind the `workbench` command.
+
+Every command takes a graph as an expression (`"exp(x) * y" --var x=float64[?,3]`),
+a Python file (`model.py:cost`), a graph file (`graph.json`) or `--example NAME`.
+Exit codes: 0 success, 1 a failure while running, 2 bad usage or bad input (one
+line on stderr; `--debug` shows the traceback).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
+
+from workbench.cli.sources import UsageError, parse_input_spec, resolve
 
 app = typer.Typer(
     name="workbench",
-    help="A symbolic graph engine you can see into.",
+    help="A symbolic graph engine you can see into: show, differentiate, rewrite, "
+         "compile and profile graphs.",
     no_args_is_help=True,
     add_completion=True,
+    pretty_exceptions_enable=False,
 )
+cache_app = typer.Typer(help="Inspect or clear the compiled-module cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+_state = {"debug": False}
+
+GRAPH_HELP = ("The graph: an expression (\"exp(x) * y\"), FILE.py:NAME, FILE.json, "
+              "or omit it and use --example NAME.")
+VAR_HELP = "Declare a variable of an expression: NAME=DTYPE[SHAPE], e.g. x=float64[?,3]."
+
+GraphArg = typer.Argument(None, help=GRAPH_HELP, show_default=False)
+VarOpt = typer.Option([], "--var", help=VAR_HELP)
+ExampleOpt = typer.Option(None, "--example", "-e", help="A bundled example (see `examples`).")
 
 
 def _version_callback(value: bool) -> None:
@@ -22,12 +54,77 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version_callback, is_eager=True,
-        help="Print the version and exit.",
-    ),
+    version: bool = typer.Option(False, "--version", callback=_version_callback,
+                                 is_eager=True, help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
-    """Build, print, compile and run symbolic graphs."""
+    """Build, print, differentiate, rewrite, compile and profile symbolic graphs."""
+    _state["debug"] = debug
+
+
+def _fail(message: str, code: int) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn exceptions into exit codes: 2 for bad input, 1 for failures."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except UsageError as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        _fail(str(exc), 2)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        _fail(str(exc), 2)
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary
+        if _state["debug"]:
+            traceback.print_exc()
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _fail(f"{type(exc).__name__}: {first_line}", 1)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        typer.echo(text)
+    else:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        typer.echo(f"wrote {output}", err=True)
+
+
+def _use_color() -> bool:
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+@contextmanager
+def _progress(label: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for slow work (hidden when not a terminal)."""
+    show = sys.stderr.isatty()
+    if not show:
+        yield lambda n=1: None
+        return
+    with typer.progressbar(length=total or 1, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+# -- examples ----------------------------------------------------------------------------
+
+
+@app.command()
+def examples() -> None:
+    """List the bundled example graphs.
+
+    Example: workbench show --example mlp
+    """
+    from workbench.examples import EXAMPLES
+
+    for name, (_, description) in EXAMPLES.items():
+        typer.echo(f"{name:22s} {description}")
 
 
 @app.command()
@@ -36,10 +133,387 @@ def demo(
     cols: int = typer.Option(4, help="Columns of x (and length of y)."),
     seed: int = typer.Option(0, help="Random seed for the generated data."),
 ) -> None:
-    """Run the bundled quick-start example: dprint, compile, run on generated data.
+    """Run the quick-start example: dprint, compile, run on generated data.
 
     Example: workbench demo --rows 2 --cols 5
     """
     from workbench.examples import quickstart
 
-    quickstart.main(rows=rows, cols=cols, seed=seed)
+    with _errors():
+        quickstart.main(rows=rows, cols=cols, seed=seed)
+
+
+# -- show ----------------------------------------------------------------------------------
+
+FORMATS = ("dprint", "pprint", "svg", "png", "dot", "json", "graph")
+
+
+@app.command()
+def show(
+    graph: Optional[str] = GraphArg,  # noqa: UP045 (typer needs Optional here)
+    var: list[str] = VarOpt,
+    example: Optional[str] = ExampleOpt,  # noqa: UP045
+    format: str = typer.Option("dprint", "--format", "-f",
+                               help=f"One of {', '.join(FORMATS)} (graph = the graph file "
+                                    "format)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",  # noqa: UP045
+                                          help="Write to FILE instead of stdout."),
+    types: bool = typer.Option(False, "--types", help="dprint: show each variable's type."),
+) -> None:
+    """Print or draw a graph.
+
+    Example: workbench show "exp(x) * y" --var x=float64[?,3] --format pprint
+    """
+    with _errors():
+        if format not in FORMATS:
+            raise UsageError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+        source = resolve(graph, example, var)
+        outputs = source.outputs
+        if format == "dprint":
+            from workbench.core.printing import dprint
+
+            _write(dprint(outputs, file="str", print_type=types), output)
+        elif format == "pprint":
+            from workbench.core.printing import pprint
+
+            _write(pprint(outputs), output)
+        elif format == "svg":
+            from workbench.inspector import to_svg
+
+            _write(to_svg(outputs), output)
+        elif format == "dot":
+            from workbench.inspector import to_dot
+
+            _write(to_dot(outputs), output)
+        elif format == "json":
+            from workbench.inspector import to_json
+
+            _write(to_json(outputs), output)
+        elif format == "graph":
+            from workbench.io import to_document
+
+            _write(json.dumps(to_document(outputs, source.inputs), indent=1), output)
+        else:  # png
+            if output is None:
+                raise UsageError("--format png needs --output FILE.png")
+            from workbench.inspector import draw
+
+            ax = draw(outputs)
+            ax.figure.savefig(output, dpi=100, bbox_inches="tight")
+            typer.echo(f"wrote {output}", err=True)
+
+
+# -- grad ----------------------------------------------------------------------------------
+
+
+@app.command()
+def grad(
+    graph: Optional[str] = GraphArg,  # noqa: UP045
+    wrt: list[str] = typer.Option(..., "--wrt", help="Input(s) to differentiate with respect to."),
+    var: list[str] = VarOpt,
+    example: Optional[str] = ExampleOpt,  # noqa: UP045
+    simplify: bool = typer.Option(False, "--simplify",
+                                  help="Also show the gradient after FAST_RUN rewriting."),
+    steps: bool = typer.Option(False, "--steps", help="Show the recorded backward pass."),
+) -> None:
+    """The gradient graph of a scalar graph, before (and with --simplify after) rewriting.
+
+    Example: workbench grad "sum(tanh(x) * x)" --var x=float64[?] --wrt x --simplify
+    """
+    import workbench as wb
+    from workbench.core.printing import dprint, pprint
+
+    with _errors():
+        source = resolve(graph, example, var)
+        by_name = {v.name: v for v in source.inputs}
+        by_name.update({getattr(t, "name", None): t for t, _ in source.updates})
+        targets = []
+        for name in wrt:
+            if name not in by_name:
+                raise UsageError(f"--wrt {name}: no input named {name!r} (inputs: "
+                                 f"{', '.join(n for n in by_name if n)})")
+            targets.append(by_name[name])
+        cost = source.outputs[0]
+        if steps:
+            grads, record = wb.grad(cost, targets, trace=True)
+        else:
+            grads, record = wb.grad(cost, targets), None
+        for name, g in zip(wrt, grads):
+            typer.echo(f"d({cost.name or 'cost'})/d{name} =")
+            typer.echo("  " + pprint(g))
+            typer.echo(dprint(g, file="str"))
+            if simplify:
+                fgraph = wb.rewrite_graph([g], mode="FAST_RUN")
+                typer.echo(f"after FAST_RUN rewriting ({len(fgraph.apply_nodes)} nodes):")
+                typer.echo(dprint(fgraph, file="str"))
+        if record is not None:
+            typer.echo(str(record))
+
+
+# -- rewrite -----------------------------------------------------------------------------
+
+
+@app.command()
+def rewrite(
+    graph: Optional[str] = GraphArg,  # noqa: UP045
+    var: list[str] = VarOpt,
+    example: Optional[str] = ExampleOpt,  # noqa: UP045
+    mode: str = typer.Option("FAST_RUN", "--mode", help="FAST_RUN, FAST_COMPILE or DEBUG."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Rewrite name or tag to skip."),
+    at: Optional[int] = typer.Option(None, "--at",  # noqa: UP045
+                                     help="Print the graph after step K (0 = the input)."),
+    step: bool = typer.Option(False, "--step", help="Walk through the steps interactively."),
+    as_json: bool = typer.Option(False, "--json", help="The trace as JSON."),
+) -> None:
+    """Rewrite a graph and show every step of the trace.
+
+    Example: workbench rewrite "log(1 + exp(x))" --var x=float64[?] --at 1
+    """
+    import workbench as wb
+    from workbench.core.printing import dprint
+
+    with _errors():
+        source = resolve(graph, example, var)
+        try:
+            _, trace = wb.rewrite_graph(source.outputs, mode=mode, exclude=exclude, trace=True)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        if as_json:
+            typer.echo(json.dumps(_trace_json(trace), indent=1))
+            return
+        if at is not None:
+            if not 0 <= at <= len(trace):
+                raise UsageError(f"--at {at}: the trace has steps 0 to {len(trace)}")
+            typer.echo(dprint(trace.graph_at(at), file="str"))
+            return
+        if step:
+            _step_through(trace)
+            return
+        typer.echo(str(trace))
+
+
+def _trace_json(trace: Any) -> list[dict[str, Any]]:
+    rows = []
+    for k, record in enumerate(trace.steps, start=1):
+        rows.append({
+            "step": k,
+            "rewrite": getattr(record, "rewrite", None) or getattr(record, "name", None),
+            "tags": list(getattr(record, "tags", ()) or ()),
+            "pass": getattr(record, "pass_name", None) or getattr(record, "pass_", None),
+            "removed": len(getattr(record, "removed", ()) or ()),
+            "introduced": len(getattr(record, "introduced", ()) or ()),
+            "time": getattr(record, "time", None),
+            "failed": bool(getattr(record, "failed", False)),
+        })
+    return rows
+
+
+def _step_through(trace: Any) -> None:
+    """Enter = next step, b = back, q = quit; each step shows what changed."""
+    from workbench.core.printing import dprint
+    from workbench.inspector import diff
+
+    position = 0
+    total = len(trace)
+    typer.echo(f"{total} steps. Enter = next, b = back, q = quit.")
+    typer.echo(dprint(trace.graph_at(0), file="str"))
+    while True:
+        try:
+            answer = input(f"[step {position}/{total}] > ").strip().lower()
+        except EOFError:
+            return
+        if answer == "q":
+            return
+        if answer == "b":
+            position = max(position - 1, 0)
+        elif answer == "":
+            if position == total:
+                typer.echo("(at the last step)")
+                continue
+            position += 1
+        else:
+            typer.echo("Enter = next, b = back, q = quit")
+            continue
+        if position > 0:
+            record = trace.steps[position - 1]
+            name = getattr(record, "rewrite", None) or getattr(record, "name", "?")
+            changed = diff(trace.graph_at(position - 1), trace.graph_at(position))
+            typer.echo(f"step {position}: {name}: {changed.summary()}")
+        else:
+            typer.echo("step 0: the input graph")
+        typer.echo(dprint(trace.graph_at(position), file="str"))
+
+
+# -- compile and profile -------------------------------------------------------------------
+
+
+def _compile(source: Any, linker: str | None, mode: str | None = None) -> Any:
+    import workbench as wb
+
+    return wb.function(source.inputs, source.outputs, updates=source.updates or None,
+                       linker=linker, mode=mode, on_unused_input="ignore")
+
+
+@app.command(name="compile")
+def compile_(
+    graph: Optional[str] = GraphArg,  # noqa: UP045
+    var: list[str] = VarOpt,
+    example: Optional[str] = ExampleOpt,  # noqa: UP045
+    linker: Optional[str] = typer.Option(None, "--linker",  # noqa: UP045
+                                         help="py, c or gpu (default: the fastest)."),
+    show_code: bool = typer.Option(False, "--show-code",
+                                   help="Print the generated code (C linker)."),
+) -> None:
+    """Compile a graph and report the timings and the compiled graph.
+
+    Example: workbench compile --example mlp --linker py
+    """
+    from workbench.core.printing import dprint
+
+    with _errors():
+        source = resolve(graph, example, var)
+        start = time.perf_counter()
+        with _progress("compiling"):
+            fn = _compile(source, linker)
+        elapsed = time.perf_counter() - start
+        trace = getattr(fn.maker, "rewrite_trace", None)
+        typer.echo(f"compiled {source.name!r} with the {fn.maker.linker_name!r} linker in "
+                   f"{elapsed * 1e3:.1f} ms: {len(fn.maker.fgraph.apply_nodes)} nodes"
+                   + (f", {len(trace)} rewrite steps" if trace is not None else ""))
+        typer.echo(dprint(fn, file="str"))
+        if show_code:
+            code = getattr(fn.maker, "generated_code", None)
+            typer.echo(code if code else "(the py linker generates no code)")
+
+
+def _make_inputs(source: Any, specs: list[str]) -> list[Any]:
+    import numpy as np
+
+    from workbench.core import dtypes
+
+    given: dict[str, Any] = {}
+    rng = np.random.default_rng(0)
+    for spec in specs:
+        name, dtype, shape, path = parse_input_spec(spec)
+        if path is not None:
+            given[name] = np.load(path, allow_pickle=False)
+        else:
+            given[name] = _random(rng, dtypes.as_dtype(dtype), shape)
+    values = []
+    for var in source.inputs:
+        if var.name in given:
+            values.append(given[var.name])
+            continue
+        shape = source.input_shapes.get(var.name)
+        if shape is None:
+            static = getattr(var.type, "shape", ())
+            if any(s is None for s in static):
+                raise UsageError(f"input {var.name!r} has unknown dimensions "
+                                 f"{var.type}: give --input {var.name}=DTYPE[SHAPE]")
+            shape = tuple(static)
+        values.append(_random(rng, dtypes.as_dtype(var.type.dtype), shape))
+    return values
+
+
+def _random(rng: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
+    from workbench.testing.catalog import random_array
+
+    return random_array(rng, tuple(shape), str(dtype), low=0.05, high=1.0)
+
+
+@app.command()
+def profile(
+    graph: Optional[str] = GraphArg,  # noqa: UP045
+    var: list[str] = VarOpt,
+    example: Optional[str] = ExampleOpt,  # noqa: UP045
+    linker: Optional[str] = typer.Option(None, "--linker", help="py, c or gpu."),  # noqa: UP045
+    inputs: list[str] = typer.Option([], "--input",
+                                     help="NAME=DTYPE[SHAPE] (random data) or NAME=FILE.npy."),
+    calls: int = typer.Option(10, "--calls", min=1, help="Number of profiled calls."),
+    compare_with: Optional[str] = typer.Option(None, "--compare",  # noqa: UP045
+                                               help="Two linkers side by side, e.g. py,c."),
+    trace_path: Optional[Path] = typer.Option(None, "--trace",  # noqa: UP045
+                                              help="Write a Chrome trace (Perfetto) JSON."),
+    as_json: bool = typer.Option(False, "--json", help="The profile as JSON."),
+) -> None:
+    """Run a graph on generated (or given) inputs and print where the time went.
+
+    Example: workbench profile "tanh(x @ w)" --var x=float64[?,?] --var w=float64[?,?]
+             --input x=float64[1000,100] --input w=float64[100,50] --calls 20
+    """
+    from workbench.core.compile.profiling import compare
+    from workbench.core.compile.profiling import profile as run_profile
+
+    with _errors():
+        source = resolve(graph, example, var)
+        values = _make_inputs(source, inputs)
+        if compare_with:
+            names = [n.strip() for n in compare_with.split(",") if n.strip()]
+            if len(names) != 2:
+                raise UsageError(f"--compare needs two linkers, e.g. py,c; got {compare_with!r}")
+            stats = []
+            for name in names:
+                with _progress(f"profiling on {name}"):
+                    stats.append(run_profile(_compile(source, name), *values, calls=calls))
+            typer.echo(compare(stats[0], stats[1]))
+            return
+        fn = _compile(source, linker)
+        with _progress("profiling"):
+            stats = run_profile(fn, *values, calls=calls)
+        if trace_path is not None:
+            stats.write_chrome_trace(str(trace_path))
+            typer.echo(f"wrote {trace_path}", err=True)
+        typer.echo(stats.to_json() if as_json else str(stats))
+
+
+# -- bench and cache -----------------------------------------------------------------------
+
+
+@app.command()
+def bench(quick: bool = typer.Option(False, "--quick", help="Smaller sizes, fewer repeats.")
+          ) -> None:
+    """Run the benchmark suite of `benchmarks/` (ratios against NumPy and PyTensor).
+
+    Example: workbench bench --quick
+    """
+    import subprocess
+
+    with _errors():
+        root = Path(__file__).resolve().parents[2] / "benchmarks"
+        scripts = sorted(root.glob("bench_*.py")) if root.is_dir() else []
+        if not scripts:
+            raise UsageError("no benchmarks found (they ship with the source checkout, "
+                             "in benchmarks/)")
+        failed = 0
+        for script in scripts:
+            typer.echo(f"== {script.name}")
+            args = [sys.executable, str(script)] + (["--quick"] if quick else [])
+            failed += subprocess.run(args, check=False).returncode != 0
+        if failed:
+            raise RuntimeError(f"{failed} benchmark script(s) failed")
+
+
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the compiled-module cache is and what it holds."""
+    with _errors():
+        cache = _module_cache()
+        info = cache.info()
+        typer.echo(json.dumps(info, indent=1, default=str))
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every compiled module from the cache."""
+    with _errors():
+        cache = _module_cache()
+        cache.clear()
+        typer.echo("cache cleared")
+
+
+def _module_cache() -> Any:
+    try:
+        from workbench.core.link.c.cache import ModuleCache
+    except ImportError:
+        raise UsageError("the C linker's cache is not available in this build") from None
+    return ModuleCache()

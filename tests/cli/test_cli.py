@@ -1,0 +1,224 @@
+"""The `workbench` command: each command on each input form, exit codes and messages."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import workbench.tensor as wt
+from typer.testing import CliRunner
+
+from workbench.cli import app
+from workbench.io import save
+
+runner = CliRunner()
+
+
+def run(*args):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+    x = wt.dmatrix("x")
+    path = tmp_path / "graph.json"
+    save(wt.tanh(x).sum(), path)
+    return str(path)
+
+
+@pytest.fixture
+def python_file(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent("""
+        import workbench.tensor as wt
+        x = wt.dvector("x")
+        cost = (wt.exp(x) * x).sum()
+    """))
+    return f"{path}:cost"
+
+
+def test_version_and_examples():
+    code, out, _ = run("--version")
+    assert code == 0 and out.startswith("workbench ")
+    code, out, _ = run("examples")
+    assert code == 0 and "mlp" in out and "long_chain" in out
+
+
+@pytest.mark.parametrize("form", ["expression", "python", "json", "example"])
+def test_show_accepts_every_graph_form(form, graph_file, python_file):
+    args = {
+        "expression": ["exp(x) * y", "--var", "x=float64[?,3]"],
+        "python": [python_file],
+        "json": [graph_file],
+        "example": ["--example", "logistic_regression"],
+    }[form]
+    code, out, err = run("show", *args)
+    assert code == 0, err
+    assert "[id A]" in out
+
+
+@pytest.mark.parametrize("fmt, check", [
+    ("pprint", lambda out: out.strip() == "exp(x) * y"),
+    ("svg", lambda out: out.startswith("<?xml") and "<svg" in out),
+    ("dot", lambda out: out.startswith("digraph")),
+    ("json", lambda out: "nodes" in json.loads(out)),
+    ("graph", lambda out: json.loads(out)["format"] == "workbench-graph"),
+])
+def test_show_formats(fmt, check):
+    code, out, err = run("show", "exp(x) * y", "--var", "x=float64[?,3]", "--format", fmt)
+    assert code == 0, err
+    assert check(out)
+
+
+def test_show_png_to_a_file(tmp_path):
+    target = tmp_path / "g.png"
+    code, _, err = run("show", "tanh(x) + 1", "-f", "png", "-o", str(target))
+    assert code == 0, err
+    assert target.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["show", "exp(x"], "malformed expression"),
+    (["show", "foo(x)"], "unknown function 'foo'"),
+    (["show", "__import__('os')"], "unknown function '__import__'"),
+    (["show", "x.__class__"], "attribute .__class__ is not allowed"),
+    (["show", "x", "--var", "x=float64[a]"], "bad --var"),
+    (["show", "x", "--var", "x=notatype[3]"], "bad --var"),
+    (["show", "missing.json"], "not found"),
+    (["show", "--example", "nope"], "unknown example"),
+    (["show", "x", "--format", "gif"], "unknown format"),
+])
+def test_bad_input_exits_2_with_one_line(args, message):
+    code, out, err = run(*args)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err + out
+
+
+def test_broken_graph_file_exits_2(tmp_path, graph_file):
+    broken = tmp_path / "broken.json"
+    text = open(graph_file).read()
+    broken.write_text(text[: len(text) // 2])
+    code, _, err = run("show", str(broken))
+    assert code == 2 and "broken graph file" in err
+
+
+def test_compile_reports_linker_and_graph():
+    code, out, err = run("compile", "exp(x) * 2", "--var", "x=float64[?]", "--linker", "py")
+    assert code == 0, err
+    assert "'py' linker" in out
+
+
+def test_profile_with_generated_inputs_trace_and_json(tmp_path):
+    trace = tmp_path / "trace.json"
+    code, out, err = run("profile", "tanh(x @ w)", "--var", "x=float64[?,?]",
+                         "--var", "w=float64[?,?]", "--input", "x=float64[40,30]",
+                         "--input", "w=float64[30,20]", "--calls", "3",
+                         "--trace", str(trace))
+    assert code == 0, err
+    assert "By Op class" in out and "Dot" in out
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert events and all(e["ph"] == "X" for e in events)
+    code, out, err = run("profile", "exp(x)", "--var", "x=float64[?]", "--input",
+                         "x=float64[100]", "--json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["calls"] == 10
+
+
+def test_profile_needs_shapes_for_unknown_dims():
+    code, _, err = run("profile", "exp(x)", "--var", "x=float64[?]")
+    assert code == 2 and "give --input x=" in err
+
+
+def test_real_subprocess_exit_codes():
+    env = dict(os.environ, NO_COLOR="1")
+    ok = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "x + 1"],
+                        capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0 and "[id A]" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "exp(x"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: malformed expression")
+    assert "Traceback" not in bad.stderr
+
+
+def test_grad_before_and_after_rewriting():
+    code, out, err = run("grad", "sum(tanh(x) * x)", "--var", "x=float64[?]", "--wrt", "x",
+                         "--simplify")
+    assert code == 0, err
+    assert out.startswith("d(cost)/dx =") and "after FAST_RUN rewriting" in out
+    code, _, err = run("grad", "sum(x)", "--var", "x=float64[?]", "--wrt", "nope")
+    assert code == 2 and "no input named 'nope'" in err
+
+
+def test_grad_of_an_example_with_the_backward_steps():
+    code, out, err = run("grad", "--example", "logistic_regression", "--wrt", "w", "--steps")
+    assert code == 0, err
+    assert "d(cost)/dw" in out
+
+
+def test_rewrite_table_at_and_json():
+    code, out, err = run("rewrite", "log(1 + exp(x))", "--var", "x=float64[?]")
+    assert code == 0, err
+    assert "local_log1p" in out and "stabilize" in out
+    code, out, _ = run("rewrite", "log(1 + exp(x))", "--var", "x=float64[?]", "--at", "0")
+    assert code == 0 and "Elemwise{log}" in out
+    code, out, _ = run("rewrite", "log(1 + exp(x))", "--var", "x=float64[?]", "--json")
+    steps = json.loads(out)
+    assert any(s["rewrite"] == "local_log1p" for s in steps)
+    code, _, err = run("rewrite", "x + 1", "--at", "99")
+    assert code == 2 and "--at 99" in err
+
+
+def test_rewrite_step_walks_forward_and_back_in_a_terminal(tmp_path):
+    """Drive `workbench rewrite --step` through a real pseudo-terminal."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI in a terminal
+        os.environ["NO_COLOR"] = "1"
+        os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", "rewrite",
+                                  "log(1 + exp(x))", "--var", "x=float64[?]", "--step"])
+
+    def read_until(marker, timeout=60.0):
+        buffer = b""
+        deadline = time.monotonic() + timeout
+        while marker.encode() not in buffer and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                try:
+                    buffer += os.read(fd, 4096)
+                except OSError:
+                    break
+        return buffer.decode(errors="replace")
+
+    try:
+        start = read_until("[step 0/")
+        assert "steps. Enter = next" in start
+        os.write(fd, b"\n")
+        forward = read_until("[step 1/")
+        assert "step 1:" in forward and "removed" in forward
+        os.write(fd, b"\n")
+        read_until("[step 2/")
+        os.write(fd, b"b\n")
+        back = read_until("[step 1/")
+        assert "step 1:" in back
+        os.write(fd, b"q\n")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_mlp_example_compiles_and_profiles():
+    code, out, err = run("compile", "--example", "mlp")
+    assert code == 0, err
+    code, out, err = run("profile", "--example", "mlp", "--calls", "2")
+    assert code == 0, err
+    assert "Dot" in out or "Gemm" in out

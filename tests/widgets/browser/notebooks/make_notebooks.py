@@ -1,0 +1,65 @@
+"""Write the notebooks the browser tests open (stored without outputs).
+
+Run from the repository root after changing a cell:
+    python tests/widgets/browser/notebooks/make_notebooks.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).parent
+
+GRAPH_VIEW = '''\
+import numpy as np
+import workbench.tensor as wt
+
+from workbench.widgets import GraphView
+
+x = wt.dvector("x")
+w = wt.dvector("w")
+y = wt.tanh(x * w).sum() + (x ** 2).mean()
+y.name = "y"
+view = GraphView(y, point={x: np.array([0.5, -1.0, 2.0]), w: np.array([1.0, 2.0, 3.0])})
+view
+'''
+
+PROFILE_PANEL = '''\
+import workbench.tensor as wt
+
+from workbench.widgets import ProfilePanel
+
+x = wt.dmatrix("x")
+w = wt.dmatrix("w")
+y = wt.tanh(x @ w)
+panel = ProfilePanel(y, input_shapes={"x": (200, 50), "w": (50, 20)}, calls=5)
+panel
+'''
+
+
+def notebook(title: str, code: str) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=[new_markdown_cell(title), new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    return nb
+
+
+NOTEBOOKS = {
+    "graph_view.ipynb": notebook("# GraphView\nPick a node to see its details and value.",
+                                 GRAPH_VIEW),
+    "profile_panel.ipynb": notebook("# ProfilePanel\nChoose shapes and calls, then Run.",
+                                    PROFILE_PANEL),
+}
+
+
+def main() -> None:
+    for name, nb in NOTEBOOKS.items():
+        nbformat.write(nb, HERE / name)
+        print(HERE / name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,436 @@
+"""Graph files: a versioned JSON format that saves and loads graphs without running code.
+
+A file lists the graph's Variables (each with its Type; constants with their
+data: inline when small, base64 `.npy` when large), its Apply nodes in
+topological order (each Op identified by the registered name of its class and
+its `__props__`), and which Variables are the inputs and outputs. Loading only
+instantiates classes that workbench itself defines (no pickle, no eval, no
+import by name), rebuilds every node through `Op.make_node`, and checks each
+rebuilt output against the saved Type. A malformed file gives a `GraphFileError`
+naming the place in the file (e.g. `nodes[3].inputs[1]`).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import inspect
+import io as _io
+import json
+import math
+import pkgutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.core import dtypes
+from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
+from workbench.core.graph.op import Op
+from workbench.core.graph.type import Type
+from workbench.core.printing import _outputs_of
+
+FORMAT = "workbench-graph"
+VERSION = 1
+#: Arrays with more elements than this are stored as base64 `.npy`, not as JSON lists.
+INLINE_LIMIT = 64
+
+
+class GraphFileError(ValueError):
+    """A graph file that cannot be loaded; `where` is the place in the file."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+
+
+# -- the classes and functions a file may name ------------------------------------------
+
+
+_registry: dict[str, Any] | None = None
+
+
+def _qualified(obj: Any) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def registry() -> dict[str, Any]:
+    """Every Op and Type class, marker and dtype-rule function workbench defines, by name.
+
+    Only these can appear in a file: loading never imports a module named by it.
+    """
+    global _registry
+    if _registry is not None:
+        return _registry
+    found: dict[str, Any] = {}
+    import workbench.core as core_package
+
+    for info in pkgutil.walk_packages(core_package.__path__, "workbench.core."):
+        if ".link.c" in info.name or ".link.gpu" in info.name:
+            continue  # backends add no graph objects
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+        for value in vars(module).values():
+            if inspect.isclass(value) and value.__module__ == module.__name__ and (
+                issubclass(value, (Op, Type)) or _is_prop_class(value)
+            ):
+                found[_qualified(value)] = value
+            elif inspect.isfunction(value) and value.__module__ == module.__name__ and (
+                module.__name__.startswith("workbench.core.scalar.")
+            ):
+                found[_qualified(value)] = value  # dtype rules of scalar ops
+            elif type(value).__name__ == "_Marker":
+                found[f"{module.__name__}.{value.name}"] = value
+    _registry = found
+    return found
+
+
+def _is_prop_class(cls: type) -> bool:
+    """Small value classes used inside Op props (e.g. a slice entry of an index)."""
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+# -- encoding -------------------------------------------------------------------------
+
+
+def _encode_array(array: np.ndarray) -> dict[str, Any]:
+    dtype = dtypes.dtype_of(array) if array.dtype.kind != "O" else None
+    if dtype is None:
+        raise TypeError(f"cannot save an array of dtype {array.dtype}")
+    if array.size <= INLINE_LIMIT and dtype != dtypes.bfloat16 and not dtype.is_complex:
+        flat = [_encode_float(v) if isinstance(v, float) else v for v in array.ravel().tolist()]
+        return {"array": {"dtype": str(dtype), "shape": list(array.shape), "data": flat}}
+    buffer = _io.BytesIO()
+    stored = array.view(np.uint16) if dtype == dtypes.bfloat16 else array
+    np.save(buffer, np.ascontiguousarray(stored), allow_pickle=False)
+    return {"npy": {"dtype": str(dtype), "base64": base64.b64encode(buffer.getvalue()).decode()}}
+
+
+def _encode_float(value: float) -> Any:
+    return value if math.isfinite(value) else {"float": repr(value)}
+
+
+def encode_value(value: Any) -> Any:
+    """A JSON-safe description of an Op/Type prop or constant value."""
+    if value is None or isinstance(value, (bool, int)) and not isinstance(value, np.generic):
+        return value
+    if isinstance(value, dtypes.Dtype):
+        return {"dtype": str(value)}
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return _encode_float(value)
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(value, np.ndarray):
+        return _encode_array(value)
+    if isinstance(value, np.generic):
+        return {"scalar": _encode_array(np.asarray(value))}
+    if type(value).__name__ == "_Marker":
+        return {"marker": f"{type(value).__module__}.{value.name}"}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {"record": _qualified(type(value)), "fields": [encode_value(v) for v in value]}
+    if isinstance(value, (tuple, list)):
+        return {"tuple" if isinstance(value, tuple) else "list": [encode_value(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    if isinstance(value, Op):
+        return encode_op(value)
+    if isinstance(value, Type):
+        return {"type": _qualified(type(value)),
+                "props": {p: encode_value(getattr(value, p)) for p in type(value).__props__}}
+    if inspect.isfunction(value) and _qualified(value) in registry():
+        return {"function": _qualified(value)}
+    if inspect.ismethod(value) and value.__name__ == "_rule":
+        return {"own_rule": True}  # the dtype rule an Op derives from its own props
+    raise TypeError(f"cannot save a value of type {type(value).__name__}: {value!r}")
+
+
+def encode_op(op: Op) -> dict[str, Any]:
+    from workbench.core.scalar.composite import Composite
+
+    if isinstance(op, Composite):  # its prop is a compiled program: save the scalar graph
+        return {"op": _qualified(Composite), "graph": encode_graph(op.inputs, op.outputs)}
+    props = op.__props__ or ()
+    encoded = {"op": _qualified(type(op)),
+               "props": {p: encode_value(getattr(op, p)) for p in props}}
+    name = vars(op).get("name")
+    if isinstance(name, str) and "name" not in props and _accepts_name(type(op)):
+        encoded["name"] = name  # e.g. the shared scalar op `int_div` (prints in dprint)
+    return encoded
+
+
+def _accepts_name(cls: type) -> bool:
+    try:
+        return "name" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def encode_graph(inputs: Sequence[Variable], outputs: Sequence[Variable]) -> dict[str, Any]:
+    """The document of the graph from `inputs` to `outputs`."""
+    ids: dict[Variable, int] = {}
+    variables: list[dict[str, Any]] = []
+
+    def add(var: Variable, kind: str) -> int:
+        if var in ids:
+            return ids[var]
+        ids[var] = len(variables)
+        entry: dict[str, Any] = {"id": ids[var], "kind": kind, "type": encode_value(var.type)}
+        if var.name is not None:
+            entry["name"] = var.name
+        if kind == "constant":
+            entry["data"] = encode_value(np.asarray(var.data) if isinstance(
+                var.data, (np.ndarray, np.generic)) else var.data)
+        variables.append(entry)
+        return ids[var]
+
+    for var in inputs:
+        add(var, "input")
+    nodes = []
+    for node in io_toposort(inputs, outputs):
+        in_ids = []
+        for var in node.inputs:
+            if var not in ids:
+                if isinstance(var, Constant):
+                    add(var, "constant")
+                else:
+                    raise ValueError(f"{var} is needed by {node.op} but is not an input")
+            in_ids.append(ids[var])
+        out_ids = [add(out, "computed") for out in node.outputs]
+        nodes.append({"op": encode_op(node.op), "inputs": in_ids, "outputs": out_ids})
+    out_refs = []
+    for var in outputs:
+        if var not in ids:
+            add(var, "constant" if isinstance(var, Constant) else "input")
+        out_refs.append(ids[var])
+    return {"variables": variables, "nodes": nodes,
+            "inputs": [ids[v] for v in inputs], "outputs": out_refs}
+
+
+def to_document(graph: Any, inputs: Sequence[Variable] | None = None) -> dict[str, Any]:
+    """The JSON document of a graph (Variable(s), FunctionGraph or compiled Function).
+
+    `inputs` defaults to the graph's own inputs (those of a FunctionGraph, else
+    the non-constant roots the outputs depend on).
+    """
+    outputs, fgraph = _outputs_of(graph)
+    if inputs is not None:
+        inputs = list(inputs)
+    elif fgraph is not None:
+        inputs = list(fgraph.inputs)
+    else:
+        from workbench.core.graph.basic import explicit_graph_inputs
+
+        inputs = explicit_graph_inputs(outputs)
+    document = {"format": FORMAT, "version": VERSION}
+    document.update(encode_graph(inputs, outputs))
+    return document
+
+
+def save(graph: Any, path: str | Path, inputs: Sequence[Variable] | None = None) -> None:
+    """Write `graph` to `path` as a workbench graph file (JSON)."""
+    text = json.dumps(to_document(graph, inputs), indent=1)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+# -- decoding -------------------------------------------------------------------------
+
+
+def _decode_array(spec: Any, where: str) -> np.ndarray:
+    try:
+        if "array" in spec:
+            body = spec["array"]
+            dtype = dtypes.as_dtype(body["dtype"])
+            data = [float(v["float"]) if isinstance(v, dict) else v for v in body["data"]]
+            return np.array(data, dtype=dtype.numpy).reshape(body["shape"])
+        body = spec["npy"]
+        dtype = dtypes.as_dtype(body["dtype"])
+        raw = np.load(_io.BytesIO(base64.b64decode(body["base64"], validate=True)),
+                      allow_pickle=False)
+        return raw.view(dtype.numpy) if dtype == dtypes.bfloat16 else raw.astype(dtype.numpy)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GraphFileError(where, f"bad array data ({exc})") from None
+
+
+def decode_value(spec: Any, where: str) -> Any:
+    """The value a JSON description stands for (the inverse of `encode_value`)."""
+    if spec is None or isinstance(spec, (bool, int, float, str)):
+        return spec
+    if isinstance(spec, list):
+        raise GraphFileError(where, "a bare list is not a valid value (lists are tagged)")
+    if not isinstance(spec, dict) or len(spec) < 1:
+        raise GraphFileError(where, f"unexpected value {spec!r}")
+    known = registry()
+    tag = next(iter(spec))
+    if tag == "dtype":
+        try:
+            return dtypes.as_dtype(spec["dtype"])
+        except TypeError as exc:
+            raise GraphFileError(where, str(exc)) from None
+    if tag == "float":
+        return float(spec["float"])
+    if tag == "ellipsis":
+        return Ellipsis
+    if tag in ("array", "npy"):
+        return _decode_array(spec, where)
+    if tag == "scalar":
+        return _decode_array(spec["scalar"], where)[()]
+    if tag in ("tuple", "list"):
+        items = [decode_value(v, f"{where}[{i}]") for i, v in enumerate(spec[tag])]
+        return tuple(items) if tag == "tuple" else items
+    if tag == "dict":
+        return {decode_value(k, where): decode_value(v, f"{where}[{k!r}]")
+                for k, v in spec["dict"]}
+    if tag in ("marker", "function", "record"):
+        name = spec[tag]
+        if name not in known:
+            raise GraphFileError(where, f"unknown {tag} {name!r}")
+        if tag == "record":
+            return known[name](*[decode_value(v, where) for v in spec["fields"]])
+        return known[name]
+    if tag == "op":
+        return decode_op(spec, where)
+    if tag == "type":
+        cls = known.get(spec["type"])
+        if cls is None or not issubclass(cls, Type):
+            raise GraphFileError(where, f"unknown Type {spec['type']!r}")
+        props = {k: decode_value(v, f"{where}.{k}") for k, v in spec.get("props", {}).items()}
+        try:
+            return cls(**props)
+        except (TypeError, ValueError) as exc:
+            raise GraphFileError(where, f"bad type {spec['type']} {props}: {exc}") from None
+    raise GraphFileError(where, f"unknown value tag {tag!r}")
+
+
+def decode_op(spec: dict[str, Any], where: str) -> Op:
+    from workbench.core.scalar.composite import Composite
+
+    name = spec.get("op")
+    cls = registry().get(name)
+    if cls is None or not (inspect.isclass(cls) and issubclass(cls, Op)):
+        raise GraphFileError(where, f"unknown Op {name!r}")
+    if cls is Composite:
+        inputs, outputs = decode_graph(spec["graph"], f"{where}.graph")
+        return Composite(inputs, outputs)
+    props = {}
+    for key, value in spec.get("props", {}).items():
+        if isinstance(value, dict) and value.get("own_rule"):
+            continue  # rebuilt by the constructor from the other props
+        props[key] = decode_value(value, f"{where}.props.{key}")
+    if isinstance(spec.get("name"), str) and _accepts_name(cls):
+        props["name"] = spec["name"]
+    try:
+        return cls(**props)
+    except (TypeError, ValueError) as exc:
+        raise GraphFileError(where, f"cannot build {cls.__name__}({props}): {exc}") from None
+
+
+def decode_graph(document: dict[str, Any], where: str = ""
+                 ) -> tuple[list[Variable], list[Variable]]:
+    """Rebuild (inputs, outputs) from a graph document."""
+    prefix = f"{where}." if where else ""
+    try:
+        var_specs = document["variables"]
+        node_specs = document["nodes"]
+        input_ids, output_ids = document["inputs"], document["outputs"]
+    except (KeyError, TypeError) as exc:
+        raise GraphFileError(where, f"missing section {exc}") from None
+    variables: dict[int, Variable] = {}
+    declared: dict[int, dict[str, Any]] = {}
+    for i, spec in enumerate(var_specs):
+        place = f"{prefix}variables[{i}]"
+        if not isinstance(spec, dict) or "id" not in spec or "type" not in spec:
+            raise GraphFileError(place, "a variable needs an id and a type")
+        declared[spec["id"]] = spec
+        vtype = decode_value(spec["type"], f"{place}.type")
+        if not isinstance(vtype, Type):
+            raise GraphFileError(f"{place}.type", "not a Type")
+        kind = spec.get("kind")
+        if kind == "input":
+            variables[spec["id"]] = vtype(spec.get("name"))
+        elif kind == "constant":
+            data = decode_value(spec.get("data"), f"{place}.data")
+            try:
+                variables[spec["id"]] = vtype.make_constant(data, name=spec.get("name"))
+            except (TypeError, ValueError) as exc:
+                raise GraphFileError(f"{place}.data", f"does not fit {vtype}: {exc}") from None
+        elif kind != "computed":
+            raise GraphFileError(f"{place}.kind", f"unknown variable kind {kind!r}")
+
+    def lookup(ref: Any, place: str) -> Variable:
+        if ref not in variables:
+            if ref in declared:
+                raise GraphFileError(place, f"variable {ref} is used before the node computing it")
+            raise GraphFileError(place, f"dangling reference to variable {ref!r}")
+        return variables[ref]
+
+    for n, spec in enumerate(node_specs):
+        place = f"{prefix}nodes[{n}]"
+        op = decode_op(spec.get("op", {}), f"{place}.op")
+        inputs = [lookup(ref, f"{place}.inputs[{k}]")
+                  for k, ref in enumerate(spec.get("inputs", []))]
+        try:
+            node: Apply = op.make_node(*inputs)
+        except Exception as exc:
+            raise GraphFileError(place, f"{op} refused its inputs: {exc}") from None
+        out_ids = spec.get("outputs", [])
+        if len(out_ids) != len(node.outputs):
+            raise GraphFileError(place, f"{op} has {len(node.outputs)} outputs, the file "
+                                        f"lists {len(out_ids)}")
+        for k, (ref, out) in enumerate(zip(out_ids, node.outputs)):
+            saved = declared.get(ref)
+            if saved is None:
+                raise GraphFileError(f"{place}.outputs[{k}]", f"dangling reference {ref!r}")
+            saved_type = decode_value(saved["type"], f"{place}.outputs[{k}].type")
+            if saved_type != out.type:
+                raise GraphFileError(f"{place}.outputs[{k}]",
+                                     f"rebuilt type {out.type} differs from saved {saved_type}")
+            out.name = saved.get("name")
+            variables[ref] = out
+    inputs = [lookup(ref, f"{prefix}inputs[{k}]") for k, ref in enumerate(input_ids)]
+    outputs = [lookup(ref, f"{prefix}outputs[{k}]") for k, ref in enumerate(output_ids)]
+    return inputs, outputs
+
+
+@dataclass
+class LoadedGraph:
+    """A graph read from a file: its input and output Variables."""
+
+    inputs: list[Variable]
+    outputs: list[Variable]
+
+    def __iter__(self):  # allows `inputs, outputs = load(path)`
+        return iter((self.inputs, self.outputs))
+
+
+def from_document(document: Any) -> LoadedGraph:
+    if not isinstance(document, dict):
+        raise GraphFileError("", "a graph file holds a JSON object")
+    if document.get("format") != FORMAT:
+        raise GraphFileError("format", f"not a workbench graph file (format "
+                                       f"{document.get('format')!r})")
+    version = document.get("version")
+    if not isinstance(version, int) or version > VERSION or version < 1:
+        raise GraphFileError("version", f"unsupported version {version!r} (this workbench "
+                                        f"reads versions 1 to {VERSION})")
+    inputs, outputs = decode_graph(document)
+    return LoadedGraph(inputs, outputs)
+
+
+def load(path: str | Path) -> LoadedGraph:
+    """Read a graph file; never executes code from it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"graph file not found: {path}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(f"line {exc.lineno} column {exc.colno}",
+                             f"not valid JSON (truncated?): {exc.msg}") from None
+    return from_document(document)

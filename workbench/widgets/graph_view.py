@@ -1,0 +1,251 @@
+"""GraphView: the inspector's layered drawing of a graph, with a node picker and details.
+
+Plain ipywidgets: an `HTML` widget shows the inspector's SVG (`to_svg`); since an
+HTML widget cannot send clicks back to Python, a `Dropdown` of the nodes (label,
+kind, op or name) selects one. Selecting re-renders the SVG with the node
+outlined and fills the details panel: kind, op and props, type, dtype, static
+shape, name, the `dprint` of its subtree (with the same `[id X]` letters as the
+drawing), and its value when a `point` was given.
+
+    view = GraphView(y, point={x: np.ones(3)})
+    view.select("B")          # by [id] letter, name or node key
+    view                      # in a notebook
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as widgets
+import networkx as nx
+import numpy as np
+
+from workbench.core.compile.shared import SharedVariable
+from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.printing import IdLabels, dprint
+from workbench.inspector import find, to_networkx, to_svg
+from workbench.inspector.graph import APPLY, _graph_parts
+from workbench.widgets._common import pre, run_with_status, status_label, styled
+
+ZOOM_STEPS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+_SVG_SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
+
+
+def _graph_of(graph: Any) -> Any:
+    """Accept a GraphSource (an example or a parsed expression; its update
+    expressions are drawn too) as well as what the inspector accepts (Variable(s),
+    FunctionGraph, Function)."""
+    outputs = getattr(graph, "outputs", None)
+    if hasattr(graph, "input_shapes") and isinstance(outputs, list):
+        return outputs + [expr for _, expr in getattr(graph, "updates", None) or []]
+    return graph
+
+
+class GraphView(widgets.VBox):
+    """A graph drawn as SVG, a node selector, a details panel and zoom buttons.
+
+    `graph`: Variable(s), a FunctionGraph, a compiled Function or a GraphSource.
+    `point`: values of the graph inputs (Variables or their names -> arrays);
+    the graph is then evaluated once and every node shows its value.
+    `height`: pixel height of the scrollable drawing area.
+    """
+
+    def __init__(self, graph: Any, point: Mapping[Any, Any] | None = None,
+                 height: int = 420) -> None:
+        self.graph = _graph_of(graph)
+        self.nx_graph: nx.DiGraph = to_networkx(self.graph)
+        outputs, inputs, _ = _graph_parts(self.graph)
+        self._outputs, self._inputs = outputs, inputs
+        self._labels = IdLabels()
+        dprint(outputs, file="str", ids=self._labels)  # same letters as the drawing
+        self.values: dict[Variable, Any] = self._evaluate(point) if point is not None else {}
+        self.zoom = 1.0
+        self.selected: str | None = None
+
+        self.node_select = styled(widgets.Dropdown(
+            options=self._options(), value="", description="node",
+            layout=widgets.Layout(width="420px")), "wb-node-select")
+        self.zoom_out_button = styled(widgets.Button(
+            description="−", tooltip="zoom out", layout=widgets.Layout(width="36px")),
+            "wb-zoom-out")
+        self.zoom_fit_button = styled(widgets.Button(
+            description="fit", tooltip="zoom to fit", layout=widgets.Layout(width="44px")),
+            "wb-zoom-fit")
+        self.zoom_in_button = styled(widgets.Button(
+            description="+", tooltip="zoom in", layout=widgets.Layout(width="36px")),
+            "wb-zoom-in")
+        self.status = status_label("working…")
+        self.svg = styled(widgets.HTML(layout=widgets.Layout(
+            height=f"{height}px", overflow="auto", border="1px solid #ccc")), "wb-graph-svg")
+        self.details = styled(widgets.HTML(), "wb-details")
+        n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
+        self.title = styled(widgets.HTML(
+            f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
+            f"variables</b>" + (" — evaluated at the given point" if self.values else "")),
+            "wb-graph-title")
+
+        self.node_select.observe(self._on_select, names="value")
+        self.zoom_in_button.on_click(lambda _: self.set_zoom(self._next_zoom(+1)))
+        self.zoom_out_button.on_click(lambda _: self.set_zoom(self._next_zoom(-1)))
+        self.zoom_fit_button.on_click(lambda _: self.set_zoom(1.0))
+        toolbar = widgets.HBox([self.node_select, self.zoom_out_button, self.zoom_fit_button,
+                                self.zoom_in_button, self.status])
+        super().__init__([self.title, toolbar, self.svg, self.details])
+        self.add_class("wb-graph-view")
+        self._render()
+        self.details.value = "<i>select a node to see its details</i>"
+        self.status.value = "done"
+
+    # -- public API ---------------------------------------------------------------------
+    def select(self, node: str | Variable | Apply | None) -> None:
+        """Select a node by key, `[id X]` letter, name, or the graph object itself."""
+        if node is None or (isinstance(node, str) and not node):
+            self.node_select.value = ""
+            return
+        if isinstance(node, Variable | Apply):
+            key = next((k for k, d in self.nx_graph.nodes(data=True) if d["obj"] is node), None)
+            if key is None:
+                raise KeyError(f"{node} is not part of this graph")
+        elif node in self.nx_graph:
+            key = node
+        else:
+            key = find(self.nx_graph, node)
+        self.node_select.value = key
+
+    def set_zoom(self, zoom: float) -> None:
+        """Scale the drawing: 1.0 fits the width of the view; larger scrolls."""
+        if zoom <= 0:
+            raise ValueError(f"zoom must be positive, got {zoom}")
+        self.zoom = float(zoom)
+        run_with_status(self.status, self._render)
+
+    def value_of(self, key: str) -> Any:
+        """The value of node `key` at the point (an Apply: its outputs' values)."""
+        data = self.nx_graph.nodes[key]
+        obj = data["obj"]
+        if isinstance(obj, Apply):
+            return [self._value(out) for out in obj.outputs]
+        return self._value(obj)
+
+    # -- evaluation ---------------------------------------------------------------------
+    def _evaluate(self, point: Mapping[Any, Any]) -> dict[Variable, Any]:
+        """Compute every Variable once: one Function whose outputs are all of them."""
+        import workbench as wb
+
+        by_name = {v.name: v for v in self._inputs if v.name is not None}
+        given: dict[Variable, Any] = {}
+        for key, value in point.items():
+            if isinstance(key, str):
+                if key not in by_name:
+                    raise KeyError(f"point names {key!r}, which is not an input of this graph "
+                                   f"(inputs: {', '.join(sorted(by_name)) or 'none named'})")
+                key = by_name[key]
+            given[key] = value
+        explicit = [v for v in self._inputs if not isinstance(v, SharedVariable)]
+        missing = [str(v) for v in explicit if v not in given]
+        if missing:
+            raise ValueError(f"point gives no value for input(s) {', '.join(missing)}; "
+                             "pass point={input: value, ...} for every graph input")
+        inner = [d["obj"] for _, d in self.nx_graph.nodes(data=True)
+                 if isinstance(d["obj"], Variable) and d["obj"].owner is not None]
+        values: dict[Variable, Any] = {v: given[v] for v in explicit}
+        for var in self._inputs:
+            if isinstance(var, SharedVariable):
+                values[var] = var.get_value()
+        if inner:
+            fn = wb.function(explicit, inner, mode="FAST_COMPILE", on_unused_input="ignore")
+            results = fn(*[given[v] for v in explicit])
+            values.update(zip(inner, results))
+        return values
+
+    def _value(self, var: Variable) -> Any:
+        if isinstance(var, Constant):
+            return var.data
+        return self.values.get(var)
+
+    # -- rendering ----------------------------------------------------------------------
+    def _options(self) -> list[tuple[str, str]]:
+        options = [("(no node selected)", "")]
+        for key in nx.topological_sort(self.nx_graph):
+            data = self.nx_graph.nodes[key]
+            if data["kind"] == APPLY:
+                text = f"{data['label']}: {data['op']}"
+            else:
+                text = f"{data['label']}: {data['text']} ({data['kind']})"
+            options.append((text if len(text) <= 70 else text[:69] + "…", key))
+        return options
+
+    def _next_zoom(self, direction: int) -> float:
+        if direction > 0:
+            return next((z for z in ZOOM_STEPS if z > self.zoom + 1e-9), self.zoom)
+        return next((z for z in reversed(ZOOM_STEPS) if z < self.zoom - 1e-9), self.zoom)
+
+    def _render(self) -> None:
+        highlight = {"selected": [self.selected]} if self.selected else None
+        svg = to_svg(self.nx_graph, highlight=highlight)
+        svg = svg.split("?>", 1)[1] if svg.startswith("<?xml") else svg
+        # The viewBox stays; width and height become shares of the view, so zoom 1.0
+        # fits the whole drawing in the view and larger zooms scroll.
+        size = f"{self.zoom * 100:.0f}%"
+        svg = _SVG_SIZE.sub(
+            f'<svg\\1 width="{size}" height="{size}" preserveAspectRatio="xMidYMin meet"',
+            svg, count=1)
+        self.svg.value = (f'<div class="wb-svg-holder" data-zoom="{self.zoom:g}" '
+                          f'style="height:100%">{svg}</div>')
+
+    def _on_select(self, change: dict[str, Any]) -> None:
+        key = change["new"] or None
+        self.selected = key
+
+        def work() -> None:
+            self._render()
+            self.details.value = self._details_html(key) if key else (
+                "<i>select a node to see its details</i>")
+
+        run_with_status(self.status, work, on_error=lambda exc: setattr(
+            self.details, "value", f'<span class="wb-error">{html.escape(str(exc))}</span>'))
+
+    def _details_html(self, key: str) -> str:
+        data = self.nx_graph.nodes[key]
+        obj = data["obj"]
+        rows: list[tuple[str, str]] = [("kind", data["kind"]), ("id", data["label"])]
+        if data["kind"] == APPLY:
+            rows.append(("op", f"{data['op']} ({data['op_class']})"))
+            for name, value in data["props"].items():
+                rows.append((f"  {name}", value))
+            for i, out in enumerate(obj.outputs):
+                shape = getattr(out.type, "shape", None)
+                rows.append((f"output {i}", f"{out.type}"
+                             + (f", dtype {out.type.dtype}" if hasattr(out.type, "dtype") else "")
+                             + (f", static shape {shape}" if shape is not None else "")
+                             + (f", name {out.name!r}" if out.name else "")))
+            tree = dprint(obj.outputs, file="str", ids=self._labels, print_type=True)
+        else:
+            rows += [("type", data["type"]), ("dtype", data["dtype"] or "-"),
+                     ("static shape", str(data["shape"])), ("name", repr(data["name"]))]
+            tree = dprint(obj, file="str", ids=self._labels, print_type=True)
+        cells = "".join(
+            f'<tr><th style="text-align:left;padding-right:12px">{html.escape(k)}</th>'
+            f"<td><code>{html.escape(v)}</code></td></tr>" for k, v in rows)
+        parts = [f'<div class="wb-details-body" data-key="{key}" data-label="{data["label"]}">',
+                 f"<b>[id {html.escape(data['label'])}] {html.escape(str(data['text']))}</b>",
+                 f'<table style="font-size:12px">{cells}</table>',
+                 "<div><b>subtree (dprint)</b></div>", pre(tree, "wb-dprint")]
+        if self.values:
+            parts += ["<div><b>value at the point</b></div>",
+                      pre(_format_value(self.value_of(key)), "wb-value")]
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(_format_value(v) for v in value)
+    if value is None:
+        return "(not computed)"
+    array = np.asarray(value)
+    text = np.array2string(array, threshold=60, edgeitems=3, precision=5)
+    return f"{array.dtype} {array.shape}\n{text}"
