@@ -158,3 +158,33 @@ def test_diff_names_removed_and_introduced_nodes():
     assert d.changed and "Elemwise{exp}" in d.summary()
     assert "stroke-width=\"3\"" in d.to_svg()
     assert np.isfinite(wb.function([x], fg.outputs[0])(np.ones(2))).all()
+
+
+@pytest.mark.parametrize("expression", ["log(1 + exp(x))", "x * y / y + exp(log(x))"])
+def test_diff_of_consecutive_trace_steps_names_the_steps_nodes(expression):
+    """What the rewrite stepper shows: diff(graph_at(k-1), graph_at(k)) == the step's record."""
+    from workbench.cli.sources import parse_expression
+
+    source = parse_expression(expression, ["x=float64[?]", "y=float64[?]"])
+    _, trace = wb.rewrite_graph(source.outputs, mode="FAST_RUN", trace=True)
+    assert len(trace) >= 2
+    for k, step in enumerate(trace.steps, start=1):
+        before = to_networkx(trace.graph_at(k - 1))  # a snapshot: graph_at is a live view
+        after = to_networkx(trace.graph_at(k))
+        d = diff(before, after)
+        removed = {trace.node_id(n) for n in d.removed_applies()}
+        introduced = {trace.node_id(n) for n in d.introduced_applies()}
+        assert removed == set(step.removed_ids), step
+        assert introduced == set(step.introduced_ids), step
+
+
+def test_profile_times_and_memory_on_the_networkx_nodes():
+    from workbench.core.compile.profiling import profile
+
+    x = wt.dmatrix("x")
+    f = wb.function([x], wt.exp(x).sum(), mode="FAST_COMPILE")
+    stats = profile(f, np.ones((30, 20)), calls=3)
+    g = to_networkx(f, profile=stats)
+    timed = [d for _, d in g.nodes(data=True) if d["kind"] == "apply"]
+    assert timed and all(d["calls"] == 3 and d["time"] >= 0 for d in timed)
+    assert any(d.get("memory") == 30 * 20 * 8 for d in timed)

@@ -102,6 +102,13 @@ class ProfileStats:
     def thunk_time(self) -> float:
         return sum(self.vm.node_time.values())
 
+    @property
+    def per_node(self) -> dict[Apply, dict[str, Any]]:
+        """{node: {"time", "calls", "memory"}} (what the inspector attaches to nodes)."""
+        rows = self.by_node()
+        return {node: {"time": row.time, "calls": row.calls, "memory": row.output_bytes}
+                for node, row in zip(self.order, rows)}
+
     # -- tables ---------------------------------------------------------------------
     def by_node(self) -> list[NodeRow]:
         """One row per Apply node, in execution order."""
