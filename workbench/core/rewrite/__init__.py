@@ -13,6 +13,7 @@ import gc
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.basic import Variable
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite import rules as rules  # noqa: E402  (registers the rewrites)
@@ -67,9 +68,14 @@ def run_rewriter(rewriter: GraphRewriter, fgraph: FunctionGraph, trace: bool = T
         fgraph.attach_feature(recorder)
     if strict:
         fgraph.rewrite_strict = True  # type: ignore[attr-defined]
+    # Nodes made by rewrites inherit the user's line from what they replace; walking
+    # the stack for each new Variable would only find the line that compiled.
+    capture = graph_utils.capture_source_locations
+    graph_utils.capture_source_locations = False
     try:
         rewriter.rewrite(fgraph)
     finally:
+        graph_utils.capture_source_locations = capture
         if strict:
             del fgraph.rewrite_strict  # type: ignore[attr-defined]
         if recorder is not None:

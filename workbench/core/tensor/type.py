@@ -91,7 +91,11 @@ class TensorType(Type):
         self.name = name
         self.numpy_dtype: np.dtype = self.dtype.numpy
         self._ndim = len(self.shape)
+        self._hash = hash((TensorType, self.dtype, self.shape))  # Types are hashed a lot
         self._any_static_length = any(length is not None for length in self.shape)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     # -- description ------------------------------------------------------------
     @property
