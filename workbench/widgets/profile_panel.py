@@ -14,7 +14,6 @@ bar chart of time per Op class, and with two linkers the two side by side plus
 from __future__ import annotations
 
 import html
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from workbench.core.compile.mode import available_linkers, default_linker
-from workbench.core.compile.profiling import ProfileStats, compare
+from workbench.core.compile.profiling import ProfileStats, compare, measure
 from workbench.core.compile.shared import SharedVariable
 from workbench.core.graph.basic import Variable
 from workbench.inspector.graph import _graph_parts
@@ -112,30 +111,10 @@ def parse_shape(text: str, var: Variable) -> tuple[int, ...]:
 def profile_with_progress(fn: Any, values: Sequence[Any], calls: int,
                           on_call: Callable[[int], None] | None = None) -> ProfileStats:
     """Profile `fn` (compiled with profile=True) over `calls` calls after one warm-up,
-    calling `on_call(i)` after call i. Like `profiling.profile`, which has no per-call
-    hook: the counters of the warm-up call are cleared so only measured calls count."""
-    if calls < 1:
-        raise ValueError(f"the number of calls must be >= 1, got {calls}")
-    stats: ProfileStats | None = fn.profile
-    if stats is None:
+    calling `on_call(i)` after call i (the panel's progress bar)."""
+    if fn.profile is None:
         raise ValueError("profile_with_progress needs a Function compiled with profile=True")
-    fn(*values)
-    stats.calls, stats.run_time = 0, 0.0
-    vm = fn.vm
-    for node in vm.node_time:
-        vm.node_time[node] = 0.0
-        vm.node_calls[node] = 0
-    vm.events.clear()
-    clock = time.perf_counter
-    total = 0.0
-    for i in range(calls):
-        start = clock()
-        fn(*values)
-        total += clock() - start
-        if on_call is not None:
-            on_call(i + 1)
-    stats.call_time = total
-    return stats
+    return measure(fn, *values, calls=calls, warmup=1, on_call=on_call)
 
 
 class ProfilePanel(widgets.VBox):

@@ -338,12 +338,14 @@ def compare(first: ProfileStats, second: ProfileStats) -> str:
     return "\n".join(lines)
 
 
-def profile(fn: Any, *args: Any, calls: int = 10, warmup: int = 1, **kwargs: Any
-            ) -> ProfileStats:
+def profile(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,
+            on_call: Callable[[int], None] | None = None, **kwargs: Any) -> ProfileStats:
     """Profile compiled Function `fn` on `args` over `calls` calls (after `warmup` calls).
 
     Builds a profiled twin of `fn` (same graph, same linker) so `fn` itself keeps
     its speed; times each whole call from outside as well as every node inside.
+    The calls are real: updates to shared variables happen. `on_call(i)` runs
+    after measured call i (e.g. to move a progress bar).
     """
     if calls < 1:
         raise ValueError(f"profile needs calls >= 1, got {calls}")
@@ -354,21 +356,35 @@ def profile(fn: Any, *args: Any, calls: int = 10, warmup: int = 1, **kwargs: Any
         twin = maker.create(trust_input=getattr(fn, "trust_input", False))
     finally:
         maker.profile = was
+    return measure(twin, *args, calls=calls, warmup=warmup, on_call=on_call, **kwargs)
+
+
+def measure(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,
+            on_call: Callable[[int], None] | None = None, **kwargs: Any) -> ProfileStats:
+    """Time `calls` calls of `fn`, a Function compiled with profile=True, after `warmup`.
+
+    The counters are cleared after the warm-up, so only the measured calls count.
+    """
+    stats: ProfileStats | None = fn.profile
+    if stats is None:
+        raise ValueError("measure needs a Function compiled with profile=True")
+    if calls < 1:
+        raise ValueError(f"the number of calls must be >= 1, got {calls}")
     for _ in range(warmup):
-        twin(*args, **kwargs)
-    stats: ProfileStats = twin.profile
-    # Only the measured calls count.
+        fn(*args, **kwargs)
     stats.calls, stats.run_time = 0, 0.0
-    vm = twin.vm
+    vm = fn.vm
     for node in vm.node_time:
         vm.node_time[node] = 0.0
         vm.node_calls[node] = 0
     vm.events.clear()
     clock = time.perf_counter
     total = 0.0
-    for _ in range(calls):
+    for i in range(calls):
         start = clock()
-        twin(*args, **kwargs)
+        fn(*args, **kwargs)
         total += clock() - start
+        if on_call is not None:
+            on_call(i + 1)
     stats.call_time = total
     return stats
