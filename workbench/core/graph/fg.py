@@ -27,6 +27,38 @@ OUTPUT = "output"
 Client = tuple[Any, int]  # (Apply or OUTPUT, input index or output index)
 
 
+class ClientList(list):
+    """A Variable's clients: a list with O(1) membership and removal.
+
+    After merging, one constant can have thousands of clients; removing one by
+    `list.remove` would make every replacement cost O(clients). Removal swaps
+    the last client into the freed slot (the order stays deterministic).
+    """
+
+    __slots__ = ("_position",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._position: dict[Client, int] = {}
+
+    def append(self, client: Client) -> None:
+        self._position[client] = len(self)
+        super().append(client)
+
+    def remove(self, client: Client) -> None:
+        try:
+            index = self._position.pop(client)
+        except KeyError:
+            raise ValueError(f"{client} is not a client") from None
+        last = super().pop()
+        if index < len(self):
+            super().__setitem__(index, last)
+            self._position[last] = index
+
+    def __contains__(self, client: object) -> bool:
+        return client in self._position
+
+
 class MissingInputError(ValueError):
     """An output depends on a Variable that is neither an input nor a constant."""
 
@@ -82,7 +114,7 @@ class FunctionGraph:
         self.outputs: list[Variable] = []
         self.apply_nodes: set[Apply] = set()
         self.variables: set[Variable] = set()
-        self.clients: dict[Variable, list[Client]] = {}
+        self.clients: dict[Variable, ClientList] = {}
         self._features: list[Feature] = []
         self.update_mapping = update_mapping or {}
         self.profile: Any = None
@@ -108,7 +140,8 @@ class FunctionGraph:
         self.clients[var].append((OUTPUT, len(self.outputs) - 1))
 
     def _setup_variable(self, var: Variable) -> None:
-        self.clients.setdefault(var, [])
+        if var not in self.clients:
+            self.clients[var] = ClientList()
 
     def import_var(self, var: Variable, reason: str | None = None) -> None:
         """Bring `var` (and everything it needs) into the graph."""
