@@ -57,6 +57,9 @@ class Composite(ScalarOp):
 
     __props__ = ("signature",)
     input_cast = None
+    #: Longer sub-expressions print as "..." (None: never); formulas of long fused
+    #: chains would otherwise grow quadratically.
+    max_shown: int | None = None
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
                  name: str | None = None) -> None:
@@ -139,8 +142,11 @@ class Composite(ScalarOp):
                 return repr(self._constants[ref].item())
             return texts[ref]
 
+        limit = self.max_shown
         for n, (op, args) in enumerate(self._steps):
             shown = [text_of(a) for a in args]
+            if limit is not None:
+                shown = [t if len(t) <= limit else "..." for t in shown]
             if op.symbol is not None and len(shown) == 2:
                 expr = f"({shown[0]} {op.symbol} {shown[1]})"
             elif op.symbol is not None and len(shown) == 1:

@@ -48,36 +48,9 @@ MAX_SHOWN = 60
 
 
 class FusedComposite(Composite):
-    """A Composite made by fusion; its printed formula elides long sub-expressions.
+    """A Composite made by fusion: its printed formula elides long sub-expressions."""
 
-    (A plain Composite nests the formula of every step into the next, which is
-    quadratic for the long chains fusion produces.)
-    """
-
-    def _formulas(self) -> list[str]:
-        texts: dict[Any, str] = {}
-
-        def text_of(ref: Any) -> str:
-            if ref[0] == "i":
-                return f"i{ref[1]}"
-            if ref[0] == "c":
-                return repr(self._constants[ref].item())
-            return texts[ref]
-
-        def short(text: str) -> str:
-            return text if len(text) <= MAX_SHOWN else "..."
-
-        for n, (op, args) in enumerate(self._steps):
-            shown = [short(text_of(a)) for a in args]
-            if op.symbol is not None and len(shown) == 2:
-                expr = f"({shown[0]} {op.symbol} {shown[1]})"
-            elif op.symbol is not None and len(shown) == 1:
-                expr = f"({op.symbol}{shown[0]})"
-            else:
-                expr = f"{op.name}({', '.join(shown)})"
-            for j in range(op.nout):
-                texts[("n", n, j)] = expr if op.nout == 1 else f"{expr}[{j}]"
-        return [text_of(r) for r in self._output_refs]
+    max_shown = MAX_SHOWN
 
 
 def _fusable(node: Apply) -> bool:
