@@ -3,6 +3,9 @@
     from workbench.widgets import GraphView, ProfilePanel
     GraphView(y, point={x: np.ones(3)})     # the graph, a node picker, node details
     ProfilePanel(get_example("mlp"))        # linkers, shapes, calls -> tables and a chart
+    RewriteStepper(y)                       # the rewrite trace, step by step
+    GradExplorer(cost, [x, w])              # the recorded backward pass, step by step
+    Workbench("exp(x).sum()", variables=["x=float64[?]"])  # all of them, in tabs
 
 Widgets only read what the engine records (graphs, profiles); they never
 re-implement layout, rewriting or differentiation. Every interactive part has a
@@ -11,7 +14,11 @@ browser tests can drive them like a person. Callbacks are thread-safe
 (JupyterLab runs them on a kernel subshell thread): no pyplot, no `with output:`.
 """
 
+from workbench.widgets.app import Workbench
+from workbench.widgets.grad_explorer import GradExplorer
 from workbench.widgets.graph_view import GraphView
 from workbench.widgets.profile_panel import ProfilePanel, parse_shape, profile_with_progress
+from workbench.widgets.rewrite_stepper import RewriteStepper
 
-__all__ = ["GraphView", "ProfilePanel", "parse_shape", "profile_with_progress"]
+__all__ = ["GradExplorer", "GraphView", "ProfilePanel", "RewriteStepper", "Workbench",
+           "parse_shape", "profile_with_progress"]

@@ -1,0 +1,202 @@
+"""GradExplorer driven from Python: step the recorded backward pass, watch a variable used
+three times collect three contributions, and compare with finite differences."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.op import Op
+from workbench.inspector import node_key
+from workbench.widgets import GradExplorer
+
+SELECTED, RECEIVED, PRODUCED = "#ff9800", "#d32f2f", "#2e7d32"
+X0, W0 = np.array([1.0, 2.0]), np.array([0.5, -0.3])
+
+
+def outlined(svg: str, colour: str) -> set[str]:
+    return set(re.findall(r'<g class="node [a-z]+" id="([^"]+)"[^>]*><title>[^<]*</title>'
+                          rf'<rect[^>]*stroke="{colour}" stroke-width="3"', svg))
+
+
+def classroom_graph():
+    """sum(tanh(x * w) + x * x): x is used three times (twice by x * x)."""
+    x, w = wt.dvector("x"), wt.dvector("w")
+    cost = (wt.tanh(x * w) + x * x).sum()
+    cost.name = "cost"
+    return x, w, cost
+
+
+@pytest.fixture
+def explorer() -> GradExplorer:
+    x, w, cost = classroom_graph()
+    return GradExplorer(cost, [x, w], point={x: X0, w: W0})
+
+
+def test_starts_at_the_forward_pass_with_values(explorer):
+    x, w = explorer.wrt
+    assert explorer.position == 0 and explorer.entry is None
+    assert explorer.status.value == "done"
+    assert "wb-grad-explorer" in explorer._dom_classes
+    for widget, css in [(explorer.next_button, "wb-next"), (explorer.slider, "wb-step-slider"),
+                        (explorer.svg, "wb-grad-svg"), (explorer.step_panel, "wb-grad-step"),
+                        (explorer.so_far, "wb-grad-sofar"), (explorer.check_button, "wb-verify")]:
+        assert css in widget._dom_classes
+    # the timeline: every recorded step and every sum, nothing else
+    trace = explorer.trace
+    assert len(explorer.entries) == len(trace.steps) + len(trace.accumulations)
+    assert explorer.slider.min == 0 and explorer.slider.max == len(explorer.entries)
+    expected = np.sum(np.tanh(X0 * W0) + X0 * X0)
+    np.testing.assert_allclose(explorer.value(explorer.cost), expected)
+    assert f"{expected:.4f}" in explorer.forward_table.value
+    assert 'data-kind="forward"' in explorer.step_panel.value
+    assert outlined(explorer.svg.value, SELECTED) == {node_key(explorer.cost)}
+    assert explorer.check is None and explorer.check_output.value == ""
+
+
+def test_each_step_outlines_its_node_and_what_it_received_and_produced(explorer):
+    seen = []
+    for position, (kind, item) in enumerate(explorer.entries, start=1):
+        explorer.next_button.click()
+        assert explorer.position == position and explorer.entry == (kind, item)
+        assert f'data-position="{position}"' in explorer.step_panel.value
+        if kind != "step":
+            continue
+        node = item.node
+        assert outlined(explorer.svg.value, SELECTED) == {node_key(node)}
+        assert outlined(explorer.svg.value, RECEIVED) == {node_key(o) for o in node.outputs}
+        assert outlined(explorer.svg.value, PRODUCED) == {
+            node_key(i) for i, g in zip(node.inputs, item.input_grads) if g is not None}
+        seen.append(node)
+    # reverse mode: the nodes in reverse topological order, the cost's node first
+    assert seen[0] is explorer.cost.owner and len(set(seen)) == len(seen)
+    assert explorer.next_button.disabled and explorer.status.value == "done"
+
+
+def test_a_variable_used_twice_receives_two_contributions(explorer):
+    x = explorer.wrt[0]
+    square = next(p for p, (kind, item) in enumerate(explorer.entries, 1)
+                  if kind == "step" and list(item.node.inputs) == [x, x])
+    explorer.slider.value = square
+    produced = explorer.step_panel.value
+    assert "contribution 1 of 3 to x" in produced and "contribution 2 of 3 to x" in produced
+    assert "used 2 times by this node" in produced
+    # x * x gives x the term 1 * x twice, so x's running sum is 2 x so far
+    terms = explorer.contributions(x, upto=square)
+    assert [p for p, _ in terms] == [square, square]
+    for _, term in terms:
+        np.testing.assert_allclose(explorer.value(term), X0)
+    assert "2 of 3 terms" in explorer.so_far.value
+    assert np.array2string(2 * X0, precision=4) in explorer.so_far.value
+
+
+def test_the_sum_adds_the_three_contributions_to_the_right_gradient(explorer):
+    x, w = explorer.wrt
+    explorer.last_button.click()
+    kind, acc = explorer.entry
+    assert kind == "sum" and acc.variable is x and len(acc.terms) == 3
+    assert "x is used 3 times" in explorer.step_panel.value
+    assert outlined(explorer.svg.value, SELECTED) == {node_key(x)}
+    expected_x = W0 * (1 - np.tanh(X0 * W0) ** 2) + 2 * X0
+    total = sum(explorer.value(t) for _, t in explorer.contributions(x))
+    np.testing.assert_allclose(total, expected_x)
+    np.testing.assert_allclose(explorer.value(acc.total), expected_x)
+    assert "3 of 3 terms, summed" in explorer.so_far.value
+
+
+def test_the_end_compares_with_finite_differences(explorer):
+    explorer.last()
+    check = explorer.check
+    assert check is not None and check.passed, check.message
+    x_expected = W0 * (1 - np.tanh(X0 * W0) ** 2) + 2 * X0
+    w_expected = X0 * (1 - np.tanh(X0 * W0) ** 2)
+    np.testing.assert_allclose(check.symbolic[0], x_expected)
+    np.testing.assert_allclose(check.symbolic[1], w_expected)
+    np.testing.assert_allclose(check.numeric[0], x_expected, rtol=1e-6)
+    assert max(check.max_abs_error) < 1e-5
+    assert 'data-ok="true"' in explorer.check_output.value
+    assert "verify_grad passed" in explorer.check_output.value
+    explorer.prev_button.click()
+    assert explorer.check_output.value == ""
+    explorer.check_button.click()  # the button shows it anywhere
+    assert 'data-ok="true"' in explorer.check_output.value
+
+
+class WrongSquare(Op):
+    """x ** 2 with the gradient 3 x (deliberately wrong: it is 2 x)."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any) -> Apply:  # type: ignore[override]
+        x = wt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list[list[Any]]) -> None:
+        out[0][0] = inputs[0] ** 2
+
+    def grad(self, inputs: Sequence[Variable], g: Sequence[Variable]) -> list[Variable]:
+        return [3.0 * inputs[0] * g[0]]
+
+
+def test_a_wrong_gradient_fails_the_check():
+    x = wt.dvector("x")
+    explorer = GradExplorer(WrongSquare()(x).sum(), x, point={"x": [1.0, 2.0]})
+    explorer.last()
+    assert explorer.check is not None and not explorer.check.passed
+    np.testing.assert_allclose(explorer.check.symbolic[0], [3.0, 6.0])
+    np.testing.assert_allclose(explorer.check.numeric[0], [2.0, 4.0], rtol=1e-5)
+    assert 'data-ok="false"' in explorer.check_output.value
+    assert "does not match finite differences" in explorer.check.message
+
+
+def test_random_point_is_seeded_and_shapes_fit():
+    x, w, cost = classroom_graph()
+    a = GradExplorer(cost, w, seed=3)
+    b = GradExplorer(cost, w, seed=3)
+    assert a.point[x].shape == a.point[w].shape == (3,)
+    np.testing.assert_array_equal(a.point[x], b.point[x])
+    a.last()
+    assert a.check.passed and len(a.check.symbolic) == 1
+    m, v = wt.dmatrix("m"), wt.dvector("v")
+    mv = GradExplorer(wt.dot(m, v).sum(), [m, v])
+    assert mv.point[m].shape[1] == mv.point[v].shape[0]
+
+
+def test_intermediate_variables_and_names_in_the_point():
+    x, w, cost = classroom_graph()
+    hidden = x * w
+    hidden.name = "h"
+    cost2 = wt.tanh(hidden).sum()
+    explorer = GradExplorer(cost2, hidden, point={"x": X0, "w": W0})
+    explorer.last()
+    np.testing.assert_allclose(explorer.check.symbolic[0], 1 - np.tanh(X0 * W0) ** 2)
+    assert explorer.check.passed
+
+
+def test_bad_input_names_what_was_given():
+    x, w, cost = classroom_graph()
+    with pytest.raises(TypeError, match="scalar"):
+        GradExplorer(x * w, x)
+    with pytest.raises(TypeError, match="cost must be a scalar Variable, got float"):
+        GradExplorer(1.0, x)
+    with pytest.raises(TypeError, match=r"wrt\[1\] must be a Variable, got str"):
+        GradExplorer(cost, [x, "w"])
+    with pytest.raises(ValueError, match="no value for input"):
+        GradExplorer(cost, x, point={x: X0})
+    with pytest.raises(KeyError, match="'v', which is not an input"):
+        GradExplorer(cost, x, point={"x": X0, "v": W0})
+
+
+def test_float32_inputs_are_checked_with_a_float32_step():
+    x, w = wt.dmatrix("x"), wt.fmatrix("w")
+    explorer = GradExplorer(wt.log(1 + wt.tanh(x @ w)).sum(), [x, w])
+    assert explorer.point[w].dtype == np.float32
+    explorer.last()
+    assert explorer.check is not None and explorer.check.passed, explorer.check_output.value
+    assert max(explorer.check.max_abs_error) < 1e-3
