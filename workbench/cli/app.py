@@ -362,11 +362,14 @@ def compile_(
     linker: Optional[str] = typer.Option(None, "--linker",  # noqa: UP045
                                          help="py, c or gpu (default: the fastest)."),
     show_code: bool = typer.Option(False, "--show-code",
-                                   help="Print the generated code (C linker)."),
+                                   help="Print the generated C code (C linker)."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Timings, cache hits and node counts as JSON."),
 ) -> None:
-    """Compile a graph and report the timings and the compiled graph.
+    """Compile a graph; report the timings, the C compilation and cache hits, and the
+    compiled graph (or with --show-code the generated C).
 
-    Example: workbench compile --example mlp --linker py
+    Example: workbench compile --example mlp --linker c --show-code
     """
     from workbench.core.printing import dprint
 
@@ -376,14 +379,55 @@ def compile_(
         with _progress("compiling"):
             fn = _compile(source, linker)
         elapsed = time.perf_counter() - start
-        trace = getattr(fn.maker, "rewrite_trace", None)
-        typer.echo(f"compiled {source.name!r} with the {fn.maker.linker_name!r} linker in "
-                   f"{elapsed * 1e3:.1f} ms: {len(fn.maker.fgraph.apply_nodes)} nodes"
-                   + (f", {len(trace)} rewrite steps" if trace is not None else ""))
-        typer.echo(dprint(fn, file="str"))
+        info = _compile_info(source, fn, elapsed)
+        if as_json:
+            if show_code:
+                info["code"] = _generated_code(fn)
+            typer.echo(json.dumps(info, indent=1))
+            return
+        trace_steps = info.get("rewrite_steps")
+        typer.echo(f"compiled {source.name!r} with the {info['linker']!r} linker in "
+                   f"{elapsed * 1e3:.1f} ms: {info['nodes']} nodes"
+                   + (f", {trace_steps} rewrite steps" if trace_steps is not None else ""))
+        report = info.get("c")
+        if report is not None:
+            typer.echo(f"C: {report['c_nodes']} nodes compiled to C, {report['py_nodes']} run "
+                       f"in Python; modules: {report['compiled']} compiled, "
+                       f"{report['disk_hits']} disk cache hits, {report['memory_hits']} memory "
+                       f"hits; C compilation {report['compile_seconds'] * 1e3:.1f} ms, linking "
+                       f"{report['link_seconds'] * 1e3:.1f} ms")
+            for node, reason in report["python_nodes"]:
+                typer.echo(f"  in Python: {node}: {reason}")
         if show_code:
-            code = getattr(fn.maker, "generated_code", None)
-            typer.echo(code if code else "(the py linker generates no code)")
+            code = _generated_code(fn)
+            typer.echo(code if code else f"(the {info['linker']} linker generates no code)")
+        else:
+            typer.echo(dprint(fn, file="str"))
+
+
+def _compile_info(source: Any, fn: Any, elapsed: float) -> dict[str, Any]:
+    """What `compile` reports: linker, node count, rewrite steps, timings, the C linker's
+    compile report (C and Python nodes, modules compiled, cache hits, seconds)."""
+    trace = getattr(fn.maker, "rewrite_trace", None)
+    info: dict[str, Any] = {
+        "graph": source.name, "linker": fn.maker.linker_name, "seconds": elapsed,
+        "nodes": len(fn.maker.fgraph.apply_nodes),
+        "rewrite_steps": len(trace) if trace is not None else None,
+    }
+    report = getattr(fn.linker, "report", None)
+    if report is not None and hasattr(report, "as_dict"):
+        info["c"] = dict(report.as_dict(), python_nodes=[
+            [str(node), reason] for node, reason in getattr(report, "py_nodes", ())])
+    return info
+
+
+def _generated_code(fn: Any) -> str:
+    """The C source of every compiled node of `fn` ("" when its linker generates none)."""
+    code = getattr(fn.linker, "generated_code", None)
+    if code:
+        return str(code)
+    sources = getattr(getattr(fn.linker, "report", None), "sources", None) or {}
+    return "\n".join(f"/* ==== {node} ==== */\n{src.source}" for node, src in sources.items())
 
 
 def _make_inputs(source: Any, specs: list[str]) -> list[Any]:
@@ -469,28 +513,50 @@ def profile(
 # -- bench and cache -----------------------------------------------------------------------
 
 
+#: the families of benchmarks/run.py
+BENCH_FAMILIES = ("fused", "overhead", "rows", "mlp", "compile")
+
+
 @app.command()
-def bench(quick: bool = typer.Option(False, "--quick", help="Smaller sizes, fewer repeats.")
-          ) -> None:
-    """Run the benchmark suite of `benchmarks/` (ratios against NumPy and PyTensor).
+def bench(
+    quick: bool = typer.Option(False, "--quick",
+                               help="Smaller sizes, fewer repeats (about a minute)."),
+    as_json: bool = typer.Option(False, "--json", help="The rows as JSON."),
+    only: Optional[str] = typer.Option(None, "--only",  # noqa: UP045
+                                       help="Comma-separated families: fused, overhead, "
+                                            "rows, mlp, compile."),
+    no_pytensor: bool = typer.Option(False, "--no-pytensor", help="Do not time PyTensor."),
+    no_jax: bool = typer.Option(False, "--no-jax", help="Do not time JAX."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1,  # noqa: UP045
+                                          help="Threads for BLAS, OpenMP and XLA alike."),
+) -> None:
+    """Run the benchmark suite of `benchmarks/` (benchmarks/run.py): a table of ratios
+    against NumPy and, when installed, PyTensor and JAX.
 
     Example: workbench bench --quick
     """
     import subprocess
 
     with _errors():
-        root = Path(__file__).resolve().parents[2] / "benchmarks"
-        scripts = sorted(root.glob("bench_*.py")) if root.is_dir() else []
-        if not scripts:
-            raise UsageError("no benchmarks found (they ship with the source checkout, "
-                             "in benchmarks/)")
-        failed = 0
-        for script in scripts:
-            typer.echo(f"== {script.name}")
-            args = [sys.executable, str(script)] + (["--quick"] if quick else [])
-            failed += subprocess.run(args, check=False).returncode != 0
-        if failed:
-            raise RuntimeError(f"{failed} benchmark script(s) failed")
+        script = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+        if not script.is_file():
+            raise UsageError("no benchmark suite found: it ships with the source checkout "
+                             "(benchmarks/run.py), not with the installed package")
+        families = [f.strip() for f in (only or "").split(",") if f.strip()]
+        unknown = [f for f in families if f not in BENCH_FAMILIES]
+        if unknown:
+            raise UsageError(f"--only: unknown benchmark families {', '.join(unknown)}; "
+                             f"known: {', '.join(BENCH_FAMILIES)}")
+        args = [sys.executable, str(script)]
+        args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
+        args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
+        args += ["--threads", str(threads)] if threads is not None else []
+        # stdout is the table (captured, then echoed); progress goes straight to stderr
+        done = subprocess.run(args, check=False, stdout=subprocess.PIPE, text=True)
+        if done.stdout:
+            typer.echo(done.stdout, nl=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"the benchmark suite failed (exit code {done.returncode})")
 
 
 @cache_app.command("info")

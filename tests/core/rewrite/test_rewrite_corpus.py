@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from workbench.core.compile.mode import get_mode
 
 NO_REWRITES = wb.Mode(linker="py", rewriter=None)
+DEBUG_REWRITES = get_mode("DEBUG").clone(linker="py")
 
 CONSTANTS = (0.0, 1.0, 2.0, 0.5, -1.0)
 UNARY = ("exp", "log_pos", "sqr", "neg", "sigmoid", "pow2", "pow3", "recip")
@@ -84,7 +86,9 @@ def test_fast_run_preserves_values_step_by_step_on_random_graphs(expr: Any) -> N
     with np.errstate(all="ignore"):
         expected = wb.function(inputs, out, mode=NO_REWRITES, on_unused_input="ignore")(*args)
         assume(np.all(np.isfinite(expected)) and np.all(np.abs(expected) < 1e12))
-        fast = wb.function(inputs, out, mode="DEBUG", on_unused_input="ignore")
+        # DEBUG's step-by-step rewrite checks, linked in Python: this test is about the
+        # rewrites (tests/core/link/c checks the debug linker's C-vs-perform comparison)
+        fast = wb.function(inputs, out, mode=DEBUG_REWRITES, on_unused_input="ignore")
         got = fast(*args)
     trace = fast.maker.rewrite_trace
     assert not trace.failed_steps, trace.failed_steps.table()

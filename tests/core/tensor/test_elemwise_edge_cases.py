@@ -206,8 +206,16 @@ def test_specials_propagate_like_numpy(dtype, name, reference):
     with np.errstate(all="ignore"):
         expected = reference(value)
     assert out.dtype == expected.dtype
-    np.testing.assert_array_equal(out, expected)  # NaN at the same places
-    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+    # NaN, infinities and zeros exactly where NumPy has them; finite values within the
+    # C linker's vector math bound (a few ulp; NumPy itself is not always correctly
+    # rounded either)
+    exact = ~np.isfinite(expected) | (expected == 0) | (out.dtype.kind == "b")
+    np.testing.assert_array_equal(out[exact], expected[exact])
+    if out.dtype.kind == "f":
+        np.testing.assert_array_max_ulp(out[~exact], expected[~exact], maxulp=4)
+    signed = ~np.isnan(expected) if expected.dtype.kind == "f" else slice(None)
+    # (the sign of a NaN carries no meaning and differs between libm implementations)
+    np.testing.assert_array_equal(np.signbit(out[signed]), np.signbit(expected[signed]))
 
 
 def test_named_special_values():

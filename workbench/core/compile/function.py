@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import operator
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -227,12 +228,31 @@ class FunctionMaker:
             (target, expr) for (target, _), expr in zip(update_pairs, exprs[n_out:])
         ]
         self.fgraph = FunctionGraph([s.variable for s in self.inputs], exprs)
+        # output index -> index of the input it updates (linkers may keep updates in place)
+        self.fgraph.update_mapping = {n_out + u: self.inputs_index_of_update(u)
+                                      for u in range(len(self.updates))}
         #: the RewriteTrace of this compilation (None if the mode records none)
         self.rewrite_trace = self.mode.rewrite(self.fgraph)
-        enforce_backend_dtypes(self.fgraph, self.linker_name)
+        self._enforce_dtypes()
         self._alias_plan = self._plan_alias_checks()
 
     # -- checks ------------------------------------------------------------------
+    def _enforce_dtypes(self) -> None:
+        """Make every node computable on the linker's backend (seed 004's casting modes).
+
+        When no linker was named and the fastest one lacks a dtype the graph needs
+        (e.g. bfloat16 on "c") and no casting mode is set, the graph is linked with
+        the Python linker instead of failing."""
+        from workbench.core import dtypes
+
+        try:
+            enforce_backend_dtypes(self.fgraph, self.linker_name)
+        except dtypes.UnsupportedDtypeError:
+            if self.linker_spec is not None or self.linker_name == "py":
+                raise
+            self.linker_spec = self.linker_name = "py"
+            enforce_backend_dtypes(self.fgraph, "py")
+
     def _check_inputs(self, inputs: Any) -> list[In]:
         if isinstance(inputs, (Variable, In)) or not isinstance(inputs, Sequence):
             raise TypeError(
@@ -527,7 +547,7 @@ class Function:
         self.maker = maker
         self.linker = linker
         self.name = maker.name
-        self.trust_input = trust_input
+        self._trust_input = trust_input
         self.vm = getattr(linker, "vm", None)
         self.thunks, self.order = thunks, order
         self.input_storage = input_containers
@@ -572,6 +592,42 @@ class Function:
         self._kind = maker.return_kind
         self._keys = maker.output_keys
         self._collect = self._make_collector()
+        #: what calling the Function runs: the C call path when the linker offers one
+        #: (see `_fast_call`), else the Python path `_call_python`
+        self._call: Any = self._fast_call(linker) or self._call_python
+
+    @property
+    def trust_input(self) -> bool:
+        """Whether arguments are used as given, without filtering (faster; for callers
+        passing values of exactly the input types)."""
+        return self._trust_input
+
+    @trust_input.setter
+    def trust_input(self, value: bool) -> None:
+        self._trust_input = bool(value)
+        self._call = self._fast_call(self.linker) or self._call_python
+
+    def _fast_call(self, linker: Linker) -> Any:
+        """The C linker's whole-call path (runtime.c's FastCall), or None when this
+        Function needs Python around its run (profiling, output copies, dict results)."""
+        program = getattr(linker, "program", None)
+        if program is None or self.profile is not None or self._alias or \
+                self._kind not in ("single", "list"):
+            return None
+        from workbench.core.link.c.runtime import runtime
+        from workbench.core.tensor.type import TensorType
+
+        checks = []
+        for i in self._arg_index:
+            spec = self.maker.inputs[i]
+            t = spec.variable.type
+            checks.append((int(t.numpy_dtype.num), t.ndim, tuple(t.shape))
+                          if type(t) is TensorType else None)
+        n_out = self._n_out
+        return runtime().FastCall(
+            program, self._arg_cells, tuple(checks), self._out_cells[:n_out],
+            tuple((self._out_cells[k], target) for target, k in self._update_targets),
+            self._kind == "single", self.trust_input, self._call_python)
 
     def _update_cell(self, target: Any) -> list[Any]:
         if isinstance(target, SharedVariable):
@@ -587,7 +643,12 @@ class Function:
         return self.input_storage[i].storage
 
     # -- calling -----------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    #: Calling a Function runs `self._call`: a C object for C-linked functions, so the
+    #: call itself adds no Python frame (a property with a C getter, not a method).
+    __call__ = property(operator.attrgetter("_call"))
+
+    def _call_python(self, *args: Any, **kwargs: Any) -> Any:
+        """The call path in Python: bind and filter the arguments, run, collect."""
         if kwargs or len(args) != self._n_args:
             self._bind(args, kwargs)
         elif self.trust_input:

@@ -3,9 +3,10 @@
 A `Mode` pairs a linker name ("py", "c", "gpu", or None for the fastest one
 available) with a rewriter (None, or a callable applied to the FunctionGraph
 before linking). Modes are registered by name; `get_mode` accepts a name or a
-Mode. The standard names: FAST_RUN (every rewrite pass, fastest linker available),
-FAST_COMPILE (merge and canonicalize only, Python linker) and DEBUG (FAST_RUN's
-rewrites, each step checked numerically, Python linker). Their rewriter is a
+Mode. The standard names: FAST_RUN (every rewrite pass, the fastest linker available:
+"c" with a C compiler), FAST_COMPILE (merge and canonicalize only, Python linker)
+and DEBUG (FAST_RUN's rewrites, each step checked numerically; every node run through
+perform and C and checked by the "debug" linker, link/c/debug.py). Their rewriter is a
 `RewriteQuery` of the rewrite database; `Mode.rewrite` returns the RewriteTrace.
 """
 
@@ -191,23 +192,85 @@ def get_mode(name_or_mode: str | Mode | None = None) -> Mode:
     raise TypeError(f"mode must be a mode name or a Mode, got {name_or_mode!r}")
 
 
-register_mode("FAST_RUN", Mode(linker="py", rewriter=RewriteQuery(("fast_run",)),
+# FAST_RUN links with the fastest linker available: "c" when a C compiler works, else
+# "py" (with one warning).
+register_mode("FAST_RUN", Mode(linker=None, rewriter=RewriteQuery(("fast_run",)),
                                name="FAST_RUN"))
 register_mode("FAST_COMPILE", Mode(linker="py", rewriter=RewriteQuery(("fast_compile",)),
                                    name="FAST_COMPILE"))
-register_mode("DEBUG", Mode(linker="py", rewriter=RewriteQuery(("fast_run",), debug=True),
+register_mode("DEBUG", Mode(linker="debug", rewriter=RewriteQuery(("fast_run",), debug=True),
                             name="DEBUG"))
 
 
 # -- linkers ---------------------------------------------------------------------
 
+def _c_linker() -> Linker:
+    from workbench.core.link.c.compiler import CompilerUnavailableError, has_compiler
+
+    if not has_compiler():
+        from workbench.core.link.c.compiler import compiler_info
+
+        try:
+            compiler_info()
+        except CompilerUnavailableError as exc:
+            raise LinkerUnavailableError(f"linker 'c' is unavailable: {exc}") from None
+    import workbench.core.link.c.ops  # noqa: F401  (registers the C of the library)
+    from workbench.core.link.c.linker import CLinker
+
+    return CLinker()
+
+
+def _c_available() -> bool:
+    from workbench.core.link.c.compiler import has_compiler
+
+    available = has_compiler()
+    if not available and not _warned_no_compiler:
+        _warn_no_compiler()
+    return available
+
+
+_warned_no_compiler = False
+
+
+def _warn_no_compiler() -> None:
+    global _warned_no_compiler
+    import warnings
+
+    _warned_no_compiler = True
+    warnings.warn("no working C compiler: the default linker falls back to 'py' (set CC to a "
+                  "C compiler to use the faster 'c' linker)", RuntimeWarning, stacklevel=4)
+
+
+def _debug_linker() -> Linker:
+    # DEBUG mode's linker: every node checked, through perform and (with a compiler) C
+    from workbench.core.link.c.debug import DebugLinker
+
+    return DebugLinker()
+
+
 #: name -> factory returning a fresh Linker, or None when the linker is not built yet.
-_linkers: dict[str, Callable[[], Linker] | None] = {"py": VMLinker, "c": None, "gpu": None}
+_linkers: dict[str, Callable[[], Linker] | None] = {"py": VMLinker, "c": _c_linker,
+                                                     "gpu": None, "debug": _debug_linker}
+#: Linkers whose factory exists but that need a check at first use (a C compiler).
+_availability_checks: dict[str, Callable[[], bool]] = {"c": _c_available}
+_availability: dict[str, bool] = {}
+
+
+def _is_available(name: str) -> bool:
+    if _linkers.get(name) is None:
+        return False
+    check = _availability_checks.get(name)
+    if check is None:
+        return True
+    if name not in _availability:
+        _availability[name] = check()
+    return _availability[name]
+#: Linkers that check rather than run fast (not offered by available_linkers).
+_checking_linkers = {"debug"}
 #: Order in which linker=None picks the fastest available linker (the GPU linker is
 #: only used when asked for: transfers make it slower for small graphs).
 _linker_preference = ["c", "py"]
 _unavailable_reason = {
-    "c": "the C linker is not built yet; use linker='py'",
     "gpu": "the GPU linker is not built yet; use linker='py'",
 }
 
@@ -216,6 +279,7 @@ def register_linker(name: str, factory: Callable[[], Linker] | None,
                     reason: str | None = None) -> None:
     """Register (or, with factory None, mark unavailable) the linker `name`."""
     _linkers[name] = factory
+    _availability.pop(name, None)
     if factory is None:
         _unavailable_reason[name] = reason or f"the {name!r} linker is not available"
     else:
@@ -225,14 +289,14 @@ def register_linker(name: str, factory: Callable[[], Linker] | None,
 def available_linkers() -> list[str]:
     """Names of the linkers that can be used now, the one linker=None picks first."""
     ordered = [n for n in _linker_preference if n in _linkers]
-    ordered += [n for n in _linkers if n not in ordered]
-    return [n for n in ordered if _linkers[n] is not None]
+    ordered += [n for n in _linkers if n not in ordered and n not in _checking_linkers]
+    return [n for n in ordered if _is_available(n)]
 
 
 def default_linker() -> str:
     """The linker used when none is named: the first available in order of preference."""
     for name in _linker_preference:
-        if _linkers.get(name) is not None:
+        if _is_available(name):
             return name
     return available_linkers()[0]
 
@@ -254,3 +318,4 @@ def get_linker(linker: str | Linker | None = None) -> Linker:
             f"(available: {', '.join(available_linkers())})"
         )
     return factory()
+

@@ -74,6 +74,8 @@ class ProfileStats:
         self.run_time = 0.0  # time inside the VM (thunks plus the VM loop)
         self.call_time = 0.0  # whole calls, when measured from outside (workbench.profile)
         self.compile_time: dict[str, float] = dict(getattr(fn.maker, "compile_times", {}) or {})
+        #: the C linker's CompileReport as a dict (modules compiled, cache hits, seconds)
+        self.linker_report: dict[str, Any] | None = _linker_report(fn)
 
     # -- recording ----------------------------------------------------------------
     def timed(self, run: Callable[[], None]) -> Callable[[], None]:
@@ -197,6 +199,7 @@ class ProfileStats:
             "flops": flops,
             "gflops_per_s": (flops / thunk / 1e9) if thunk > 0 and flops else None,
             "compile_time": dict(self.compile_time),
+            "linker_report": self.linker_report,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -315,11 +318,27 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
               f"  peak without freeing:               {memory.peak_without_gc} bytes"]
     for name, size in memory.largest:
         lines.append(f"  {size:12d} bytes  {name}")
-    if stats.compile_time:
+    report = stats.linker_report
+    if stats.compile_time or report:
         lines += ["", "Compile time:"]
         for phase, seconds in stats.compile_time.items():
             lines.append(f"  {_ms(seconds)} ms  {phase}")
+        if report:
+            lines.append(f"  {_ms(report.get('compile_seconds', 0.0))} ms  C compilation "
+                         f"(modules: {report.get('compiled', 0)} compiled, "
+                         f"{report.get('disk_hits', 0)} disk cache hits, "
+                         f"{report.get('memory_hits', 0)} memory hits)")
+            lines.append(f"  {_ms(report.get('link_seconds', 0.0))} ms  linking "
+                         f"({report.get('c_nodes', 0)} nodes in C, "
+                         f"{report.get('py_nodes', 0)} in Python)")
     return "\n".join(lines)
+
+
+def _linker_report(fn: Any) -> dict[str, Any] | None:
+    """The C linker's compile report of `fn` as a dict, None for other linkers."""
+    report = getattr(getattr(fn, "linker", None), "report", None)
+    as_dict = getattr(report, "as_dict", None)
+    return dict(as_dict()) if callable(as_dict) else None
 
 
 def compare(first: ProfileStats, second: ProfileStats) -> str:
@@ -356,7 +375,10 @@ def profile(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,
         twin = maker.create(trust_input=getattr(fn, "trust_input", False))
     finally:
         maker.profile = was
-    return measure(twin, *args, calls=calls, warmup=warmup, on_call=on_call, **kwargs)
+    stats = measure(twin, *args, calls=calls, warmup=warmup, on_call=on_call, **kwargs)
+    # the compile section describes how `fn` was compiled, not how its twin was relinked
+    stats.linker_report = _linker_report(fn) or stats.linker_report
+    return stats
 
 
 def measure(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,

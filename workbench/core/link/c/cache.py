@@ -232,8 +232,18 @@ class ModuleCache:
                              "never persisted")
         key, desc, build = self._prepare(key_parts, source, module_name, version, flags,
                                          extra_flags, libraries, lib_dirs, include_dirs)
-        with self._mutex:
-            return self._ensure_entry(key, desc, source, module_name, build)
+        # No process-wide mutex here: the per-key file lock serialises builders of one
+        # key, and different keys may compile in parallel threads.
+        return self._ensure_entry(key, desc, source, module_name, build)
+
+    def is_loaded(self, key_parts: Any, source: str, module_name: str, *,
+                  version: Sequence[int] = (), flags: Sequence[str] | None = None,
+                  extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
+                  lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = ()) -> bool:
+        """Whether this module is already imported in this process (a memory hit)."""
+        key = self._prepare(key_parts, source, module_name, version, flags, extra_flags,
+                            libraries, lib_dirs, include_dirs)[0]
+        return key in self._modules
 
     @staticmethod
     def _unique_name(key: str, module_name: str) -> str:

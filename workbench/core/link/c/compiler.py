@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 __all__ = [
     "CompileError", "CompilerInfo", "CompilerUnavailableError", "compile_module",
@@ -123,6 +125,63 @@ def _run(cmd: Sequence[str], cwd: str | None = None,
                           check=False)
 
 
+# -- probe results kept on disk ----------------------------------------------------
+# Probing the compiler takes a few subprocesses (version, -march=native, OpenMP, libmvec,
+# what "native" means): ~0.5 s that every new process would pay before its first
+# function. Their answers are kept in <cache dir>/probes.json, keyed by the compiler's
+# command, the executable's size and modification time, and the question asked.
+
+
+def _probe_file() -> Path:
+    env = os.environ.get("WORKBENCH_CACHE_DIR")
+    if env:
+        return Path(env) / "probes.json"
+    from workbench.config import config
+
+    return Path(config.cache_dir) / "probes.json"
+
+
+def _probe_key(command: Sequence[str], *question: Any) -> str:
+    try:
+        st = os.stat(command[0])
+        identity: tuple[Any, ...] = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        identity = ()
+    text = repr((tuple(command), identity, sys.platform, platform.machine(), question))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _probe_load() -> dict[str, Any]:
+    try:
+        data = json.loads(_probe_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _probed(command: Sequence[str], question: tuple[Any, ...], compute: Any) -> Any:
+    """The remembered answer to `question` about this compiler, else `compute()` (kept)."""
+    key = _probe_key(command, *question)
+    known = _probe_load()
+    if key in known:
+        return known[key]
+    answer = compute()
+    if not answer:  # a negative answer may change once a toolchain is installed: ask again
+        return answer
+    known = _probe_load()  # another process may have written meanwhile
+    known[key] = answer
+    path = _probe_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="probes-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(known, fh)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: probe again next time
+        pass
+    return answer
+
+
 def _link_flags() -> tuple[str, ...]:
     if sys.platform == "darwin":
         return ("-bundle", "-undefined", "dynamic_lookup")
@@ -130,7 +189,13 @@ def _link_flags() -> tuple[str, ...]:
 
 
 def _accepts(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
-    """Whether the compiler builds a tiny shared object with `flags` silently."""
+    """Whether the compiler builds a tiny shared object with `flags` silently (the answer
+    is remembered on disk)."""
+    return bool(_probed(command, ("accepts", tuple(flags), code),
+                        lambda: _try_build(command, flags, code)))
+
+
+def _try_build(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
     with tempfile.TemporaryDirectory(prefix="workbench-probe-") as tmp:
         src = Path(tmp, "probe.c")
         src.write_text(code)
@@ -143,9 +208,8 @@ def _accepts(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
                 and "unsupported" not in text)
 
 
-@functools.lru_cache(maxsize=8)
-def _info_for(cc_env: str | None) -> CompilerInfo:
-    command = _find_command()
+def _version_of(command: tuple[str, ...]) -> str:
+    """The first line of `<compiler> --version`; CompilerUnavailableError if it fails."""
     try:
         res = _run([*command, "--version"], timeout=60)
     except OSError as exc:  # pragma: no cover - exotic: file vanished or not runnable
@@ -155,8 +219,14 @@ def _info_for(cc_env: str | None) -> CompilerInfo:
         raise CompilerUnavailableError(
             f"{' '.join(command)} --version failed (exit {res.returncode}): "
             f"{res.stderr.strip()[:500]}. Fix: set CC to a working C compiler.")
-    version = (res.stdout or res.stderr).strip().splitlines()[0] if (res.stdout or res.stderr) \
-        else "unknown"
+    text = (res.stdout or res.stderr).strip()
+    return text.splitlines()[0] if text else "unknown"
+
+
+@functools.lru_cache(maxsize=8)
+def _info_for(cc_env: str | None) -> CompilerInfo:
+    command = _find_command()
+    version = _probed(command, ("version",), lambda: _version_of(command))
     if not _accepts(command, (), "int workbench_probe(void) { return 0; }\n"):
         raise CompilerUnavailableError(
             f"the C compiler {' '.join(command)} ({version}) cannot build a shared library. "
@@ -215,13 +285,17 @@ def _cpu_features_for(info: CompilerInfo) -> str:
         pass
     if info.march_native:
         # What "native" means for this compiler on this CPU (gcc; clang lacks -Q).
-        try:
-            res = _run([*info.command, "-march=native", "-Q", "--help=target"], timeout=60)
-            if res.returncode == 0:
-                parts.append(res.stdout)
-        except (OSError, subprocess.SubprocessError):
-            pass
+        parts.append(_probed(info.command, ("native", hashlib.sha256(
+            "\n".join(parts).encode()).hexdigest()), lambda: _native_target(info)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _native_target(info: CompilerInfo) -> str:
+    try:
+        res = _run([*info.command, "-march=native", "-Q", "--help=target"], timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return res.stdout if res.returncode == 0 else ""
 
 
 def cpu_features(info: CompilerInfo | None = None) -> str:
@@ -287,13 +361,16 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
         raise ValueError(f"module_name must be a C identifier (it names PyInit_<name>), got "
                          f"{module_name!r}")
     info = compiler_info()
+    all_flags = [*(info.default_flags if flags is None else flags), *extra_flags]
+    if PRELUDE_INCLUDE in source:
+        include_dirs = [*include_dirs, str(prelude_dir(all_flags))]
     directory = Path(out_dir) if out_dir is not None else Path(
         tempfile.mkdtemp(prefix=f"workbench-c-{module_name}-"))
     directory.mkdir(parents=True, exist_ok=True)
     src = directory / f"{module_name}.c"
     src.write_text(source, encoding="utf-8")
     target = directory / f"{module_name}{extension_suffix()}"
-    cmd = [*info.command, *(info.default_flags if flags is None else flags), *extra_flags]
+    cmd = [*info.command, *all_flags]
     cmd += [f"-I{d}" for d in (*include_dirs, *python_include_dirs())]
     cmd += [str(src), "-o", str(target)]
     cmd += [f"-L{d}" for d in lib_dirs] + [f"-l{lib}" for lib in libraries]
@@ -335,3 +412,74 @@ def load_module(path: str | os.PathLike[str], module_name: str,
                           f"define PyInit_{module_name}?", name=full, path=os.fspath(path)) \
             from exc
     return module
+
+
+@functools.lru_cache(maxsize=8)
+def _vector_math_for(info: CompilerInfo) -> tuple[str, ...]:
+    code = ("#include <math.h>\n#pragma omp declare simd notinbranch\nextern double exp(double);\n"
+            "void workbench_probe(long n, double *x) {\n#pragma omp simd\n"
+            " for (long i = 0; i < n; i++) x[i] = exp(x[i]);\n}\n")
+    flags = ("-fopenmp-simd", "-fno-math-errno", "-lmvec", "-lm")
+    return ("mvec",) if _accepts(info.command, flags, code) else ()
+
+
+def vector_math_libraries(info: CompilerInfo | None = None) -> tuple[str, ...]:
+    """("mvec",) when glibc's vector math library links here (probed once), else ()."""
+    return _vector_math_for(info or compiler_info())
+
+
+# -- the precompiled prelude -------------------------------------------------------
+# Every generated module starts with Python's and NumPy's headers, whose parsing is a
+# third of a small module's compile time. They live in one header, wb_prelude.h,
+# precompiled once per set of flags (gcc's .gch) next to it; a module including it
+# gets the precompiled state. If the .gch is missing or unusable (other flags, another
+# compiler), the compiler silently parses the header text instead: same result.
+
+PRELUDE_INCLUDE = '#include "wb_prelude.h"'
+PRELUDE = """/* workbench: what every generated module includes first */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <math.h>
+#include <string.h>
+"""
+
+
+def prelude_dir(flags: Sequence[str]) -> Path:
+    """A directory holding wb_prelude.h and, when the compiler can, its precompiled form
+    for `flags` (built once, under a file lock, shared by processes)."""
+    import filelock
+
+    info = compiler_info()
+    # linking flags (-shared, -Wl,..., -l, -L) do not affect a precompiled header
+    compile_flags = [f for f in flags if f not in _link_flags()
+                     and not f.startswith(("-Wl,", "-l", "-L"))]
+    key = hashlib.sha256(repr((info.fingerprint, compile_flags, PRELUDE,
+                               python_include_dirs())).encode()).hexdigest()[:16]
+    root = _probe_file().parent / "prelude"
+    directory = root / key
+    header = directory / "wb_prelude.h"
+    gch = directory / "wb_prelude.h.gch"
+    if gch.exists() or (header.exists() and (directory / "no-pch").exists()):
+        return directory
+    directory.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(root / f"{key}.lock"), timeout=600):
+        if gch.exists() or (directory / "no-pch").exists():
+            return directory
+        header.write_text(PRELUDE, encoding="utf-8")
+        tmp = directory / f"wb_prelude.h.gch.{os.getpid()}.tmp"
+        cmd = [*info.command, *compile_flags, *[f"-I{d}" for d in python_include_dirs()],
+               "-x", "c-header", str(header), "-o", str(tmp)]
+        try:
+            res = _run(cmd, timeout=600)
+            ok = res.returncode == 0 and tmp.exists()
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            os.replace(tmp, gch)  # atomic: readers see no .gch or a complete one
+        else:
+            tmp.unlink(missing_ok=True)
+            (directory / "no-pch").write_text("the compiler could not precompile the "
+                                              "prelude; modules parse it as text\n")
+    return directory

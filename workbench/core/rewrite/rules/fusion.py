@@ -45,6 +45,10 @@ __all__ = ["FusionRewriter", "fuse_elemwise", "FusedComposite"]
 #: Formulas of fused Composites show each sub-expression up to this length
 #: (deeper parts print as "..."), so printing stays linear in the program size.
 MAX_SHOWN = 60
+#: Nodes one fused loop may absorb. Longer chains become several fused nodes: the C
+#: compiler's time grows faster than linearly with the size of one kernel, and equal
+#: chunks of a long regular chain share one compiled module.
+MAX_FUSED_NODES = 256
 
 
 class FusedComposite(Composite):
@@ -117,7 +121,8 @@ def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply
         for v in node.inputs:
             owner = v.owner
             region = region_of.get(owner) if owner is not None else None
-            if region is not None and region.key == key:
+            if region is not None and region.key == key and \
+                    len(region.members) < MAX_FUSED_NODES:
                 if region not in candidates:
                     candidates.append(region)
                 from_region.setdefault(id(region), []).append(last_elemwise[v])
@@ -127,7 +132,7 @@ def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply
         if candidates:
             start = min(r.start for r in candidates)
             ext = max([base_ext] + [r.ext_max for r in candidates])
-            if ext < start:
+            if ext < start and sum(len(r.members) for r in candidates) < MAX_FUSED_NODES:
                 chosen = candidates
             else:
                 for region in sorted(candidates, key=lambda r: -len(r.members)):

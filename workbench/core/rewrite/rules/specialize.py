@@ -116,9 +116,20 @@ def _dot_inputs(fgraph: Any, var: Variable, out: Variable) -> tuple[Variable, Va
     return x, y
 
 
+def _negated(var: Variable) -> Variable:
+    """-var, folded when var is a constant (this pass runs after constant folding)."""
+    if isinstance(var, Constant):
+        return constant(-np.asarray(var.data))
+    return tm.neg(var)
+
+
 def _to_blas(fgraph: Any, node: Apply, want_matrix: bool) -> Any:
-    """Shared body of the gemm and gemv rewrites on an ``add`` node."""
-    if scalar_op_of(node, smath.Add) is None:
+    """Shared body of the gemm and gemv rewrites on an ``add`` or ``sub`` node."""
+    if scalar_op_of(node, smath.Add) is not None:
+        signs = (1, 1)
+    elif scalar_op_of(node, smath.Sub) is not None:  # z - alpha*dot: alpha negated
+        signs = (1, -1)
+    else:
         return None
     out = node.outputs[0]
     if not is_float(out) or out.type.ndim != (2 if want_matrix else 1):
@@ -135,6 +146,8 @@ def _to_blas(fgraph: Any, node: Apply, want_matrix: bool) -> Any:
         x, y = operands
         alpha = one if alpha is None else cast(alpha, out.type.dtype)
         beta = one if beta is None else cast(beta, out.type.dtype)
+        alpha = _negated(alpha) if signs[first] < 0 else alpha
+        beta = _negated(beta) if signs[second] < 0 else beta
         if want_matrix:
             if x.type.ndim != 2 or y.type.ndim != 2:
                 continue
@@ -150,15 +163,16 @@ def _to_blas(fgraph: Any, node: Apply, want_matrix: bool) -> Any:
 
 
 @register_specialize
-@node_rewriter([tm.add.op])
+@node_rewriter([tm.add.op, tm.sub.op])
 def local_dot_to_gemm(fgraph: Any, node: Apply) -> Any:
     """``alpha*dot(x, y) + beta*z -> gemm(z, alpha, x, y, beta)`` for matrices
-    (alpha and beta default to 1; z may be a broadcast row or column)."""
+    (alpha and beta default to 1; z may be a broadcast row or column); a difference
+    negates the subtracted scale (``z - a*dot(x, y)`` is ``gemm(z, -a, x, y, 1)``)."""
     return _to_blas(fgraph, node, want_matrix=True)
 
 
 @register_specialize
-@node_rewriter([tm.add.op])
+@node_rewriter([tm.add.op, tm.sub.op])
 def local_dot_to_gemv(fgraph: Any, node: Apply) -> Any:
     """``alpha*dot(A, x) + beta*y -> gemv(y, alpha, A, x, beta)``; a vector-matrix
     product ``dot(x, A)`` uses the transpose of A."""

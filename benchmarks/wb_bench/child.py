@@ -1,0 +1,82 @@
+"""Runs in a fresh subprocess: build a graph, compile it with the C linker, call it once,
+and print one JSON line with the times (seconds) and the linker's compile report.
+
+    python child.py compile fused|mlp-float32|mlp-float64
+    python child.py chain LENGTH
+
+The parent sets WORKBENCH_CACHE_DIR (a fresh directory for a cold cache) and the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def _fused() -> tuple[object, tuple[object, ...]]:
+    import numpy as np
+    import workbench.tensor as wt
+
+    import workbench as wb
+
+    x, y = wt.dvector("x"), wt.dvector("y")
+    out = wt.exp(x) * wt.sin(y) + x**2 / (1 + y * y) - wt.tanh(x * y)
+    data = np.linspace(-1, 1, 10**6)
+    return wb.function([x, y], out, linker="c"), (data, data)
+
+
+def _mlp(dtype: str) -> tuple[object, tuple[object, ...]]:
+    import workbench as wb
+    from workbench.examples import mlp
+
+    source = mlp.build_source(dtype=dtype)
+    fn = wb.function(source.inputs, source.outputs[0], updates=source.updates, linker="c")
+    return fn, mlp.make_batch(dtype=dtype)
+
+
+def _chain(length: int) -> tuple[object, tuple[object, ...], float]:
+    import numpy as np
+
+    import workbench as wb
+    from workbench.examples import long_chain
+
+    start = time.perf_counter()
+    source = long_chain.build_source(length=length)
+    built = time.perf_counter() - start
+    fn = wb.function(source.inputs, source.outputs[0], linker="c")
+    return fn, (np.zeros(10_000),), built
+
+
+def main(argv: list[str]) -> None:
+    import_start = time.perf_counter()
+    import workbench  # noqa: F401 - import time is not compile time
+
+    imported = time.perf_counter() - import_start
+    kind, arg = argv[0], argv[1]
+    start = time.perf_counter()
+    result: dict[str, object] = {"import_seconds": imported}
+    if kind == "compile":
+        fn, args = _fused() if arg == "fused" else _mlp(arg.split("-", 1)[1])
+        compiled = time.perf_counter()
+        fn(*args)
+    elif kind == "chain":
+        fn, args, built = _chain(int(arg))
+        result["build_seconds"] = built
+        compiled = time.perf_counter()
+        value = fn(*args)
+        result["first_value"] = float(value[0])
+        result["nodes_after_rewriting"] = len(fn.maker.fgraph.apply_nodes)
+    else:
+        raise SystemExit(f"unknown kind {kind!r}: use compile or chain")
+    end = time.perf_counter()
+    result.update(compile_seconds=compiled - start, run_seconds=end - compiled,
+                  total_seconds=end - start)
+    report = getattr(fn.linker, "report", None)  # type: ignore[attr-defined]
+    if report is not None:
+        result["report"] = report.as_dict()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,291 @@
+"""Timing, optional references (PyTensor, JAX) and the result table of the suite."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: the repository root (benchmarks/..), put on sys.path by run.py
+ROOT = Path(__file__).resolve().parents[2]
+
+#: the implementation every ratio is measured against
+SUBJECT = "workbench c"
+
+
+@dataclass
+class Row:
+    """One measurement: `case` (what), `impl` (who), median `seconds`, a free note.
+
+    `ratio` is filled by `fill_ratios`: this row's time over the workbench row's time
+    of the same case (above 1: workbench is that many times faster)."""
+
+    case: str
+    impl: str
+    seconds: float | None
+    note: str = ""
+    ratio: float | None = None
+
+
+@dataclass
+class Context:
+    """Options of one run of the suite."""
+
+    quick: bool = False
+    repeats: int = 7
+    min_seconds: float = 0.05  # each repeat runs the callable at least this long
+    pytensor: bool = True
+    jax: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def make(cls, quick: bool, repeats: int | None = None, pytensor: bool = True,
+             jax: bool = True) -> Context:
+        if quick:
+            return cls(True, repeats or 3, 0.02, pytensor, jax)
+        return cls(False, repeats or 7, 0.1, pytensor, jax)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def _calibrate(fn: Callable[[], Any], ctx: Context) -> int:
+    """How many calls of `fn` last at least `ctx.min_seconds`."""
+    clock = time.perf_counter
+    number = 1
+    while True:
+        start = clock()
+        for _ in range(number):
+            fn()
+        elapsed = clock() - start
+        if elapsed >= ctx.min_seconds or number >= 1 << 20:
+            return number
+        number = min(1 << 20, max(2 * number, int(number * ctx.min_seconds / max(elapsed, 1e-9))))
+
+
+@dataclass
+class _Entry:
+    impl: str
+    fn: Callable[[], Any] | None
+    note: str = ""
+    number: int | None = None
+    error: BaseException | None = None
+    times: list[float] = field(default_factory=list)
+
+
+class Case:
+    """The implementations of one benchmark case, timed together.
+
+    `add(impl, fn)` registers a callable; `measure(ctx)` warms each one up, then runs
+    the repeats round-robin (one repeat of each implementation in turn), so a load
+    spike on a shared machine hits every implementation alike; each repeat calls the
+    callable `number` times (by default enough calls to last `ctx.min_seconds`) with
+    the garbage collector paused. A callable that fails gives a row with no time and
+    the error as its note."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: list[_Entry] = []
+
+    def add(self, impl: str, fn: Callable[[], Any], note: str = "",
+            number: int | None = None) -> None:
+        self.entries.append(_Entry(impl, fn, note, number))
+
+    def fail(self, impl: str, exc: BaseException) -> None:
+        self.entries.append(_Entry(impl, None, error=exc))
+
+    def measure(self, ctx: Context) -> list[Row]:
+        live = []
+        for entry in self.entries:
+            if entry.fn is None:
+                continue
+            try:
+                entry.fn()
+                if entry.number is None:
+                    entry.number = _calibrate(entry.fn, ctx)
+                live.append(entry)
+            except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
+                entry.error = exc
+        clock = time.perf_counter
+        was_enabled = gc.isenabled()
+        for _ in range(ctx.repeats):
+            for entry in list(live):
+                fn, number = entry.fn, entry.number or 1
+                gc.collect()
+                gc.disable()
+                try:
+                    start = clock()
+                    for _ in range(number):
+                        fn()  # type: ignore[misc]
+                    entry.times.append((clock() - start) / number)
+                except Exception as exc:  # noqa: BLE001
+                    entry.error = exc
+                    live.remove(entry)
+                finally:
+                    if was_enabled:
+                        gc.enable()
+        rows = []
+        for entry in self.entries:
+            if entry.error is not None or not entry.times:
+                rows.append(failed_row(self.name, entry.impl, entry.error or
+                                       RuntimeError("not measured")))
+            else:
+                rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
+                                entry.note))
+        return rows
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:120] if text else ""
+
+
+def failed_row(case: str, impl: str, exc: BaseException) -> Row:
+    return Row(case, impl, None, f"failed: {type(exc).__name__}: {_first_line(exc)}")
+
+
+def check_close(expected: Any, actual: Any, what: str, rtol: float = 1e-6,
+                atol: float = 1e-9) -> None:
+    """Raise AssertionError naming `what` when two results differ (benchmarks must agree)."""
+    import numpy as np
+
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if expected.shape != actual.shape or not np.allclose(expected, actual, rtol=rtol, atol=atol,
+                                                         equal_nan=True):
+        err = np.max(np.abs(expected - actual)) if expected.shape == actual.shape else "shape"
+        raise AssertionError(f"{what}: result differs from the NumPy reference (max abs "
+                             f"error {err})")
+
+
+# -- optional references ---------------------------------------------------------------
+
+
+def pytensor_module(ctx: Context) -> Any | None:
+    """`pytensor` when installed and wanted, else None (with a note)."""
+    if not ctx.pytensor:
+        ctx.note("PyTensor: skipped (--no-pytensor)")
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pytensor
+    except Exception as exc:  # noqa: BLE001 - not installed or broken install
+        ctx.note(f"PyTensor: not installed ({type(exc).__name__}), its rows are skipped "
+                 "(`pip install pytensor` to compare)")
+        return None
+    ctx.note(f"PyTensor {pytensor.__version__}: 'default' is its default mode "
+             f"({pytensor_default_linker()}), 'C' its C/CVM mode")
+    return pytensor
+
+
+def pytensor_default_linker() -> str:
+    from pytensor.compile.mode import get_default_mode
+
+    linker = get_default_mode().linker
+    return type(linker).__name__.replace("Linker", "").lower() or str(linker)
+
+
+def pytensor_modes(ctx: Context) -> list[tuple[str, Any]]:
+    """(label, mode) pairs to measure: the default mode, and its C mode when the default
+    is something else (PyTensor's fastest is one of them). Quick runs use the default only."""
+    from pytensor.compile.mode import get_default_mode, get_mode
+
+    modes: list[tuple[str, Any]] = [("pytensor default", get_default_mode())]
+    if not ctx.quick and pytensor_default_linker() not in ("cvm", "c", "vm"):
+        modes.append(("pytensor C", get_mode("CVM")))
+    return modes
+
+
+def jax_module(ctx: Context) -> Any | None:
+    """`jax` (with float64 enabled) when installed and wanted, else None (with a note)."""
+    if not ctx.jax:
+        ctx.note("JAX: skipped (--no-jax)")
+        return None
+    try:
+        import jax
+    except Exception as exc:  # noqa: BLE001
+        ctx.note(f"JAX: not installed ({type(exc).__name__}), its rows are skipped "
+                 "(`pip install jax jaxlib` to compare)")
+        return None
+    jax.config.update("jax_enable_x64", True)
+    ctx.note(f"JAX {jax.__version__}: jit on {jax.devices()[0].platform}")
+    return jax
+
+
+# -- the table --------------------------------------------------------------------------
+
+
+def fill_ratios(rows: list[Row]) -> None:
+    """Set each row's ratio: its time over the time of the SUBJECT row of its case."""
+    subject = {r.case: r.seconds for r in rows if r.impl.startswith(SUBJECT) and r.seconds}
+    for row in rows:
+        base = subject.get(row.case)
+        if base and row.seconds:
+            row.ratio = row.seconds / base
+
+
+def format_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+HEADER = ("case", "implementation", "median", "ratio", "note")
+
+
+def format_table(rows: list[Row], notes: list[str]) -> str:
+    """A Markdown table (one row per measurement) and the notes under it.
+
+    ratio = this row's time / workbench's time for the same case: above 1 means
+    workbench is that many times faster."""
+    cells = [HEADER]
+    previous = None
+    for row in rows:
+        cells.append((row.case if row.case != previous else "", row.impl,
+                      format_seconds(row.seconds),
+                      "-" if row.ratio is None else f"{row.ratio:.2f}", row.note))
+        previous = row.case
+    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
+    lines = []
+    for k, c in enumerate(cells):
+        lines.append("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
+        if k == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    text = "\n".join(lines)
+    text += ("\n\nratio = reference time / workbench time for the same case "
+             "(above 1: workbench is faster).")
+    if notes:
+        text += "\n" + "\n".join(f"- {n}" for n in notes)
+    return text
+
+
+def to_json(rows: list[Row], notes: list[str], ctx: Context) -> str:
+    return json.dumps({"quick": ctx.quick, "repeats": ctx.repeats,
+                       "rows": [asdict(r) for r in rows], "notes": notes}, indent=1)
+
+
+def child_env(cache_dir: str | None = None) -> dict[str, str]:
+    """The environment of a benchmark subprocess: the repository importable, and a
+    given WORKBENCH_CACHE_DIR."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    if cache_dir is not None:
+        env["WORKBENCH_CACHE_DIR"] = cache_dir
+    return env
+
+
+def python() -> str:
+    return sys.executable

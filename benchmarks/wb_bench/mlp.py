@@ -1,0 +1,134 @@
+"""(4) One training step of a 784-256-10 MLP (tanh, softmax cross-entropy, SGD updates of
+shared weights, batch 128) in float32 and float64.
+
+References: NumPy with hand-written backpropagation (`workbench.examples.mlp.numpy_step`),
+PyTensor (the same graph, weights in shared variables) and JAX jit (`jax.grad`, the new
+weights returned and fed back, buffers donated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from wb_bench.common import (
+    SUBJECT,
+    Case,
+    Context,
+    Row,
+    check_close,
+    jax_module,
+    pytensor_modes,
+    pytensor_module,
+)
+
+LEARNING_RATE = 0.1
+
+
+def workbench_step(dtype: str, linker: str = "c") -> Any:
+    import workbench as wb
+    from workbench.examples import mlp
+
+    source = mlp.build_source(dtype=dtype, learning_rate=LEARNING_RATE)
+    return wb.function(source.inputs, source.outputs[0], updates=source.updates, linker=linker)
+
+
+def pytensor_step(pt: Any, dtype: str, mode: Any) -> Any:
+    import pytensor.tensor as ptt
+    from pytensor.tensor.special import softmax
+
+    from workbench.examples.mlp import initial_params
+
+    x = ptt.tensor("x", dtype=dtype, shape=(None, 784))
+    labels = ptt.tensor("labels", dtype=dtype, shape=(None, 10))
+    params = [pt.shared(v, name=n) for v, n in zip(initial_params(dtype=dtype),
+                                                   ("W1", "b1", "W2", "b2"))]
+    w1, b1, w2, b2 = params
+    hidden = ptt.tanh(x @ w1 + b1)
+    probabilities = softmax(hidden @ w2 + b2, axis=-1)
+    cost = -(labels * ptt.log(probabilities)).sum(axis=1).mean()
+    grads = pt.grad(cost, params)
+    lr = np.asarray(LEARNING_RATE, dtype=dtype)
+    updates = [(p, p - lr * g) for p, g in zip(params, grads)]
+    return pt.function([x, labels], cost, updates=updates, mode=mode)
+
+
+def jax_step(jax: Any) -> Any:
+    import jax.numpy as jnp
+
+    def cost_fn(params: Any, x: Any, labels: Any) -> Any:
+        w1, b1, w2, b2 = params
+        hidden = jnp.tanh(x @ w1 + b1)
+        log_p = jax.nn.log_softmax(hidden @ w2 + b2, axis=-1)
+        return -(labels * log_p).sum(axis=1).mean()
+
+    def step(params: Any, x: Any, labels: Any) -> Any:
+        cost, grads = jax.value_and_grad(cost_fn)(params, x, labels)
+        return cost, tuple(p - LEARNING_RATE * g for p, g in zip(params, grads))
+
+    return jax.jit(step, donate_argnums=(0,))
+
+
+def run(ctx: Context) -> list[Row]:
+    from workbench.examples.mlp import initial_params, make_batch, numpy_step
+
+    pt = pytensor_module(ctx)
+    jax = jax_module(ctx)
+    rows: list[Row] = []
+    dtypes = ("float32", "float64")
+    if ctx.quick:
+        dtypes = ("float64",)
+        ctx.note("quick run: MLP step in float64 only, without PyTensor (its compile is slow)")
+        pt = None
+    for dtype in dtypes:
+        case = Case(f"MLP step 784-256-10 b128 {dtype}")
+        x, labels = make_batch(dtype=dtype)
+        tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {}
+        expected = numpy_step(initial_params(dtype=dtype), x, labels, LEARNING_RATE)
+        try:
+            fn = workbench_step(dtype)
+            check_close(expected, fn(x, labels), case.name, **tol)
+            case.add(SUBJECT, lambda fn=fn, x=x, labels=labels: fn(x, labels),
+                     note=_python_nodes(fn))
+        except Exception as exc:  # noqa: BLE001
+            case.fail(SUBJECT, exc)
+        params = initial_params(dtype=dtype)
+        case.add("numpy backprop",
+                 lambda p=params, x=x, labels=labels: numpy_step(p, x, labels, LEARNING_RATE),
+                 note="hand-written gradients")
+        if pt is not None:
+            for label, mode in pytensor_modes(ctx):
+                try:
+                    pfn = pytensor_step(pt, dtype, mode)
+                    check_close(expected, pfn(x, labels), f"{case.name} ({label})", **tol)
+                    case.add(label, lambda pfn=pfn, x=x, labels=labels: pfn(x, labels))
+                except Exception as exc:  # noqa: BLE001
+                    case.fail(label, exc)
+        if jax is not None:
+            try:
+                jfn = jax_step(jax)
+                state = [tuple(jax.device_put(p) for p in initial_params(dtype=dtype))]
+                jx, jl = jax.device_put(x), jax.device_put(labels)
+                cost, state[0] = jfn(state[0], jx, jl)
+                check_close(expected, np.asarray(cost), f"{case.name} (jax)", **tol)
+
+                def jax_call(state: list[Any] = state, jfn: Any = jfn, jx: Any = jx,
+                             jl: Any = jl) -> None:
+                    cost, state[0] = jfn(state[0], jx, jl)
+                    cost.block_until_ready()
+
+                case.add("jax jit", jax_call)
+            except Exception as exc:  # noqa: BLE001
+                case.fail("jax jit", exc)
+        rows += case.measure(ctx)
+    return rows
+
+
+def _python_nodes(fn: Any) -> str:
+    """Which Op classes still run through `perform` (their C kernels are missing)."""
+    report = getattr(fn.linker, "report", None)
+    if report is None or not report.py_nodes:
+        return ""
+    names = sorted({type(node.op).__name__ for node, _ in report.py_nodes})
+    return f"{len(report.py_nodes)} Python nodes: " + ", ".join(names)

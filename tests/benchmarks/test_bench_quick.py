@@ -1,0 +1,94 @@
+"""The benchmark suite (`benchmarks/run.py --quick`) runs in a subprocess and prints a table
+that parses: every case has workbench's row and a NumPy reference, times and ratios are
+numbers. No timing is asserted (the machine may be loaded)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.core.link.c.compiler import has_compiler
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "run.py"
+TIME = re.compile(r"^(\d+(\.\d+)?) (us|ms|s)$")
+
+pytestmark = pytest.mark.skipif(not has_compiler(), reason="the suite measures the C linker")
+
+
+def parse_table(text: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table (a blank case cell repeats the previous case)."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == ["case", "implementation", "median", "ratio", "note"]
+    assert set(lines[1]) <= {"|", "-"}
+    rows, case = [], None
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert len(cells) == len(header), line
+        case = cells[0] or case
+        rows.append(dict(zip(header, [case, *cells[1:]])))
+    return rows
+
+
+def seconds(cell: str) -> float | None:
+    if cell == "-":
+        return None
+    match = TIME.match(cell)
+    assert match, f"not a time: {cell!r}"
+    return float(match.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[match.group(3)]
+
+
+@pytest.fixture(scope="module")
+def quick_run():
+    env = dict(os.environ, NO_COLOR="1")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--no-pytensor"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_quick_suite_prints_a_table_of_ratios(quick_run):
+    rows = parse_table(quick_run.stdout)
+    cases: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        cases.setdefault(row["case"], []).append(row)
+    names = " ".join(cases)
+    for family in ("fused chain", "call overhead scalar", "call overhead vector[10] trust_input",
+                   "logsumexp rows", "softmax rows", "MLP step", "compile fused chain",
+                   "compile MLP step", "chain y=y*1.0001+0.5"):
+        assert family in names, family
+    for case, members in cases.items():
+        mine = [r for r in members if r["implementation"] == "workbench c"]
+        assert len(mine) == 1, case
+        assert seconds(mine[0]["median"]) is not None, mine[0]  # measured, not failed
+        assert mine[0]["ratio"] == "1.00"
+        for row in members:
+            value = seconds(row["median"])
+            if value is None:
+                assert row["ratio"] == "-" and row["note"].startswith("failed:"), row
+            else:
+                assert value > 0 and float(row["ratio"]) > 0, row
+    for case, members in cases.items():
+        if not case.startswith(("compile", "chain")):
+            impls = {r["implementation"] for r in members}
+            assert impls & {"numpy", "numpy eager", "numpy backprop"}, case
+    fused = cases[next(c for c in cases if c.startswith("fused chain"))]
+    assert any(r["implementation"].startswith("C loop") and r["median"] != "-" for r in fused)
+
+
+def test_quick_suite_notes_what_was_skipped(quick_run):
+    notes = quick_run.stdout.split("ratio = reference time / workbench time")[1]
+    assert "PyTensor: skipped (--no-pytensor)" in notes
+    assert "quick run" in notes
+    assert "[fused:" in quick_run.stderr  # progress per family on stderr
+
+
+def test_bad_arguments_exit_2():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--only", "nonsense"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "unknown families" in done.stderr

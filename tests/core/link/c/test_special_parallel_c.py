@@ -1,0 +1,131 @@
+"""The softmax family's row loops shared among helper threads for large inputs.
+
+Each row is computed by one thread with the same kernel, so the parallel loop must give
+bit-identical results to the serial one (checked with the size threshold forced to 0 and
+the thread count switched through ``WORKBENCH_NUM_THREADS`` between calls), the threads
+must really start (counted in /proc in a fresh process) and a forked child must still
+compute (it has none of its parent's helpers).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.link.c.compiler import has_compiler
+from workbench.core.link.c.ops import special
+from workbench.core.tensor.special import log_softmax, logsumexp, softmax
+
+pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+
+RNG = np.random.default_rng(11)
+ROOT = Path(__file__).resolve().parents[4]
+
+
+@pytest.fixture
+def low_threshold(monkeypatch):
+    """Rows are shared among threads from the first element (a new source, a new module)."""
+    monkeypatch.setattr(special, "PARALLEL_MIN_ELEMENTS", 0)
+
+
+def with_awkward_rows(value):
+    """`value` (2-d, at least 4 x 4) with rows holding NaN, +inf, only -inf and huge values."""
+    value = value.copy()
+    value[0, 1] = np.nan
+    value[1, 2] = np.inf
+    value[2, :] = -np.inf
+    value[3, :] = 1000.0 + np.arange(value.shape[1])
+    return value
+
+
+def test_the_threshold_is_compiled_into_the_source(low_threshold):
+    x = wt.dmatrix("x")
+    f = wb.function([x], softmax(x, 1), linker="c")
+    (src,) = f.linker.report.sources.values()
+    assert "#define WB_PAR_MIN ((npy_intp)0)" in src.source
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_parallel_rows_are_bit_identical_to_the_serial_loop(low_threshold, monkeypatch, dtype):
+    x = wt.matrix("x", dtype=dtype)
+    t = wt.tensor3("t", dtype=dtype)
+    outs = [softmax(x, 1), log_softmax(x, 1), logsumexp(x, 1), softmax(x, 0),
+            log_softmax(t, 0), logsumexp(t, (0, 2)), logsumexp(t, 2, keepdims=True)]
+    f = wb.function([x, t], outs, linker="c")
+    assert len(f.linker.report.c_nodes) == len(outs) and not f.linker.report.py_nodes
+    xv = with_awkward_rows(RNG.normal(size=(203, 37)) * 4).astype(dtype)
+    tv = (RNG.normal(size=(9, 31, 45)) * 4).astype(dtype)[:, ::-1, ::2]  # strided rows
+    monkeypatch.setenv(special.THREADS_ENV, "1")
+    serial = [o.copy() for o in f(xv, tv)]
+    for threads in (2, 3, 7):
+        monkeypatch.setenv(special.THREADS_ENV, str(threads))
+        parallel = f(xv, tv)
+        for s, p in zip(serial, parallel):
+            assert s.dtype == p.dtype and s.shape == p.shape
+            np.testing.assert_array_equal(s.view(f"u{s.itemsize}"), p.view(f"u{p.itemsize}"))
+    reference = wb.function([x, t], outs, linker="py")(xv, tv)
+    for out, s, r in zip(outs, serial, reference):
+        assert out.type.values_eq_approx(s, r)
+
+
+def test_more_threads_than_rows_and_a_single_row(low_threshold, monkeypatch):
+    x = wt.dmatrix("x")
+    f = wb.function([x], [softmax(x, 1), logsumexp(x, 1)], linker="c")
+    monkeypatch.setenv(special.THREADS_ENV, "1")
+    values = [RNG.normal(size=shape) for shape in ((2, 50), (1, 80), (3, 1), (0, 5), (5, 0))]
+    serial = [[o.copy() for o in f(v)] for v in values]
+    monkeypatch.setenv(special.THREADS_ENV, "16")
+    for v, want in zip(values, serial):
+        for got, w in zip(f(v), want):
+            np.testing.assert_array_equal(got, w)
+
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    import workbench as wb
+    import workbench.tensor as wt
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    x = wt.dmatrix("x")
+    f = wb.function([x], [wt.softmax(x, 1), wt.logsumexp(x, 1)], linker="c")
+    value = np.random.default_rng(0).normal(size=(1000, 200))
+    before = tasks()
+    sm, lse = f(value)
+    sm, lse = sm.copy(), lse.copy()
+    after = tasks()
+    f(value)  # the helpers are kept for the next calls, not started again
+    assert tasks() == after, (after, tasks())
+    pid = os.fork()
+    if pid == 0:  # the child has no helper threads; it must still compute, and the same
+        got = f(value)
+        os._exit(0 if np.array_equal(got[0], sm) and np.array_equal(got[1], lse) else 3)
+    _, status = os.waitpid(pid, 0)
+    print(before, after, os.waitstatus_to_exitcode(status))
+""")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or not hasattr(os, "fork"),
+                    reason="counts threads through Linux's /proc and forks")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_helper_threads_start_as_configured_and_fork_safely(threads):
+    env = dict(os.environ, **{special.THREADS_ENV: str(threads)},
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    before, after, child = map(int, res.stdout.split()[-3:])
+    assert child == 0
+    # two nodes (softmax and logsumexp), each with its own helpers: threads - 1 per node
+    assert after - before == 2 * (threads - 1)

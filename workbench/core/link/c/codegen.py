@@ -1,0 +1,184 @@
+"""Generate the C source of one Apply node's extension module.
+
+The module exports, as the capsule `fn` named "workbench.node", a function
+`int fn(PyObject **ins, PyObject **outs)` (the calling convention of runtime.c).
+Its body follows seed 002/003: declare and initialise every variable (c_declare,
+c_init), extract the inputs (c_extract) and previous outputs (c_extract_out), run
+the Op's c_code, pack the outputs back (c_sync), and release everything
+(c_code_cleanup, c_cleanup) on every path. `sub["fail"]` jumps to that cleanup.
+
+The source depends only on the node's signature (Op and its props, input and
+output Types), never on object identities: nodes of the same kind share one
+module, and the module cache keys on the source text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.core.graph.basic import Apply
+from workbench.core.graph.utils import MethodNotDefined
+from workbench.core.link.c.compiler import PRELUDE_INCLUDE
+from workbench.core.link.c.interface import c_op_of, c_optional, c_type_of
+
+__all__ = ["NodeSource", "NoCCode", "node_source"]
+
+#: Flags every generated module gets on top of the compiler's defaults: vector math
+#: through glibc's libmvec (`declare simd`, see scalar_c.py), no errno from math
+#: functions (lets sqrt & co. compile to instructions; results are unchanged), and no
+#: contraction of a*b+c into FMA so results match NumPy's operation-by-operation rounding.
+BASE_FLAGS: tuple[str, ...] = ("-fopenmp-simd", "-fno-math-errno", "-ffp-contract=off",
+                               "-std=gnu11")
+
+
+class NoCCode(Exception):
+    """This node has no C implementation (it runs through `perform`)."""
+
+
+@dataclass
+class NodeSource:
+    """The generated module of one node, and what compiling it needs."""
+
+    source: str
+    module_name: str
+    version: tuple[Any, ...]
+    extra_flags: list[str] = field(default_factory=list)
+    libraries: list[str] = field(default_factory=list)
+    lib_dirs: list[str] = field(default_factory=list)
+    include_dirs: list[str] = field(default_factory=list)
+    #: the c_code fragment alone, for `--show-code` style displays
+    body: str = ""
+
+
+def _header_line(h: str) -> str:
+    h = h.strip()
+    if not (h.startswith("<") or h.startswith('"')):
+        h = f"<{h}>"
+    return f"#include {h}"
+
+
+def _version_of(obj: Any) -> tuple[Any, ...] | None:
+    v = c_optional(obj, "c_code_cache_version", default=())
+    return tuple(v) if v else None
+
+
+def node_source(node: Apply) -> NodeSource:
+    """The C module of `node`; NoCCode when its Op or one of its Types has no C."""
+    op_c = c_op_of(node.op)
+    if op_c is None:
+        raise NoCCode(f"{node.op} has no C code")
+    supports = getattr(op_c, "c_supports", None)
+    if supports is not None and not supports(node):
+        raise NoCCode(f"{node.op} has no C code for these types")
+    variables = [*node.inputs, *node.outputs]
+    type_cs = []
+    for var in variables:
+        tc = c_type_of(var.type)
+        if tc is None:
+            raise NoCCode(f"type {var.type} has no C code")
+        type_cs.append(tc)
+    n_in = len(node.inputs)
+    in_names = [f"i{k}" for k in range(n_in)]
+    out_names = [f"o{k}" for k in range(len(node.outputs))]
+    names = in_names + out_names
+    fail = "{ wb_failure = 1; goto wb_cleanup; }"
+    op_label = str(node.op)
+    if len(op_label) > 60:
+        op_label = op_label[:57] + "..."
+
+    def sub_for(k: int) -> dict[str, str]:
+        what = f"input {k}" if k < n_in else f"output {k - n_in}"
+        return {"fail": fail, "label": f"{what} of {op_label}", "id": str(k)}
+
+    try:
+        decls, inits, extracts, syncs, cleanups = [], [], [], [], []
+        for k, (tc, name) in enumerate(zip(type_cs, names)):
+            sub = sub_for(k)
+            decls.append(tc.c_declare(name, sub))
+            inits.append(tc.c_init(name, sub))
+            if k < n_in:
+                extracts.append(tc.c_extract(name, sub))
+            else:
+                out_extract = c_optional(tc, "c_extract_out", name, sub, default=None)
+                if out_extract is None:  # a Type without it: extract only real values
+                    out_extract = (f"if (py_{name} != Py_None) {{\n"
+                                   f"{tc.c_extract(name, sub)}}}\n")
+                extracts.append(out_extract)
+                syncs.append(tc.c_sync(name, sub))
+            cleanups.append(c_optional(tc, "c_cleanup", name, sub, default=""))
+        op_sub = {"fail": fail, "label": op_label}
+        body = op_c.c_code(node, "node", in_names, out_names, op_sub)
+        code_cleanup = c_optional(op_c, "c_code_cleanup", node, "node", in_names, out_names,
+                                  op_sub, default="")
+    except MethodNotDefined as exc:
+        raise NoCCode(f"{node.op}: {exc}") from exc
+
+    headers: list[str] = []
+    support: list[str] = []
+    libraries: list[str] = []
+    flags: list[str] = list(BASE_FLAGS)
+    lib_dirs: list[str] = []
+    include_dirs: list[str] = []
+    init_code: list[str] = []
+    versions: list[Any] = []
+    for obj in [*type_cs, op_c]:
+        headers += c_optional(obj, "c_headers", default=[]) or []
+        code = c_optional(obj, "c_support_code", default="") or ""
+        if code and code not in support:
+            support.append(code)
+        libraries += c_optional(obj, "c_libraries", default=[]) or []
+        flags += c_optional(obj, "c_compile_args", default=[]) or []
+        lib_dirs += c_optional(obj, "c_lib_dirs", default=[]) or []
+        include_dirs += c_optional(obj, "c_header_dirs", default=[]) or []
+        versions.append(_version_of(obj))
+    init_code += c_optional(op_c, "c_init_code", default=[]) or []
+    apply_support = c_optional(op_c, "c_support_code_apply", node, "node", default="") or ""
+    unversioned = any(v is None for v in versions)
+
+    # the prelude (Python, NumPy, math.h, string.h) comes precompiled: see compiler.py
+    lines = ["/* generated by workbench for one Apply node */", PRELUDE_INCLUDE,
+             "#include <numpy/arrayobject.h>", "#include <math.h>"]
+    for h in dict.fromkeys(headers):
+        line = _header_line(h)
+        if line not in lines:
+            lines.append(line)
+    lines += support
+    if apply_support:
+        lines.append(apply_support)
+    lines.append("static int wb_node_run(PyObject **wb_ins, PyObject **wb_outs) {")
+    lines.append("  int wb_failure = 0;")
+    for k, name in enumerate(in_names):
+        lines.append(f"  PyObject *py_{name} = wb_ins[{k}];")
+    for k, name in enumerate(out_names):
+        lines.append(f"  PyObject *py_{name} = wb_outs[{k}];")
+        lines.append(f"  if (!py_{name}) {{ Py_INCREF(Py_None); py_{name} = Py_None; }}")
+    lines += decls + inits + extracts
+    lines.append("{\n" + body + "\n}")
+    lines += syncs
+    lines.append("wb_cleanup:")
+    lines.append("{\n" + code_cleanup + "\n}")
+    lines += reversed(cleanups)
+    for k, name in enumerate(out_names):
+        lines.append(f"  wb_outs[{k}] = py_{name};")
+    lines.append("  return wb_failure ? -1 : 0;\n}")
+    module_name = "wbnode"
+    lines += [
+        f"static struct PyModuleDef wb_module = {{PyModuleDef_HEAD_INIT, \"{module_name}\", "
+        "NULL, -1, NULL};",
+        f"PyMODINIT_FUNC PyInit_{module_name}(void) {{",
+        "  import_array();",
+        *[f"  {stmt}" for stmt in init_code],
+        "  PyObject *m = PyModule_Create(&wb_module);",
+        "  if (!m) return NULL;",
+        "  PyObject *cap = PyCapsule_New((void*)wb_node_run, \"workbench.node\", NULL);",
+        "  if (!cap || PyModule_AddObject(m, \"fn\", cap) < 0) { Py_XDECREF(cap); "
+        "Py_DECREF(m); return NULL; }",
+        "  return m;",
+        "}",
+    ]
+    version: tuple[Any, ...] = () if unversioned else ("node", *versions)
+    return NodeSource("\n".join(lines) + "\n", module_name, version,
+                      extra_flags=list(dict.fromkeys(flags)),
+                      libraries=list(dict.fromkeys(libraries)), lib_dirs=lib_dirs,
+                      include_dirs=include_dirs, body=body)

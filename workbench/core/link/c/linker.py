@@ -1,0 +1,208 @@
+"""The 'c' linker: every node with C code runs as a compiled function, the others
+through their Python `perform`, all inside one C loop (runtime.c's Program).
+
+Compiled modules are per node *kind*: the generated source depends only on the
+node's signature (Op and props, input and output Types), and the module cache
+keys on it, so a new graph made of known kinds compiles nothing. Missing modules
+of a graph are compiled in parallel (one compiler process per core).
+
+Graphs with lazy nodes (if-else) and profiled functions run the same compiled
+nodes from the Python VMs instead (`NodeThunk`s), which evaluate lazily and time
+each node.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.op import Thunk
+from workbench.core.link.c import codegen
+from workbench.core.link.c.cache import ModuleCache, default_cache
+from workbench.core.link.c.runtime import runtime
+from workbench.core.link.vm import VM, Cell, LoopVM, StackVM, VMLinker
+
+__all__ = ["CLinker", "CProgramVM", "CompileReport"]
+
+
+class CompileReport:
+    """What linking compiled: per node kind whether it was compiled, found on disk or
+    in memory, and the seconds spent; nodes that run in Python and why."""
+
+    def __init__(self) -> None:
+        self.c_nodes: list[Apply] = []
+        self.py_nodes: list[tuple[Apply, str]] = []
+        self.compiled = 0
+        self.disk_hits = 0
+        self.memory_hits = 0
+        self.compile_seconds = 0.0
+        self.link_seconds = 0.0
+        self.sources: dict[Apply, codegen.NodeSource] = {}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"c_nodes": len(self.c_nodes), "py_nodes": len(self.py_nodes),
+                "compiled": self.compiled, "disk_hits": self.disk_hits,
+                "memory_hits": self.memory_hits, "compile_seconds": self.compile_seconds,
+                "link_seconds": self.link_seconds}
+
+    def __repr__(self) -> str:
+        d = self.as_dict()
+        return ("CompileReport(" + ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else
+                                             f"{k}={v}" for k, v in d.items()) + ")")
+
+
+def _build_modules(sources: list[codegen.NodeSource], cache: ModuleCache,
+                   report: CompileReport) -> list[Any]:
+    """The loaded module of each source, compiling missing ones in parallel."""
+    before = (cache.stats.builds, cache.stats.disk_hits, cache.stats.memory_hits)
+    unique: dict[tuple[Any, ...], codegen.NodeSource] = {}
+    for src in sources:
+        unique.setdefault(_key(src), src)
+    start = time.perf_counter()
+    missing = [src for key, src in unique.items() if src.version and not cache.is_loaded(
+        ("node",), src.source, src.module_name, **_build_args(src))]
+    if len(missing) > 1:
+        workers = min(len(missing), max(1, os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda s: cache.ensure_built(("node",), s.source, s.module_name,
+                                                       **_build_args(s)), missing))
+    modules = {key: cache.get_or_build(("node",), src.source, src.module_name,
+                                       **_build_args(src))
+               for key, src in unique.items()}
+    report.compile_seconds += time.perf_counter() - start
+    after = (cache.stats.builds, cache.stats.disk_hits, cache.stats.memory_hits)
+    report.compiled += after[0] - before[0]
+    # each module prepared by the pool is then loaded from disk once more: not a hit
+    report.disk_hits += after[1] - before[1] - (len(missing) if len(missing) > 1 else 0)
+    report.memory_hits += after[2] - before[2]
+    return [modules[_key(src)] for src in sources]
+
+
+def _key(src: codegen.NodeSource) -> tuple[Any, ...]:
+    return (src.source, tuple(src.extra_flags), tuple(src.libraries))
+
+
+def _build_args(src: codegen.NodeSource) -> dict[str, Any]:
+    return dict(version=src.version, extra_flags=src.extra_flags, libraries=src.libraries,
+                lib_dirs=src.lib_dirs, include_dirs=src.include_dirs)
+
+
+class CLinker(VMLinker):
+    """Links a FunctionGraph to compiled C nodes (Python `perform` where there is no C).
+
+    `allow_gc` (default False): free intermediates after their last use. Keeping
+    them lets each node reuse its previous output buffer (no allocation per call).
+    `cache`: the ModuleCache (default: `WORKBENCH_CACHE_DIR` or the user cache).
+    """
+
+    name = "c"
+
+    def __init__(self, allow_gc: bool = False, lazy: bool | None = None, profile: bool = False,
+                 cache: ModuleCache | None = None) -> None:
+        super().__init__(allow_gc=allow_gc, lazy=lazy, profile=profile, impl="py")
+        self.cache = cache
+        self.report = CompileReport()
+        self.program: Any = None
+
+    def clone(self) -> CLinker:
+        return CLinker(self.allow_gc, self.lazy, self.profile, self.cache)
+
+    def __repr__(self) -> str:
+        return f"CLinker(allow_gc={self.allow_gc}, lazy={self.lazy})"
+
+    def node_sources(self, order: Sequence[Apply]) -> dict[Apply, codegen.NodeSource | str]:
+        """Per node: its generated module, or why it has none (it runs `perform`)."""
+        result: dict[Apply, codegen.NodeSource | str] = {}
+        for node in order:
+            try:
+                result[node] = codegen.node_source(node)
+            except codegen.NoCCode as exc:
+                result[node] = str(exc)
+        return result
+
+    @property
+    def generated_code(self) -> str:
+        """The C source of every compiled node of the linked graph, for display."""
+        parts = []
+        for node, src in self.report.sources.items():
+            parts.append(f"/* ==== {node} ==== */\n{src.source}")
+        return "\n".join(parts)
+
+    def make_thunk(
+        self,
+        input_storage: Sequence[Cell] | None = None,
+        output_storage: Sequence[Cell] | None = None,
+        storage_map: dict[Variable, Cell] | None = None,
+    ) -> tuple[Callable[[], None], list[Cell], list[Cell], list[Thunk], list[Apply]]:
+        fg = self.fgraph
+        if fg is None:
+            raise ValueError("CLinker.make_thunk: call accept(fgraph) first")
+        start = time.perf_counter()
+        rt = runtime()
+        report = self.report = CompileReport()
+        order = fg.toposort()
+        smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
+        sources = self.node_sources(order)
+        c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
+        modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
+                                 self.cache or default_cache(), report)
+        capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
+        thunks: list[Thunk] = []
+        for node in order:
+            if node in capsules:
+                src = sources[node]
+                report.c_nodes.append(node)
+                report.sources[node] = src  # type: ignore[assignment]
+                ins = tuple(smap[v] for v in node.inputs)
+                outs = tuple(smap[v] for v in node.outputs)
+                fn = rt.NodeThunk(capsules[node], ins, outs)
+                thunks.append(Thunk(fn, node, list(ins), list(outs), impl="c"))
+            else:
+                report.py_nodes.append((node, str(sources[node])))
+                thunks.append(self._thunk_for(node, smap, cmap))
+        lazy = self.lazy if self.lazy is not None else any(t.lazy for t in thunks)
+        if lazy:
+            vm: VM = StackVM(fg, order, thunks, smap, cmap, self.no_recycling,
+                             allow_gc=self.allow_gc, profile=self.profile)
+        elif self.profile:
+            vm = LoopVM(fg, order, thunks, smap, cmap, self.no_recycling,
+                        allow_gc=self.allow_gc, profile=self.profile)
+        else:
+            vm = CProgramVM(fg, order, thunks, smap, cmap, self.no_recycling,
+                            allow_gc=self.allow_gc, capsules=capsules)
+            self.program = vm.program
+        self.vm = vm
+        report.link_seconds = time.perf_counter() - start
+        return (vm.run, [smap[v] for v in fg.inputs], [smap[v] for v in fg.outputs],
+                thunks, order)
+
+
+class CProgramVM(VM):
+    """A VM whose loop over nodes is runtime.c's `Program` (no Python frame per node)."""
+
+    def __init__(self, *args: Any, capsules: dict[Apply, Any], **kwargs: Any) -> None:
+        self._capsules = capsules
+        super().__init__(*args, **kwargs)
+
+    def _make_runner(self) -> Callable[[], None]:
+        order, smap = self.order, self.storage_map
+        index_of = {node: i for i, node in enumerate(order)}
+        last_use: dict[Variable, int] = {}
+        for i, node in enumerate(order):
+            for var in node.inputs:
+                last_use[var] = i
+        to_free: list[list[Cell]] = [[] for _ in order]
+        if self.allow_gc:
+            for var in self.intermediates:
+                to_free[last_use.get(var, index_of[var.owner])].append(smap[var])
+        steps = []
+        for i, (node, thunk) in enumerate(zip(order, self.thunks)):
+            fn = self._capsules.get(node, thunk.fn)
+            steps.append((fn, tuple(smap[v] for v in node.inputs),
+                          tuple(smap[v] for v in node.outputs), tuple(to_free[i])))
+        self.program = runtime().Program(tuple(steps), tuple(self._clear), self._on_error)
+        return self.program.run

@@ -1,0 +1,13 @@
+"""C implementations of workbench's Ops, registered per Op class (importing this
+package registers them all)."""
+
+from workbench.core.link.c.ops import (  # noqa: F401
+    blas,
+    creation,
+    elemwise,
+    reduction,
+    shape,
+    special,
+    subtensor,
+    sum_to_shape,
+)

@@ -1,0 +1,398 @@
+"""C for the products: `Dot` (matrix-matrix, matrix-vector, vector-matrix,
+vector-vector), `Gemm` and `Gemv`, each one call into a real BLAS (see blas_lib.py).
+
+Layouts: a 2-d operand is handed to BLAS without copying when it is row-major
+(C order, any leading dimension) or the transpose of one (F order, e.g. the view
+`W.T`), with the matching transpose flag; only an operand that is neither (a
+doubly strided slice, negative or zero strides) is copied to C order first. A
+1-d operand is read in place with its positive stride as BLAS increment. A
+result written in place (Gemm/Gemv with `inplace=True`, or a reused F-ordered
+output) is written directly when BLAS can address it and it shares no memory
+with the factors; otherwise through a C-ordered temporary copied back.
+
+Semantics follow the Ops' `perform`: ``beta*z + alpha*dot(x, y)`` where z may
+broadcast against the product (a bias row); with ``beta == 0`` z is not read, so
+NaN in it (or in a reused output buffer) never leaks into the result; a zero
+summed length gives ``beta*z`` (zeros when beta is 0); empty results skip BLAS.
+As in BLAS, ``alpha == 0`` skips the product (NaN in the factors is not seen).
+
+Only float32 and float64 with every operand of the output's dtype go to BLAS
+(`c_supports`); other dtypes (integers, complex, float16, mixed) and graphs
+compiled where no BLAS is found run the Ops' `perform`. Large calls release the GIL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
+from workbench.core.link.c.interface import COpAdapter, register_c_op
+from workbench.core.tensor.blas import Gemm, Gemv
+from workbench.core.tensor.linalg import Dot
+
+__all__ = ["BLAS_DTYPES", "DotC", "GemmC", "GemvC", "NOGIL_FLOPS"]
+
+#: dtypes computed through BLAS (prefix of the BLAS routine, C type, NumPy type number).
+BLAS_DTYPES: dict[str, tuple[str, str, str]] = {
+    "float32": ("s", "float", "NPY_FLOAT32"),
+    "float64": ("d", "double", "NPY_FLOAT64"),
+}
+
+#: Calls with at least this many multiply-adds release the GIL while BLAS runs.
+NOGIL_FLOPS = 1 << 16
+
+_SHARED_C = r"""
+#define WB_NOGIL_FLOPS %(nogil)d
+/* How BLAS reads the 2-d array `a` in place: row-major (*trans = 0) or as the
+   transpose of a row-major matrix (*trans = 1, an F-ordered array), with leading
+   dimension *ld. Returns 0 when it cannot (the caller copies `a` to C order). The
+   stride of a dimension of length <= 1 is never used, so it does not matter. */
+static int wb_blas_layout(PyArrayObject *a, int *trans, wb_blasint *ld) {
+  const npy_intp m = PyArray_DIM(a, 0), n = PyArray_DIM(a, 1);
+  const npy_intp is = PyArray_ITEMSIZE(a);
+  npy_intp s0 = PyArray_STRIDE(a, 0), s1 = PyArray_STRIDE(a, 1);
+  const npy_intp mm = m > 1 ? m : 1, nn = n > 1 ? n : 1;
+  const int free0 = m <= 1, free1 = n <= 1;
+  if (s0 %% is || s1 %% is) return 0;
+  s0 /= is; s1 /= is;
+  if ((free1 || s1 == 1) && (free0 || s0 >= nn)) { *trans = 0; *ld = free0 ? nn : s0; }
+  else if ((free0 || s0 == 1) && (free1 || s1 >= mm)) { *trans = 1; *ld = free1 ? mm : s1; }
+  else return 0;
+  return *ld <= WB_BLASINT_MAX;
+}
+
+/* The BLAS increment of the 1-d array `v` read in place; 0 when it needs a copy
+   (zero, negative or non-itemsize stride). */
+static wb_blasint wb_blas_inc(PyArrayObject *v) {
+  const npy_intp n = PyArray_DIM(v, 0), is = PyArray_ITEMSIZE(v), s = PyArray_STRIDE(v, 0);
+  if (n <= 1) return 1;
+  if (s <= 0 || s %% is) return 0;
+  return (wb_blasint)(s / is);
+}
+
+/* Whether the memory spans of two arrays intersect (conservative: spans, not elements). */
+static int wb_blas_overlap(PyArrayObject *a, PyArrayObject *b) {
+  char *lo[2], *hi[2];
+  PyArrayObject *arr[2] = {a, b};
+  for (int t = 0; t < 2; t++) {
+    char *p = PyArray_BYTES(arr[t]), *l = p, *h = p;
+    for (int d = 0; d < PyArray_NDIM(arr[t]); d++) {
+      const npy_intp n = PyArray_DIM(arr[t], d), s = PyArray_STRIDE(arr[t], d);
+      if (n == 0) return 0;
+      if (s > 0) h += s * (n - 1); else l += s * (n - 1);
+    }
+    lo[t] = l; hi[t] = h + PyArray_ITEMSIZE(arr[t]);
+  }
+  return lo[0] < hi[1] && lo[1] < hi[0];
+}
+
+/* Fails when a length does not fit the BLAS integer type (32-bit builds). */
+static int wb_blas_fits(npy_intp n) {
+  if ((unsigned long long)n > (unsigned long long)WB_BLASINT_MAX) {
+    PyErr_Format(PyExc_ValueError, "a length of %%ld is too large for this BLAS's %%d-bit "
+                 "integers", (long)n, (int)(8 * sizeof(wb_blasint)));
+    return 0;
+  }
+  return 1;
+}
+
+/* A C-ordered copy of `a` (new reference, NULL with an exception set). */
+static PyArrayObject *wb_blas_c_copy(PyArrayObject *a) {
+  return (PyArrayObject*)PyArray_NewCopy(a, NPY_CORDER);
+}
+"""
+
+_TYPED_C = r"""
+/* c[...] = beta * c[...] for an array of rank <= 2; exactly 0 when beta == 0. */
+static void wb_blas_scale_%(t)s(PyArrayObject *c, %(ctype)s beta) {
+  const int nd = PyArray_NDIM(c);
+  const npy_intp n0 = nd > 0 ? PyArray_DIM(c, 0) : 1, n1 = nd > 1 ? PyArray_DIM(c, 1) : 1;
+  const npy_intp s0 = nd > 0 ? PyArray_STRIDE(c, 0) : 0, s1 = nd > 1 ? PyArray_STRIDE(c, 1) : 0;
+  char *base = PyArray_BYTES(c);
+  for (npy_intp i = 0; i < n0; i++)
+    for (npy_intp j = 0; j < n1; j++) {
+      %(ctype)s *p = (%(ctype)s*)(base + i * s0 + j * s1);
+      *p = beta == 0 ? (%(ctype)s)0 : beta * *p;
+    }
+}
+
+/* c = alpha * a.b + beta * c for 2-d arrays (a: m x k, b: k x n, c: m x n; shapes
+   checked by the caller). c is not read when beta == 0. a and b are read in place
+   (transposed when F-ordered) or copied; c is written in place when BLAS can address
+   it and it overlaps neither factor, else through a C-ordered temporary.
+   Returns 0, or -1 with a Python exception set. */
+static int wb_gemm_%(t)s(PyArrayObject *a, PyArrayObject *b, %(ctype)s alpha, %(ctype)s beta,
+                         PyArrayObject *c) {
+  const npy_intp m = PyArray_DIM(c, 0), n = PyArray_DIM(c, 1), k = PyArray_DIM(a, 1);
+  if (m == 0 || n == 0) return 0;
+  if (k == 0) { wb_blas_scale_%(t)s(c, beta); return 0; }
+  if (!wb_blas_fits(m) || !wb_blas_fits(n) || !wb_blas_fits(k)) return -1;
+  int tc; wb_blasint ldc;
+  if (!wb_blas_layout(c, &tc, &ldc) || wb_blas_overlap(c, a) || wb_blas_overlap(c, b)) {
+    PyArrayObject *tmp = beta != 0 ? wb_blas_c_copy(c)
+        : (PyArrayObject*)PyArray_EMPTY(2, PyArray_DIMS(c), %(npy)s, 0);
+    if (!tmp) return -1;
+    int r = wb_gemm_%(t)s(a, b, alpha, beta, tmp);
+    if (r == 0) r = PyArray_CopyInto(c, tmp) < 0 ? -1 : 0;
+    Py_DECREF(tmp);
+    return r;
+  }
+  PyArrayObject *ac = NULL, *bc = NULL;
+  int ta, tb; wb_blasint lda, ldb;
+  if (!wb_blas_layout(a, &ta, &lda)) {
+    if (!(ac = wb_blas_c_copy(a))) return -1;
+    a = ac; wb_blas_layout(a, &ta, &lda);
+  }
+  if (!wb_blas_layout(b, &tb, &ldb)) {
+    if (!(bc = wb_blas_c_copy(b))) { Py_XDECREF(ac); return -1; }
+    b = bc; wb_blas_layout(b, &tb, &ldb);
+  }
+  const %(ctype)s *pa = (const %(ctype)s*)PyArray_DATA(a), *pb = (const %(ctype)s*)PyArray_DATA(b);
+  %(ctype)s *pc = (%(ctype)s*)PyArray_DATA(c);
+  PyThreadState *ts = (double)m * n * k >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  if (!tc)  /* c row-major: c = op(a) op(b) */
+    wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
+                     m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+  else      /* c F-ordered: its row-major transpose is op(b)^T op(a)^T */
+    wb_cblas_%(t)sgemm(WB_ROW_MAJOR, tb ? WB_NO_TRANS : WB_TRANS, ta ? WB_NO_TRANS : WB_TRANS,
+                     n, m, k, alpha, pb, ldb, pa, lda, beta, pc, ldc);
+  if (ts) PyEval_RestoreThread(ts);
+  Py_XDECREF(ac); Py_XDECREF(bc);
+  return 0;
+}
+
+/* y = alpha * op(a).x + beta * y, op(a) = a (m x k) or, with transpose_a, a^T (a is
+   k x m); x has length k, y length m. y is zeroed first when beta == 0 (NaN in it must
+   not leak). Layout handling as in wb_gemm. Returns 0, or -1 with an exception set. */
+static int wb_gemv_%(t)s(PyArrayObject *a, PyArrayObject *x, %(ctype)s alpha, %(ctype)s beta,
+                         PyArrayObject *y, int transpose_a) {
+  const npy_intp m = PyArray_DIM(y, 0), k = PyArray_DIM(x, 0);
+  if (m == 0) return 0;
+  if (k == 0) { wb_blas_scale_%(t)s(y, beta); return 0; }
+  if (!wb_blas_fits(m) || !wb_blas_fits(k)) return -1;
+  wb_blasint incy = wb_blas_inc(y);
+  if (!incy || wb_blas_overlap(y, a) || wb_blas_overlap(y, x)) {
+    PyArrayObject *tmp = beta != 0 ? wb_blas_c_copy(y)
+        : (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(y), %(npy)s, 0);
+    if (!tmp) return -1;
+    int r = wb_gemv_%(t)s(a, x, alpha, beta, tmp, transpose_a);
+    if (r == 0) r = PyArray_CopyInto(y, tmp) < 0 ? -1 : 0;
+    Py_DECREF(tmp);
+    return r;
+  }
+  if (beta == 0) wb_blas_scale_%(t)s(y, 0);
+  PyArrayObject *ac = NULL, *xc = NULL;
+  int ta; wb_blasint lda;
+  if (!wb_blas_layout(a, &ta, &lda)) {
+    if (!(ac = wb_blas_c_copy(a))) return -1;
+    a = ac; wb_blas_layout(a, &ta, &lda);
+  }
+  wb_blasint incx = wb_blas_inc(x);
+  if (!incx) {
+    if (!(xc = wb_blas_c_copy(x))) { Py_XDECREF(ac); return -1; }
+    x = xc; incx = 1;
+  }
+  /* the stored row-major matrix s is a (ta == 0) or a^T (ta == 1); op(a) = s or s^T */
+  const npy_intp rows = ta ? PyArray_DIM(a, 1) : PyArray_DIM(a, 0);
+  const npy_intp cols = ta ? PyArray_DIM(a, 0) : PyArray_DIM(a, 1);
+  const int trans = ta ^ (transpose_a != 0);
+  PyThreadState *ts = (double)m * k >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  wb_cblas_%(t)sgemv(WB_ROW_MAJOR, trans ? WB_TRANS : WB_NO_TRANS, rows, cols, alpha,
+                   (const %(ctype)s*)PyArray_DATA(a), lda, (const %(ctype)s*)PyArray_DATA(x),
+                   incx, beta, (%(ctype)s*)PyArray_DATA(y), incy);
+  if (ts) PyEval_RestoreThread(ts);
+  Py_XDECREF(ac); Py_XDECREF(xc);
+  return 0;
+}
+
+/* *out = x.y for 1-d arrays of one length. Returns 0, or -1 with an exception set. */
+static int wb_dot_%(t)s(PyArrayObject *x, PyArrayObject *y, %(ctype)s *out) {
+  const npy_intp n = PyArray_DIM(x, 0);
+  *out = 0;
+  if (n == 0) return 0;
+  if (!wb_blas_fits(n)) return -1;
+  PyArrayObject *xc = NULL, *yc = NULL;
+  wb_blasint incx = wb_blas_inc(x), incy = wb_blas_inc(y);
+  if (!incx) { if (!(xc = wb_blas_c_copy(x))) return -1; x = xc; incx = 1; }
+  if (!incy) { if (!(yc = wb_blas_c_copy(y))) { Py_XDECREF(xc); return -1; } y = yc; incy = 1; }
+  *out = wb_cblas_%(t)sdot(n, (const %(ctype)s*)PyArray_DATA(x), incx,
+                          (const %(ctype)s*)PyArray_DATA(y), incy);
+  Py_XDECREF(xc); Py_XDECREF(yc);
+  return 0;
+}
+"""
+
+
+def _c_string(text: str) -> str:
+    """`text` safe inside a C format string literal."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def _blas() -> BlasLibrary:
+    lib = find_blas()
+    if lib is None:  # c_supports said no: code generation is never asked
+        raise RuntimeError("no BLAS found for the C linker (see workbench.core.link.c.blas_lib)")
+    return lib
+
+
+class _BlasC(COpAdapter):
+    """What the three products share: BLAS declarations, helpers, link flags."""
+
+    def c_supports(self, node: Any) -> bool:
+        """BLAS for float32/float64 when every operand has the output's dtype and a BLAS
+        is found; anything else runs `perform`. A WORKBENCH_BLAS naming a missing or
+        unknown BLAS raises (an explicit choice is not silently ignored)."""
+        if find_blas() is None:
+            return False
+        dtype = str(node.outputs[0].type.dtype)
+        return dtype in BLAS_DTYPES and all(str(v.type.dtype) == dtype for v in node.inputs)
+
+    def _dtype(self, node: Any) -> tuple[str, str, str]:
+        return BLAS_DTYPES[str(node.outputs[0].type.dtype)]
+
+    def c_headers(self) -> list[str]:
+        return ["<numpy/arrayobject.h>"]
+
+    def c_support_code(self) -> str:
+        return _blas().declarations() + _SHARED_C % {"nogil": NOGIL_FLOPS}
+
+    def c_support_code_apply(self, node: Any, name: str) -> str:
+        """The gemm/gemv/dot helpers of this node's dtype only (named by dtype, not by
+        node: a module holds one node)."""
+        t, ctype, npy = self._dtype(node)
+        return _TYPED_C % {"t": t, "ctype": ctype, "npy": npy}
+
+    def c_lib_dirs(self) -> list[str]:
+        return [_blas().lib_dir]
+
+    def c_libraries(self) -> list[str]:
+        return [_blas().library]
+
+    def c_compile_args(self) -> list[str]:
+        return _blas().link_args
+
+    def c_code_cache_version(self) -> tuple[int, ...]:
+        return (1,)
+
+    @staticmethod
+    def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
+        """C making `o` a writeable C-ordered array of shape `dims` (reusing it if it fits)."""
+        checks = " && ".join(f"PyArray_DIM({o}, {d}) == {dims}[{d}]" for d in range(nd))
+        reuse = f"{o} && PyArray_ISWRITEABLE({o}) && PyArray_IS_C_CONTIGUOUS({o})"
+        if checks:
+            reuse += " && " + checks
+        return (f"if (!({reuse})) {{\n  Py_XDECREF({o});\n"
+                f"  {o} = (PyArrayObject*)PyArray_EMPTY({nd}, {dims}, {npy}, 0);\n"
+                f"  if (!{o}) {fail}\n}}\n")
+
+
+def _aligned_check(label: str, x: str, y: str, xd: int, yd: int, fail: str) -> str:
+    """numpy.dot's "not aligned" error when the summed lengths differ."""
+    x_axis, y_axis = xd - 1, max(yd - 2, 0)
+    shape_fmt = {1: "(%ld,)", 2: "(%ld,%ld)"}
+    x_args = ", ".join(f"(long)PyArray_DIM({x}, {d})" for d in range(xd))
+    y_args = ", ".join(f"(long)PyArray_DIM({y}, {d})" for d in range(yd))
+    return (f"if (PyArray_DIM({x}, {x_axis}) != PyArray_DIM({y}, {y_axis})) {{\n"
+            f"  PyErr_Format(PyExc_ValueError, \"{label}: shapes {shape_fmt[xd]} and "
+            f"{shape_fmt[yd]} not aligned: %ld (dim {x_axis}) != %ld (dim {y_axis})\", "
+            f"{x_args}, {y_args}, (long)PyArray_DIM({x}, {x_axis}), "
+            f"(long)PyArray_DIM({y}, {y_axis}));\n  {fail}\n}}\n")
+
+
+@register_c_op(Dot)
+class DotC(_BlasC):
+    """numpy.dot of rank-1/2 operands: gemm, gemv (the vector-matrix case through the
+    transposed matrix) or dot, with alpha = 1 and beta = 0."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        t, ctype, npy = self._dtype(node)
+        fail, label = sub["fail"], _c_string(sub["label"])
+        (x, y), (o,) = inputs, outputs
+        xd, yd = node.inputs[0].type.ndim, node.inputs[1].type.ndim
+        code = [_aligned_check(label, x, y, xd, yd, fail)]
+        if xd == 1 and yd == 1:
+            code.append(self._out(o, 0, "NULL", npy, fail))
+            code.append(f"if (wb_dot_{t}({x}, {y}, ({ctype}*)PyArray_DATA({o})) < 0) {fail}")
+            return "\n".join(code)
+        if xd == 2 and yd == 2:
+            dims = f"npy_intp dims[2] = {{PyArray_DIM({x}, 0), PyArray_DIM({y}, 1)}};"
+            call = f"wb_gemm_{t}({x}, {y}, 1, 0, {o})"
+            nd = 2
+        elif xd == 2:
+            dims = f"npy_intp dims[1] = {{PyArray_DIM({x}, 0)}};"
+            call = f"wb_gemv_{t}({x}, {y}, 1, 0, {o}, 0)"
+            nd = 1
+        else:
+            dims = f"npy_intp dims[1] = {{PyArray_DIM({y}, 1)}};"
+            call = f"wb_gemv_{t}({y}, {x}, 1, 0, {o}, 1)"
+            nd = 1
+        code += [dims, self._out(o, nd, "dims", npy, fail), f"if ({call} < 0) {fail}"]
+        return "\n".join(code)
+
+
+class _AccumulateC(_BlasC):
+    """Gemm and Gemv: ``beta*z + alpha*product`` with z broadcasting or overwritten."""
+
+    def _accumulate(self, node: Any, inputs: list[str], outputs: list[str],
+                    sub: dict[str, str], nd: int, dims: str, call: str) -> str:
+        t, ctype, npy = self._dtype(node)
+        fail, label = sub["fail"], _c_string(sub["label"])
+        z, alpha, _, _, beta = inputs
+        (o,) = outputs
+        fmt = "(" + ",".join(["%ld"] * nd) + ("," if nd == 1 else "") + ")"
+        z_args = ", ".join(f"(long)PyArray_DIM({z}, {d})" for d in range(nd))
+        r_args = ", ".join(f"(long)dims[{d}]" for d in range(nd))
+        code = [dims,
+                f"const {ctype} alpha = *({ctype}*)PyArray_DATA({alpha});",
+                f"const {ctype} beta = *({ctype}*)PyArray_DATA({beta});"]
+        fits = " || ".join(f"(PyArray_DIM({z}, {d}) != dims[{d}] && PyArray_DIM({z}, {d}) != 1)"
+                           for d in range(nd))
+        code.append(f"if ({fits}) {{\n  PyErr_Format(PyExc_ValueError, \"{label}: the "
+                    f"accumulated operand of shape {fmt} cannot broadcast against the product "
+                    f"of shape {fmt}\", {z_args}, {r_args});\n  {fail}\n}}")
+        if self.op.inplace:
+            exact = " || ".join(f"PyArray_DIM({z}, {d}) != dims[{d}]" for d in range(nd))
+            code.append(
+                f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"{label}: cannot write a "
+                f"result of shape {fmt} into the accumulated operand of shape {fmt}\", "
+                f"{r_args}, {z_args});\n  {fail}\n}}\n"
+                f"Py_XDECREF({o});\n"
+                f"if (PyArray_ISWRITEABLE({z})) {{ {o} = {z}; Py_INCREF({o}); }}\n"
+                f"else {{ {o} = (PyArrayObject*)PyArray_NewCopy({z}, NPY_ANYORDER); "
+                f"if (!{o}) {fail} }}")
+        else:
+            code.append(self._out(o, nd, "dims", npy, fail))
+            code.append(f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
+        code.append(f"if ({call} < 0) {fail}")
+        return "\n".join(code)
+
+
+@register_c_op(Gemm)
+class GemmC(_AccumulateC):
+    """``beta*z + alpha*dot(x, y)`` as one gemm call (z copied into the output first
+    unless inplace, in which case BLAS accumulates into z itself)."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        t = self._dtype(node)[0]
+        _, _, x, y, _ = inputs
+        check = _aligned_check(_c_string(sub["label"]), x, y, 2, 2, sub["fail"])
+        dims = f"npy_intp dims[2] = {{PyArray_DIM({x}, 0), PyArray_DIM({y}, 1)}};"
+        return check + self._accumulate(node, inputs, outputs, sub, 2, dims,
+                                        f"wb_gemm_{t}({x}, {y}, alpha, beta, {outputs[0]})")
+
+
+@register_c_op(Gemv)
+class GemvC(_AccumulateC):
+    """``beta*y + alpha*dot(A, x)`` as one gemv call (F-ordered A through the transposed
+    routine)."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        t = self._dtype(node)[0]
+        _, _, a, x, _ = inputs
+        check = _aligned_check(_c_string(sub["label"]), a, x, 2, 1, sub["fail"])
+        dims = f"npy_intp dims[1] = {{PyArray_DIM({a}, 0)}};"
+        return check + self._accumulate(node, inputs, outputs, sub, 1, dims,
+                                        f"wb_gemv_{t}({a}, {x}, alpha, beta, {outputs[0]}, 0)")
