@@ -319,3 +319,39 @@ def get_linker(linker: str | Linker | None = None) -> Linker:
         )
     return factory()
 
+
+# -- the GPU linker: registered here, torch imported only when it is first used ---------
+
+
+def _gpu_linker(**options: Any) -> Linker:
+    if not _gpu_available():
+        raise LinkerUnavailableError(f"linker 'gpu' is unavailable: {_unavailable_reason['gpu']}")
+    from workbench.core.link.gpu import GpuLinker
+
+    return GpuLinker(**options)
+
+
+def _gpu_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        _unavailable_reason["gpu"] = "PyTorch is not installed (pip install 'workbench[gpu]')"
+        return False
+    return True
+
+
+def _gpu_transfer(var: Any, target: str) -> Any:
+    """x.transfer("gpu") / ("cpu"): the transfer Ops of the GPU package (no torch needed)."""
+    if target not in ("gpu", "cuda", "device", "cpu", "host"):
+        return None
+    from workbench.core.link.gpu.transfer import transfer
+
+    return transfer(var, target)
+
+
+register_linker("gpu", _gpu_linker)
+_availability_checks["gpu"] = _gpu_available
+register_mode("GPU", Mode(linker="gpu", rewriter=RewriteQuery(("fast_run",)), name="GPU"))
+from workbench.core.graph.basic import register_transfer  # noqa: E402
+
+register_transfer(_gpu_transfer)
