@@ -19,17 +19,13 @@ from typing import Any
 
 from workbench.core.graph.basic import Apply
 from workbench.core.graph.utils import MethodNotDefined
-from workbench.core.link.c.compiler import PRELUDE_INCLUDE
+from workbench.core.link.c.compiler import GENERATED_CODE_FLAGS, PRELUDE_INCLUDE
 from workbench.core.link.c.interface import c_op_of, c_optional, c_type_of
 
 __all__ = ["NodeSource", "NoCCode", "node_source"]
 
-#: Flags every generated module gets on top of the compiler's defaults: vector math
-#: through glibc's libmvec (`declare simd`, see scalar_c.py), no errno from math
-#: functions (lets sqrt & co. compile to instructions; results are unchanged), and no
-#: contraction of a*b+c into FMA so results match NumPy's operation-by-operation rounding.
-BASE_FLAGS: tuple[str, ...] = ("-fopenmp-simd", "-fno-math-errno", "-ffp-contract=off",
-                               "-std=gnu11")
+#: Flags every generated module gets (see compiler.GENERATED_CODE_FLAGS).
+BASE_FLAGS: tuple[str, ...] = GENERATED_CODE_FLAGS
 
 
 class NoCCode(Exception):

@@ -436,6 +436,12 @@ def vector_math_libraries(info: CompilerInfo | None = None) -> tuple[str, ...]:
 # compiler), the compiler silently parses the header text instead: same result.
 
 PRELUDE_INCLUDE = '#include "wb_prelude.h"'
+#: Flags every generated module gets on top of the compiler's defaults: vector math
+#: through glibc's libmvec (`declare simd`, see scalar_c.py), no errno from math
+#: functions (lets sqrt & co. compile to instructions; results are unchanged), and no
+#: contraction of a*b+c into FMA so results match NumPy's operation-by-operation rounding.
+GENERATED_CODE_FLAGS: tuple[str, ...] = ("-fopenmp-simd", "-fno-math-errno",
+                                         "-ffp-contract=off", "-std=gnu11")
 PRELUDE = """/* workbench: what every generated module includes first */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -452,9 +458,14 @@ def prelude_dir(flags: Sequence[str]) -> Path:
     import filelock
 
     info = compiler_info()
-    # linking flags (-shared, -Wl,..., -l, -L) do not affect a precompiled header
-    compile_flags = [f for f in flags if f not in _link_flags()
-                     and not f.startswith(("-Wl,", "-l", "-L"))]
+    # One precompiled header serves every module: it is built with the compiler's
+    # defaults and the flags of generated code, plus only those of a module's extra
+    # flags that change what the headers mean (-pthread and -fopenmp define macros);
+    # gcc accepts it under other extras (-fwrapv, another -O), and a module whose
+    # flags it refuses parses the header text instead.
+    base = [*info.default_flags, *GENERATED_CODE_FLAGS]
+    compile_flags = [f for f in base if f not in _link_flags()]
+    compile_flags += [f for f in ("-pthread", "-fopenmp") if f in flags]
     key = hashlib.sha256(repr((info.fingerprint, compile_flags, PRELUDE,
                                python_include_dirs())).encode()).hexdigest()[:16]
     root = _probe_file().parent / "prelude"

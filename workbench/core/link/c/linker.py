@@ -14,6 +14,7 @@ each node.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +92,14 @@ def _build_args(src: codegen.NodeSource) -> dict[str, Any]:
                 lib_dirs=src.lib_dirs, include_dirs=src.include_dirs)
 
 
+def _quietly(fn: Callable[[], Any]) -> None:
+    """Run `fn`, dropping its exception (the caller calls it again and gets it)."""
+    try:
+        fn()
+    except Exception:
+        pass
+
+
 class CLinker(VMLinker):
     """Links a FunctionGraph to compiled C nodes (Python `perform` where there is no C).
 
@@ -142,7 +151,11 @@ class CLinker(VMLinker):
         if fg is None:
             raise ValueError("CLinker.make_thunk: call accept(fgraph) first")
         start = time.perf_counter()
-        rt = runtime()
+        # The runtime module builds (once per machine) while the nodes compile.
+        rt_build = None
+        if runtime.cache_info().currsize == 0:
+            rt_build = threading.Thread(target=_quietly, args=(runtime,), daemon=True)
+            rt_build.start()
         report = self.report = CompileReport()
         order = fg.toposort()
         smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
@@ -151,6 +164,9 @@ class CLinker(VMLinker):
         modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
                                  self.cache or default_cache(), report)
         capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
+        if rt_build is not None:
+            rt_build.join()
+        rt = runtime()  # raises here if its build failed
         thunks: list[Thunk] = []
         for node in order:
             if node in capsules:

@@ -391,13 +391,13 @@ class _RowC(COpAdapter):
                 f"#define WB_PAR_MIN ((npy_intp){int(PARALLEL_MIN_ELEMENTS)})\n"
                 f'#define WB_THREADS_ENV "{THREADS_ENV}"\n{PARALLEL_SUPPORT}{ROW_KERNELS}')
 
-    def c_compile_args(self) -> list[str]:
-        return ["-pthread"]
-
     def c_libraries(self) -> list[str]:
         from workbench.core.link.c.compiler import vector_math_libraries
 
-        return [*vector_math_libraries(), "m"]
+        # the thread pool links libpthread; no -pthread at compile time: it only defines
+        # _REENTRANT (meaningless to glibc today) and would keep the module off the
+        # precompiled prelude
+        return [*vector_math_libraries(), "m", "pthread"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
         return (3,)
