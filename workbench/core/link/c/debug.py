@@ -35,9 +35,8 @@ from workbench.core.compile.debugmode import (
 )
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Thunk
-from workbench.core.link.c import codegen
-from workbench.core.link.c.cache import ModuleCache, default_cache
-from workbench.core.link.c.linker import CLinker, CompileReport, _build_modules
+from workbench.core.link.c.cache import ModuleCache
+from workbench.core.link.c.linker import CLinker, CompileReport
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM
 
 __all__ = ["DebugLinker", "DebugModeError", "c_runner"]
@@ -129,17 +128,7 @@ class DebugLinker(CLinker):
         if self._c_enabled():
             import workbench.core.link.c.ops  # noqa: F401  (registers the library's C)
 
-            sources = self.node_sources(order)
-            c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
-            modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
-                                     self.cache or default_cache(), report)
-            capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
-            for node in order:
-                if node in capsules:
-                    report.c_nodes.append(node)
-                    report.sources[node] = sources[node]  # type: ignore[assignment]
-                else:
-                    report.py_nodes.append((node, str(sources[node])))
+            capsules = self.compile_nodes(order, report)
         else:
             report.py_nodes = [(node, "DEBUG mode without a C compiler") for node in order]
         thunks = [self._checked_thunk(node, smap, cmap, capsules.get(node)) for node in order]

@@ -133,6 +133,22 @@ class CLinker(VMLinker):
                 result[node] = str(exc)
         return result
 
+    def compile_nodes(self, order: Sequence[Apply], report: CompileReport) -> dict[Apply, Any]:
+        """The node function capsule of every node of `order` that has C (compiling the
+        missing kinds); records in `report` which nodes run C and which `perform`, why."""
+        sources = self.node_sources(order)
+        c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
+        modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
+                                 self.cache or default_cache(), report)
+        capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
+        for node in order:
+            if node in capsules:
+                report.c_nodes.append(node)
+                report.sources[node] = sources[node]  # type: ignore[assignment]
+            else:
+                report.py_nodes.append((node, str(sources[node])))
+        return capsules
+
     @property
     def generated_code(self) -> str:
         """The C source of every compiled node of the linked graph, for display."""
@@ -159,26 +175,18 @@ class CLinker(VMLinker):
         report = self.report = CompileReport()
         order = fg.toposort()
         smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
-        sources = self.node_sources(order)
-        c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
-        modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
-                                 self.cache or default_cache(), report)
-        capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
+        capsules = self.compile_nodes(order, report)
         if rt_build is not None:
             rt_build.join()
         rt = runtime()  # raises here if its build failed
         thunks: list[Thunk] = []
         for node in order:
             if node in capsules:
-                src = sources[node]
-                report.c_nodes.append(node)
-                report.sources[node] = src  # type: ignore[assignment]
                 ins = tuple(smap[v] for v in node.inputs)
                 outs = tuple(smap[v] for v in node.outputs)
                 fn = rt.NodeThunk(capsules[node], ins, outs)
                 thunks.append(Thunk(fn, node, list(ins), list(outs), impl="c"))
             else:
-                report.py_nodes.append((node, str(sources[node])))
                 thunks.append(self._thunk_for(node, smap, cmap))
         lazy = self.lazy if self.lazy is not None else any(t.lazy for t in thunks)
         if lazy:

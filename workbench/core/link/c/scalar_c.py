@@ -215,14 +215,13 @@ def _truediv(a: list[str], t: str, out: str) -> str:
     return f"({a[0]} / {a[1]})"
 
 
-@_template("IntDiv")
-def _intdiv(a: list[str], t: str, out: str) -> str:
-    return f"wb_floordiv_{t}({a[0]}, {a[1]})"
+def _helper_call(helper: str) -> Template:
+    """A template calling SCALAR_SUPPORT's `wb_<helper>_<dtype>(a, b)`."""
+    return lambda a, t, out: f"wb_{helper}_{t}({a[0]}, {a[1]})"
 
 
-@_template("Mod")
-def _mod(a: list[str], t: str, out: str) -> str:
-    return f"wb_mod_{t}({a[0]}, {a[1]})"
+_T["IntDiv"] = _helper_call("floordiv")
+_T["Mod"] = _helper_call("mod")
 
 
 @_template("Pow")
@@ -321,19 +320,8 @@ for _name, _op in (("EQ", "=="), ("NEQ", "!="), ("LT", "<"), ("GT", ">"), ("LE",
     _T[_name] = _comparison(_op)
 
 
-@_template("AND")
-def _and(a: list[str], t: str, out: str) -> str:
-    return f"({a[0]} & {a[1]})"
-
-
-@_template("OR")
-def _or(a: list[str], t: str, out: str) -> str:
-    return f"({a[0]} | {a[1]})"
-
-
-@_template("XOR")
-def _xor(a: list[str], t: str, out: str) -> str:
-    return f"({a[0]} ^ {a[1]})"
+for _name, _op in (("AND", "&"), ("OR", "|"), ("XOR", "^")):
+    _T[_name] = (lambda op: lambda a, t, out: f"({a[0]} {op} {a[1]})")(_op)
 
 
 @_template("Invert")
