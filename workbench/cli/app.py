@@ -392,7 +392,8 @@ def compile_(
         report = info.get("c")
         if report is not None:
             typer.echo(f"C: {report['c_nodes']} nodes compiled to C, {report['py_nodes']} run "
-                       f"in Python; modules: {report['compiled']} compiled, "
+                       f"in Python; node kinds: {report['compiled']} compiled in "
+                       f"{report.get('modules_built', 0)} module(s), "
                        f"{report['disk_hits']} disk cache hits, {report['memory_hits']} memory "
                        f"hits; C compilation {report['compile_seconds'] * 1e3:.1f} ms, linking "
                        f"{report['link_seconds'] * 1e3:.1f} ms")

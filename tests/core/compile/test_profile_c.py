@@ -78,7 +78,8 @@ def test_compile_section_reports_c_compilation_and_cache_hits(compiled_mlp, stat
     assert report.compiled + report.disk_hits + report.memory_hits >= 1
     text = str(stats).split("Compile time:")[1]
     assert "C compilation" in text
-    assert f"{report.compiled} compiled, {report.disk_hits} disk cache hits, " \
+    assert f"{report.compiled} compiled in {report.modules_built} module(s), " \
+           f"{report.disk_hits} disk cache hits, " \
            f"{report.memory_hits} memory hits" in text
     assert f"{len(report.c_nodes)} nodes in C, {len(report.py_nodes)} in Python" in text
     document = json.loads(stats.to_json())

@@ -325,7 +325,8 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
             lines.append(f"  {_ms(seconds)} ms  {phase}")
         if report:
             lines.append(f"  {_ms(report.get('compile_seconds', 0.0))} ms  C compilation "
-                         f"(modules: {report.get('compiled', 0)} compiled, "
+                         f"(node kinds: {report.get('compiled', 0)} compiled in "
+                         f"{report.get('modules_built', 0)} module(s), "
                          f"{report.get('disk_hits', 0)} disk cache hits, "
                          f"{report.get('memory_hits', 0)} memory hits)")
             lines.append(f"  {_ms(report.get('link_seconds', 0.0))} ms  linking "

@@ -225,14 +225,14 @@ def test_max_ulp_error_and_special_values(dtype: str, strided: bool) -> None:
 
 
 def _node_library(dtype: str) -> str:
+    from workbench.core.link.c.bundle import module_file
     from workbench.core.link.c.cache import default_cache
-    from workbench.core.link.c.linker import _build_args
 
     f, _ = vector_function(dtype)
     src = f.linker.report.sources[f.linker.report.c_nodes[0]]
-    module = default_cache().get_or_build(("node",), src.source, src.module_name,
-                                          **_build_args(src))
-    return module.__file__
+    path = module_file(default_cache(), src)
+    assert path is not None, "the compiled node's module is not in the cache"
+    return path
 
 
 @pytest.mark.skipif(not vector_math_libraries(), reason="no libmvec on this machine")

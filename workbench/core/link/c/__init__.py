@@ -1,6 +1,8 @@
-"""The C linker's foundation: the CLinkerType/COp contracts and their registry
-(interface.py), the system C compiler (compiler.py) and the on-disk cache of compiled
-extension modules (cache.py).
+"""The C linker: the CLinkerType/COp contracts and their registry (interface.py), the
+system C compiler (compiler.py), the on-disk cache of compiled extension modules
+(cache.py); the C of one node from those contracts (codegen.py), many node kinds in
+one translation unit (bundle.py), the C loop and call path (runtime.c), the linker
+itself (linker.py) and the C of the library's Types and Ops (types.py, ops/).
 
 The entry point for code generators: `default_cache().get_or_build(key_parts, source,
 module_name, version=...)` returns the imported extension module.

@@ -3,6 +3,9 @@
 Layout under the root (default `$WORKBENCH_CACHE_DIR/c`, else `config.cache_dir/c`)::
 
     <fingerprint>/<key>/        one entry: <module><EXT_SUFFIX>, <module>.c, manifest.json
+    <fingerprint>/aliases/<name>.json
+                                a name for a symbol inside an entry (bundle.py: which
+                                bundle holds a node kind's function)
     locks/<key>.lock            one file lock per key (not one global lock)
     tmp/                        builds in progress, renamed into place when finished
     failed/<key>/               the last failed build of a key (source kept for debugging)
@@ -102,6 +105,9 @@ class ModuleCache:
         self._modules: dict[str, ModuleType] = {}
         self._mutex = threading.RLock()
         self._prepared: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        #: objects loaded from this cache's modules, by the caller's name (bundle.py keeps
+        #: node functions here so that a kind seen before is a dict lookup)
+        self.loaded_symbols: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"ModuleCache(root={str(self.root)!r}, loaded={len(self._modules)})"
@@ -197,17 +203,20 @@ class ModuleCache:
     def get_or_build(self, key_parts: Any, source: str, module_name: str, *,
                      version: Sequence[int] = (), flags: Sequence[str] | None = None,
                      extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
-                     lib_dirs: Sequence[str] = (),
-                     include_dirs: Sequence[str] = ()) -> ModuleType:
+                     lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = (),
+                     reject_warnings: Sequence[str] = ()) -> ModuleType:
         """The imported module for `source` (defining PyInit_<module_name>).
 
         Looks in memory, then on disk, else compiles (under a per-key file lock, into a
         temporary directory renamed into place). `version` is the combined
         `c_code_cache_version` of what generated the source: an empty tuple means
         unversioned, compiled to a temporary place and never persisted.
+        `reject_warnings`: compiler messages that fail the build (see compile_module).
         """
         key, desc, build = self._prepare(key_parts, source, module_name, version, flags,
                                          extra_flags, libraries, lib_dirs, include_dirs)
+        if reject_warnings:
+            build = dict(build, reject_warnings=tuple(reject_warnings))
         with self._mutex:
             module = self._modules.get(key)
             if module is not None:
@@ -224,7 +233,8 @@ class ModuleCache:
     def ensure_built(self, key_parts: Any, source: str, module_name: str, *,
                      version: Sequence[int], flags: Sequence[str] | None = None,
                      extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
-                     lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = ()) -> Path:
+                     lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = (),
+                     reject_warnings: Sequence[str] = ()) -> Path:
         """Make sure a versioned module is on disk (building it if needed), without
         loading it; returns the path of its binary. For warming a cache ahead of time."""
         if not version:
@@ -232,18 +242,62 @@ class ModuleCache:
                              "never persisted")
         key, desc, build = self._prepare(key_parts, source, module_name, version, flags,
                                          extra_flags, libraries, lib_dirs, include_dirs)
+        if reject_warnings:
+            build = dict(build, reject_warnings=tuple(reject_warnings))
         # No process-wide mutex here: the per-key file lock serialises builders of one
         # key, and different keys may compile in parallel threads.
         return self._ensure_entry(key, desc, source, module_name, build)
 
-    def is_loaded(self, key_parts: Any, source: str, module_name: str, *,
-                  version: Sequence[int] = (), flags: Sequence[str] | None = None,
-                  extra_flags: Sequence[str] = (), libraries: Sequence[str] = (),
-                  lib_dirs: Sequence[str] = (), include_dirs: Sequence[str] = ()) -> bool:
-        """Whether this module is already imported in this process (a memory hit)."""
-        key = self._prepare(key_parts, source, module_name, version, flags, extra_flags,
-                            libraries, lib_dirs, include_dirs)[0]
-        return key in self._modules
+    def load_entry(self, key: str, module_name: str) -> ModuleType | None:
+        """The module of an existing entry (memory, else disk), or None when there is no
+        sound entry for `key` (a corrupt one is removed, with a warning)."""
+        with self._mutex:
+            module = self._modules.get(key)
+            if module is not None:
+                self.stats.memory_hits += 1
+                return module
+            entry = self.entry_dir(key)
+            if not entry.is_dir():
+                return None
+            problem = self._verify(entry, module_name)
+            if problem is not None:
+                warnings.warn(f"compiled-module cache entry {entry} is corrupt ({problem}); "
+                              "removing it", CorruptCacheEntryWarning, stacklevel=3)
+                self._remove(entry)
+                self.stats.corrupt_rebuilds += 1
+                return None
+            module = cc.load_module(entry / f"{module_name}{cc.extension_suffix()}",
+                                    module_name, self._unique_name(key, module_name))
+            self.stats.disk_hits += 1
+            self._modules[key] = module
+            return module
+
+    # -------------------------------------------------------------- aliases
+    def _alias_path(self, name: str) -> Path:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise ValueError(f"alias name must be letters, digits, '_', '.' or '-', got {name!r}")
+        return self.root / self.fingerprint() / "aliases" / f"{name}.json"
+
+    def read_alias(self, name: str) -> dict[str, Any] | None:
+        """What `write_alias(name, ...)` stored on disk, or None (missing or unreadable)."""
+        try:
+            value = json.loads(self._alias_path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def write_alias(self, name: str, value: dict[str, Any]) -> None:
+        """Store a small JSON record under `name` (atomically: readers see the old record
+        or the new one). A read-only cache silently keeps no alias."""
+        path = self._alias_path(name)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(value, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
     @staticmethod
     def _unique_name(key: str, module_name: str) -> str:
@@ -256,7 +310,8 @@ class ModuleCache:
             return cc.compile_module(source, module_name, out_dir=out_dir,
                                      flags=build["flags"], libraries=build["libraries"],
                                      lib_dirs=build["lib_dirs"],
-                                     include_dirs=build["include_dirs"])
+                                     include_dirs=build["include_dirs"],
+                                     reject_warnings=build.get("reject_warnings", ()))
         finally:
             self.stats.compile_seconds += time.perf_counter() - start
 
@@ -408,10 +463,12 @@ class ModuleCache:
                 shutil.rmtree(self.root / name, ignore_errors=True)
             if self.root.is_dir():
                 for fp in self.root.iterdir():
+                    shutil.rmtree(fp / "aliases", ignore_errors=True)
                     if fp.is_dir() and not any(fp.iterdir()):
                         fp.rmdir()
             self._modules.clear()
             self._prepared.clear()
+            self.loaded_symbols.clear()
         return len(entries)
 
 

@@ -22,7 +22,8 @@ from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.link.c.compiler import GENERATED_CODE_FLAGS, PRELUDE_INCLUDE
 from workbench.core.link.c.interface import c_op_of, c_optional, c_type_of
 
-__all__ = ["NodeSource", "NoCCode", "node_source"]
+__all__ = ["MODULE_HEADERS", "NodeParts", "NodeSource", "NoCCode", "module_init", "node_parts",
+           "node_source"]
 
 #: Flags every generated module gets (see compiler.GENERATED_CODE_FLAGS).
 BASE_FLAGS: tuple[str, ...] = GENERATED_CODE_FLAGS
@@ -46,6 +47,12 @@ class NodeSource:
     #: the c_code fragment alone, for `--show-code` style displays
     body: str = ""
 
+    def build_args(self) -> dict[str, Any]:
+        """The keyword arguments of ModuleCache.get_or_build/ensure_built for it."""
+        return dict(version=self.version, extra_flags=self.extra_flags,
+                    libraries=self.libraries, lib_dirs=self.lib_dirs,
+                    include_dirs=self.include_dirs)
+
 
 def _header_line(h: str) -> str:
     h = h.strip()
@@ -59,8 +66,30 @@ def _version_of(obj: Any) -> tuple[Any, ...] | None:
     return tuple(v) if v else None
 
 
-def node_source(node: Apply) -> NodeSource:
-    """The C module of `node`; NoCCode when its Op or one of its Types has no C."""
+@dataclass
+class NodeParts:
+    """The pieces of one node's C, before they are assembled into a module: a module of
+    its own (`node_source`) or one translation unit holding many kinds (bundle.py)."""
+
+    headers: list[str]
+    support: list[str]
+    apply_support: str
+    function: str
+    init_code: list[str]
+    version: tuple[Any, ...]
+    extra_flags: list[str]
+    libraries: list[str]
+    lib_dirs: list[str]
+    include_dirs: list[str]
+    body: str
+
+
+def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") -> NodeParts:
+    """The C pieces of `node`, its Op's code generated with node name `name` (what
+    `c_support_code_apply` uses to make its symbols unique) in a function `fn_name`.
+    NoCCode when its Op or one of its Types has no C."""
+    import workbench.core.link.c.ops  # noqa: F401  (registers the library's C)
+
     op_c = c_op_of(node.op)
     if op_c is None:
         raise NoCCode(f"{node.op} has no C code")
@@ -89,23 +118,23 @@ def node_source(node: Apply) -> NodeSource:
 
     try:
         decls, inits, extracts, syncs, cleanups = [], [], [], [], []
-        for k, (tc, name) in enumerate(zip(type_cs, names)):
+        for k, (tc, var_name) in enumerate(zip(type_cs, names)):
             sub = sub_for(k)
-            decls.append(tc.c_declare(name, sub))
-            inits.append(tc.c_init(name, sub))
+            decls.append(tc.c_declare(var_name, sub))
+            inits.append(tc.c_init(var_name, sub))
             if k < n_in:
-                extracts.append(tc.c_extract(name, sub))
+                extracts.append(tc.c_extract(var_name, sub))
             else:
-                out_extract = c_optional(tc, "c_extract_out", name, sub, default=None)
+                out_extract = c_optional(tc, "c_extract_out", var_name, sub, default=None)
                 if out_extract is None:  # a Type without it: extract only real values
-                    out_extract = (f"if (py_{name} != Py_None) {{\n"
-                                   f"{tc.c_extract(name, sub)}}}\n")
+                    out_extract = (f"if (py_{var_name} != Py_None) {{\n"
+                                   f"{tc.c_extract(var_name, sub)}}}\n")
                 extracts.append(out_extract)
-                syncs.append(tc.c_sync(name, sub))
-            cleanups.append(c_optional(tc, "c_cleanup", name, sub, default=""))
+                syncs.append(tc.c_sync(var_name, sub))
+            cleanups.append(c_optional(tc, "c_cleanup", var_name, sub, default=""))
         op_sub = {"fail": fail, "label": op_label}
-        body = op_c.c_code(node, "node", in_names, out_names, op_sub)
-        code_cleanup = c_optional(op_c, "c_code_cleanup", node, "node", in_names, out_names,
+        body = op_c.c_code(node, name, in_names, out_names, op_sub)
+        code_cleanup = c_optional(op_c, "c_code_cleanup", node, name, in_names, out_names,
                                   op_sub, default="")
     except MethodNotDefined as exc:
         raise NoCCode(f"{node.op}: {exc}") from exc
@@ -116,10 +145,12 @@ def node_source(node: Apply) -> NodeSource:
     flags: list[str] = list(BASE_FLAGS)
     lib_dirs: list[str] = []
     include_dirs: list[str] = []
-    init_code: list[str] = []
     versions: list[Any] = []
     for obj in [*type_cs, op_c]:
-        headers += c_optional(obj, "c_headers", default=[]) or []
+        for h in c_optional(obj, "c_headers", default=[]) or []:
+            line = _header_line(h)
+            if line not in headers:
+                headers.append(line)
         code = c_optional(obj, "c_support_code", default="") or ""
         if code and code not in support:
             support.append(code)
@@ -128,38 +159,43 @@ def node_source(node: Apply) -> NodeSource:
         lib_dirs += c_optional(obj, "c_lib_dirs", default=[]) or []
         include_dirs += c_optional(obj, "c_header_dirs", default=[]) or []
         versions.append(_version_of(obj))
-    init_code += c_optional(op_c, "c_init_code", default=[]) or []
-    apply_support = c_optional(op_c, "c_support_code_apply", node, "node", default="") or ""
+    init_code = list(c_optional(op_c, "c_init_code", default=[]) or [])
+    apply_support = c_optional(op_c, "c_support_code_apply", node, name, default="") or ""
     unversioned = any(v is None for v in versions)
 
-    # the prelude (Python, NumPy, math.h, string.h) comes precompiled: see compiler.py
-    lines = ["/* generated by workbench for one Apply node */", PRELUDE_INCLUDE,
-             "#include <numpy/arrayobject.h>", "#include <math.h>"]
-    for h in dict.fromkeys(headers):
-        line = _header_line(h)
-        if line not in lines:
-            lines.append(line)
-    lines += support
-    if apply_support:
-        lines.append(apply_support)
-    lines.append("static int wb_node_run(PyObject **wb_ins, PyObject **wb_outs) {")
-    lines.append("  int wb_failure = 0;")
-    for k, name in enumerate(in_names):
-        lines.append(f"  PyObject *py_{name} = wb_ins[{k}];")
-    for k, name in enumerate(out_names):
-        lines.append(f"  PyObject *py_{name} = wb_outs[{k}];")
-        lines.append(f"  if (!py_{name}) {{ Py_INCREF(Py_None); py_{name} = Py_None; }}")
+    lines = [f"static int {fn_name}(PyObject **wb_ins, PyObject **wb_outs) {{",
+             "  int wb_failure = 0;"]
+    for k, var_name in enumerate(in_names):
+        lines.append(f"  PyObject *py_{var_name} = wb_ins[{k}];")
+    for k, var_name in enumerate(out_names):
+        lines.append(f"  PyObject *py_{var_name} = wb_outs[{k}];")
+        lines.append(f"  if (!py_{var_name}) {{ Py_INCREF(Py_None); py_{var_name} = Py_None; }}")
     lines += decls + inits + extracts
     lines.append("{\n" + body + "\n}")
     lines += syncs
     lines.append("wb_cleanup:")
     lines.append("{\n" + code_cleanup + "\n}")
     lines += reversed(cleanups)
-    for k, name in enumerate(out_names):
-        lines.append(f"  wb_outs[{k}] = py_{name};")
+    for k, var_name in enumerate(out_names):
+        lines.append(f"  wb_outs[{k}] = py_{var_name};")
     lines.append("  return wb_failure ? -1 : 0;\n}")
-    module_name = "wbnode"
-    lines += [
+    version: tuple[Any, ...] = () if unversioned else ("node", *versions)
+    return NodeParts(headers=headers, support=support, apply_support=apply_support,
+                     function="\n".join(lines), init_code=init_code, version=version,
+                     extra_flags=list(dict.fromkeys(flags)),
+                     libraries=list(dict.fromkeys(libraries)), lib_dirs=lib_dirs,
+                     include_dirs=include_dirs, body=body)
+
+
+#: Headers every generated module starts with (the prelude comes precompiled: see
+#: compiler.py).
+MODULE_HEADERS = (PRELUDE_INCLUDE, "#include <numpy/arrayobject.h>", "#include <math.h>")
+
+
+def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str, str]]) -> str:
+    """The PyInit function of a generated module: `init_code` statements, then one
+    "workbench.node" capsule per (attribute, C function) of `capsules`."""
+    lines = [
         f"static struct PyModuleDef wb_module = {{PyModuleDef_HEAD_INIT, \"{module_name}\", "
         "NULL, -1, NULL};",
         f"PyMODINIT_FUNC PyInit_{module_name}(void) {{",
@@ -167,14 +203,31 @@ def node_source(node: Apply) -> NodeSource:
         *[f"  {stmt}" for stmt in init_code],
         "  PyObject *m = PyModule_Create(&wb_module);",
         "  if (!m) return NULL;",
-        "  PyObject *cap = PyCapsule_New((void*)wb_node_run, \"workbench.node\", NULL);",
-        "  if (!cap || PyModule_AddObject(m, \"fn\", cap) < 0) { Py_XDECREF(cap); "
-        "Py_DECREF(m); return NULL; }",
-        "  return m;",
-        "}",
+        "  PyObject *cap;",
     ]
-    version: tuple[Any, ...] = () if unversioned else ("node", *versions)
-    return NodeSource("\n".join(lines) + "\n", module_name, version,
-                      extra_flags=list(dict.fromkeys(flags)),
-                      libraries=list(dict.fromkeys(libraries)), lib_dirs=lib_dirs,
-                      include_dirs=include_dirs, body=body)
+    for attribute, fn_name in capsules:
+        lines += [
+            f"  cap = PyCapsule_New((void*){fn_name}, \"workbench.node\", NULL);",
+            f"  if (!cap || PyModule_AddObject(m, \"{attribute}\", cap) < 0) {{ Py_XDECREF(cap); "
+            "Py_DECREF(m); return NULL; }",
+        ]
+    lines += ["  return m;", "}"]
+    return "\n".join(lines)
+
+
+def node_source(node: Apply) -> NodeSource:
+    """The C module of `node` alone; NoCCode when its Op or one of its Types has no C.
+    Its text identifies the node kind (the module cache keys on it)."""
+    parts = node_parts(node)
+    lines = ["/* generated by workbench for one Apply node */", *MODULE_HEADERS]
+    lines += [h for h in parts.headers if h not in lines]
+    lines += parts.support
+    if parts.apply_support:
+        lines.append(parts.apply_support)
+    lines.append(parts.function)
+    module_name = "wbnode"
+    lines.append(module_init(module_name, parts.init_code, [("fn", "wb_node_run")]))
+    return NodeSource("\n".join(lines) + "\n", module_name, parts.version,
+                      extra_flags=parts.extra_flags, libraries=parts.libraries,
+                      lib_dirs=parts.lib_dirs, include_dirs=parts.include_dirs,
+                      body=parts.body)

@@ -346,7 +346,7 @@ def _error_excerpt(stderr: str, source: str, src_name: str) -> str:
 def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[str] | None = None,
                    flags: Sequence[str] | None = None, extra_flags: Sequence[str] = (),
                    include_dirs: Sequence[str] = (), lib_dirs: Sequence[str] = (),
-                   libraries: Sequence[str] = ()) -> Path:
+                   libraries: Sequence[str] = (), reject_warnings: Sequence[str] = ()) -> Path:
     """Compile `source`, the C text of an extension module whose init function is
     `PyInit_<module_name>`, into `<out_dir>/<module_name><EXT_SUFFIX>` and return that path.
 
@@ -354,6 +354,8 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
     `extra_flags` are appended to them. Python's and NumPy's include directories are
     always searched. With no `out_dir`, a fresh temporary directory is used. The source
     is kept next to the binary as `<module_name>.c` (named in errors, for debugging).
+    A compiler message matching one of the regular expressions `reject_warnings` fails
+    the build like an error.
     Raises CompileError with the compiler's messages, CompilerUnavailableError without
     a compiler.
     """
@@ -379,10 +381,12 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"compiling module {module_name!r} timed out; source kept at {src}",
                            source_path=src, command=cmd) from exc
-    if res.returncode != 0 or not target.exists():
+    rejected = [w for w in reject_warnings if re.search(w, res.stderr)]
+    if res.returncode != 0 or not target.exists() or rejected:
         excerpt = _error_excerpt(res.stderr or res.stdout, source, src.name)
         raise CompileError(
-            f"the C compiler rejected module {module_name!r} (exit {res.returncode}).\n"
+            f"the C compiler rejected module {module_name!r} (exit {res.returncode}"
+            f"{', warnings taken as errors: ' + repr(rejected) if rejected else ''}).\n"
             f"{excerpt}\n\nsource kept at {src}\ncommand: {shlex.join(cmd)}",
             stderr=res.stderr, source_path=src, command=cmd)
     return target

@@ -1,10 +1,10 @@
 """The 'c' linker: every node with C code runs as a compiled function, the others
 through their Python `perform`, all inside one C loop (runtime.c's Program).
 
-Compiled modules are per node *kind*: the generated source depends only on the
-node's signature (Op and props, input and output Types), and the module cache
-keys on it, so a new graph made of known kinds compiles nothing. Missing modules
-of a graph are compiled in parallel (one compiler process per core).
+Compiled code is per node *kind*: the generated source depends only on the node's
+signature (Op and props, input and output Types), and the module cache keys on it,
+so a new graph made of known kinds compiles nothing. The kinds a graph is missing
+compile together, a few translation units in parallel (bundle.py).
 
 Graphs with lazy nodes (if-else) and profiled functions run the same compiled
 nodes from the Python VMs instead (`NodeThunk`s), which evaluate lazily and time
@@ -13,16 +13,14 @@ each node.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Thunk
-from workbench.core.link.c import codegen
+from workbench.core.link.c import bundle, codegen
 from workbench.core.link.c.cache import ModuleCache, default_cache
 from workbench.core.link.c.runtime import runtime
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM, VMLinker
@@ -31,13 +29,15 @@ __all__ = ["CLinker", "CProgramVM", "CompileReport"]
 
 
 class CompileReport:
-    """What linking compiled: per node kind whether it was compiled, found on disk or
-    in memory, and the seconds spent; nodes that run in Python and why."""
+    """What linking compiled: how many node kinds were compiled (in how many modules:
+    see bundle.py), found on disk or in memory, and the seconds spent; nodes that run
+    in Python and why."""
 
     def __init__(self) -> None:
         self.c_nodes: list[Apply] = []
         self.py_nodes: list[tuple[Apply, str]] = []
         self.compiled = 0
+        self.modules_built = 0
         self.disk_hits = 0
         self.memory_hits = 0
         self.compile_seconds = 0.0
@@ -46,7 +46,8 @@ class CompileReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"c_nodes": len(self.c_nodes), "py_nodes": len(self.py_nodes),
-                "compiled": self.compiled, "disk_hits": self.disk_hits,
+                "compiled": self.compiled, "modules_built": self.modules_built,
+                "disk_hits": self.disk_hits,
                 "memory_hits": self.memory_hits, "compile_seconds": self.compile_seconds,
                 "link_seconds": self.link_seconds}
 
@@ -54,42 +55,6 @@ class CompileReport:
         d = self.as_dict()
         return ("CompileReport(" + ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else
                                              f"{k}={v}" for k, v in d.items()) + ")")
-
-
-def _build_modules(sources: list[codegen.NodeSource], cache: ModuleCache,
-                   report: CompileReport) -> list[Any]:
-    """The loaded module of each source, compiling missing ones in parallel."""
-    before = (cache.stats.builds, cache.stats.disk_hits, cache.stats.memory_hits)
-    unique: dict[tuple[Any, ...], codegen.NodeSource] = {}
-    for src in sources:
-        unique.setdefault(_key(src), src)
-    start = time.perf_counter()
-    missing = [src for key, src in unique.items() if src.version and not cache.is_loaded(
-        ("node",), src.source, src.module_name, **_build_args(src))]
-    if len(missing) > 1:
-        workers = min(len(missing), max(1, os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda s: cache.ensure_built(("node",), s.source, s.module_name,
-                                                       **_build_args(s)), missing))
-    modules = {key: cache.get_or_build(("node",), src.source, src.module_name,
-                                       **_build_args(src))
-               for key, src in unique.items()}
-    report.compile_seconds += time.perf_counter() - start
-    after = (cache.stats.builds, cache.stats.disk_hits, cache.stats.memory_hits)
-    report.compiled += after[0] - before[0]
-    # each module prepared by the pool is then loaded from disk once more: not a hit
-    report.disk_hits += after[1] - before[1] - (len(missing) if len(missing) > 1 else 0)
-    report.memory_hits += after[2] - before[2]
-    return [modules[_key(src)] for src in sources]
-
-
-def _key(src: codegen.NodeSource) -> tuple[Any, ...]:
-    return (src.source, tuple(src.extra_flags), tuple(src.libraries))
-
-
-def _build_args(src: codegen.NodeSource) -> dict[str, Any]:
-    return dict(version=src.version, extra_flags=src.extra_flags, libraries=src.libraries,
-                lib_dirs=src.lib_dirs, include_dirs=src.include_dirs)
 
 
 def _quietly(fn: Callable[[], Any]) -> None:
@@ -138,9 +103,16 @@ class CLinker(VMLinker):
         missing kinds); records in `report` which nodes run C and which `perform`, why."""
         sources = self.node_sources(order)
         c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
-        modules = _build_modules([sources[n] for n in c_nodes],  # type: ignore[misc]
-                                 self.cache or default_cache(), report)
-        capsules = {node: module.fn for node, module in zip(c_nodes, modules)}
+        start = time.perf_counter()
+        functions, stats = bundle.node_functions(
+            [(n, sources[n]) for n in c_nodes],  # type: ignore[misc]
+            self.cache or default_cache())
+        report.compile_seconds += time.perf_counter() - start
+        report.compiled += stats.compiled
+        report.disk_hits += stats.disk_hits
+        report.memory_hits += stats.memory_hits
+        report.modules_built += stats.modules_built
+        capsules = dict(zip(c_nodes, functions))
         for node in order:
             if node in capsules:
                 report.c_nodes.append(node)

@@ -41,12 +41,14 @@ def vector_math_functions() -> tuple[str, ...]:
 
 
 def _vector_decls() -> str:
-    lines = ["/* vector math: let the vectoriser call glibc's libmvec */"]
+    lines = ["/* vector math: let the vectoriser call glibc's libmvec */",
+             "#ifndef WB_VECTOR_MATH_DECLARED", "#define WB_VECTOR_MATH_DECLARED"]
     for f in _VECTOR_FUNCS:
         for ctype, suffix in (("double", ""), ("float", "f")):
             args = f"{ctype}, {ctype}" if f in _TWO_ARG else ctype
             lines.append("#pragma omp declare simd notinbranch")
             lines.append(f"extern {ctype} {f}{suffix}({args});")
+    lines.append("#endif")
     return "\n".join(lines) + "\n"
 
 
@@ -54,6 +56,8 @@ VECTOR_MATH_DECLARATIONS = _vector_decls()
 
 #: Helpers the templates use (static inline, so unused ones cost nothing).
 SCALAR_SUPPORT = r"""
+#ifndef WB_SCALAR_SUPPORT
+#define WB_SCALAR_SUPPORT
 #include <complex.h>
 static int wb_errflag = 0;
 #define WB_DEF_INT_HELPERS(T, NAME, SIGNED) \
@@ -153,6 +157,7 @@ static inline T wb_pow_##NAME(T a, T b) { \
   return cpow##SFX(a, b); }
 WB_DEF_COMPLEX_HELPERS(npy_complex64, npy_float32, complex64, f)
 WB_DEF_COMPLEX_HELPERS(npy_complex128, npy_float64, complex128, )
+#endif
 """
 
 

@@ -1,0 +1,226 @@
+"""Bundles: the node kinds a graph is missing compile as a few translation units, and
+the cache still finds every kind on its own (through its alias) in later graphs and
+processes. Kinds whose C clashes in one unit fall back to a module each."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.compile.mode import Mode
+from workbench.core.graph.basic import Apply
+from workbench.core.graph.op import Op
+from workbench.core.link.c import bundle
+from workbench.core.link.c.cache import CorruptCacheEntryWarning, ModuleCache
+from workbench.core.link.c.codegen import node_source
+from workbench.core.link.c.compiler import CompileError, has_compiler
+from workbench.core.link.c.interface import COp
+from workbench.core.link.c.linker import CLinker
+from workbench.core.scalar.basic import get_scalar_type
+
+pytestmark = pytest.mark.skipif(not has_compiler(), reason="no C compiler on this machine")
+
+
+def c_function(inputs, outputs, cache):
+    return wb.function(inputs, outputs, mode=Mode(linker=CLinker(cache=cache)))
+
+
+def mixed_graph():
+    """Elemwise, a reduction (built with -fwrapv), a view and a dot: several kinds."""
+    x, w = wt.dmatrix("x"), wt.dmatrix("w")
+    h = wt.tanh(wt.dot(x, w))
+    return [x, w], [h.sum(axis=1), h.T * 2, wt.exp(x).max()]
+
+
+def mixed_values(f):
+    rng = np.random.default_rng(0)
+    x, w = rng.normal(size=(3, 4)), rng.normal(size=(4, 5))
+    h = np.tanh(x @ w)
+    got = f(x, w)
+    np.testing.assert_allclose(got[0], h.sum(axis=1))
+    np.testing.assert_allclose(got[1], h.T * 2)
+    np.testing.assert_allclose(got[2], np.exp(x).max())
+
+
+def test_missing_kinds_compile_in_a_few_modules_and_later_graphs_reuse_each_kind(tmp_path):
+    cache = ModuleCache(tmp_path / "c")
+    f = c_function(*mixed_graph(), cache)
+    mixed_values(f)
+    report = f.linker.report
+    kinds = len({node_source(n).source for n in report.c_nodes})
+    assert report.compiled == kinds >= 5
+    assert 1 <= report.modules_built <= max(1, os.cpu_count() or 1)
+    # the same kinds in a new graph: nothing to compile, in memory
+    g = c_function(*mixed_graph(), cache)
+    assert (g.linker.report.compiled, g.linker.report.memory_hits) == (0, kinds)
+    # a fresh process (a new cache object on the same directory) finds each kind on
+    # disk, including a graph made of only some of them
+    fresh = ModuleCache(tmp_path / "c")
+    x, w = wt.dmatrix("x"), wt.dmatrix("w")
+    part = c_function([x, w], wt.tanh(wt.dot(x, w)).T * 2, fresh)
+    assert part.linker.report.compiled == 0
+    assert part.linker.report.disk_hits == len(part.linker.report.c_nodes) >= 2
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(2, 3)), rng.normal(size=(3, 2))
+    np.testing.assert_allclose(part(a, b), np.tanh(a @ b).T * 2)
+
+
+def test_plan_groups_kinds_by_flags_balances_them_and_is_deterministic():
+    x, w = wt.dmatrix("x"), wt.dmatrix("w")
+    outs = [wt.exp(x), wt.log(x), wt.sin(x) + w, wt.dot(x, w), x.sum(), (x * 2).T]
+    f = wb.function([x, w], outs, linker="py")
+    nodes = f.maker.fgraph.toposort()
+    cache = ModuleCache()
+    kinds = [bundle.Kind(n, node_source(n), bundle.kind_key(cache, node_source(n)))
+             for n in nodes]
+    plan = bundle.plan_bundles(kinds, workers=2)
+    assert sorted(k.key for b in plan for k in b) == sorted(k.key for k in kinds)
+    assert len(plan) == 2
+    assert all(len({k.group for k in b}) == 1 for b in plan)
+    assert bundle.plan_bundles(list(reversed(kinds)), workers=2) == plan
+    assert len(bundle.plan_bundles(kinds, workers=1)) == 1
+    # a flag that changes what code means keeps kinds apart; -fwrapv and linker flags
+    # do not
+    special = bundle.Kind(nodes[0], node_source(nodes[0]), "f" * 32)
+    special.source.extra_flags = [*special.source.extra_flags, "-DWB_TEST_FLAG"]
+    assert len(bundle.plan_bundles([*kinds, special], workers=1)) == 2
+
+
+def test_a_bundle_holds_each_support_block_once():
+    x = wt.dvector("x")
+    f = wb.function([x], [wt.exp(x), wt.log(x), wt.sin(x)], linker="py")
+    cache = ModuleCache()
+    kinds = [bundle.Kind(n, node_source(n), bundle.kind_key(cache, node_source(n)))
+             for n in f.maker.fgraph.toposort()]
+    src = bundle.bundle_source(kinds)
+    assert len(src.capsules) == 3 and src.version
+    assert src.source.count("#define WB_SCALAR_SUPPORT") == 1
+    assert src.source.count("PyInit_wbbundle") == 1
+    assert all(f"wb_node_run_{k.tag}" in src.source for k in kinds)
+
+
+# -- two user Ops whose C cannot share a translation unit --------------------------
+
+
+class Scale(Op, COp):
+    """x * k on float64 scalars; its support code defines a helper (or a macro) whose
+    name does not depend on k, so two instances clash in one translation unit."""
+
+    __props__ = ("k", "style")
+
+    def __init__(self, k: int, style: str) -> None:
+        self.k, self.style = k, style
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.float64(inputs[0] * self.k)
+
+    def c_support_code(self):
+        if self.style == "function":
+            return f"static double wb_test_scale(double v) {{ return v * {self.k}; }}"
+        return f"#define WB_TEST_SCALE {self.k}"
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        if self.style == "function":
+            return f"{outputs[0]} = wb_test_scale({inputs[0]});"
+        # in one unit, both functions would come after both definitions: both 3
+        return f"{outputs[0]} = {inputs[0]} * WB_TEST_SCALE;"
+
+    def c_code_cache_version(self):
+        return (1,)
+
+
+@pytest.mark.parametrize("style", ["function", "macro"])
+def test_kinds_whose_c_clashes_fall_back_to_a_module_each(tmp_path, style, monkeypatch):
+    monkeypatch.setattr(bundle.os, "cpu_count", lambda: 1)  # both kinds in one bundle
+    t = get_scalar_type("float64")
+    x = t("x")
+    cache = ModuleCache(tmp_path / "c")
+    f = c_function([x], [Scale(2, style)(x), Scale(3, style)(x)], cache)
+    assert [float(v) for v in f(np.float64(5.0))] == [10.0, 15.0]
+    assert f.linker.report.compiled == 2
+    assert f.linker.report.modules_built == 2  # not one bundle: a module each
+
+
+def test_broken_c_in_one_kind_raises_its_own_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(bundle.os, "cpu_count", lambda: 1)
+
+    class Broken(Scale):
+        def c_code(self, node, name, inputs, outputs, sub):
+            return f"{outputs[0]} = {inputs[0]} +* broken_c_of_the_test;"
+
+    class Undefined(Scale):
+        def c_code(self, node, name, inputs, outputs, sub):
+            return f"{outputs[0]} = undefined_function_of_the_test({inputs[0]});"
+
+    t = get_scalar_type("float64")
+    x = t("x")
+    with pytest.raises(CompileError, match="(?s)module 'wbnode'.*broken_c_of_the_test") as info:
+        c_function([x], [Broken(2, "function")(x), Scale(3, "function")(x)],
+                   ModuleCache(tmp_path))
+    assert "broken_c_of_the_test" in info.value.source_path.read_text()  # only this kind's C
+    assert "wb_test_scale(" not in info.value.source_path.read_text().split("wb_node_run")[1]
+    # C that compiles but does not load: the kind's own module names the symbol
+    with pytest.raises(ImportError, match="(?s)wbnode.*undefined_function_of_the_test"):
+        c_function([x], [Undefined(2, "macro")(x), Scale(3, "macro")(x)], ModuleCache(tmp_path))
+
+
+def test_a_truncated_bundle_is_detected_and_rebuilt_in_a_new_process(tmp_path):
+    code = textwrap.dedent("""
+        import warnings, numpy as np, workbench as wb, workbench.tensor as wt
+        x = wt.dvector("x")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f = wb.function([x], [wt.cosh(x) * 3, x.sum()], linker="c")
+            a = np.linspace(-1, 1, 5)
+            got = f(a)
+        assert np.allclose(got[0], np.cosh(a) * 3) and np.isclose(got[1], a.sum())
+        r = f.linker.report
+        print(r.compiled, r.disk_hits, r.modules_built,
+              sum("corrupt" in str(w.message) for w in caught))
+    """)
+    env = dict(os.environ, WORKBENCH_CACHE_DIR=str(tmp_path))
+
+    def run() -> list[int]:
+        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=240)
+        assert res.returncode == 0, res.stderr
+        return [int(v) for v in res.stdout.split()]
+
+    compiled, disk_hits, modules, corrupt = run()
+    assert (compiled, disk_hits, corrupt) == (2, 0, 0) and modules >= 1
+    assert run() == [0, 2, 0, 0]
+    bundles = list(tmp_path.rglob("wbbundle*.so"))
+    assert len(bundles) == modules
+    for so in bundles:
+        so.write_bytes(so.read_bytes()[:1000])
+    assert run() == [2, 0, modules, modules]  # each truncated module: one warning
+    assert run() == [0, 2, 0, 0]
+
+
+def test_load_entry_removes_a_corrupt_entry_with_a_warning(tmp_path):
+    cache = ModuleCache(tmp_path)
+    src = "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, " \
+          "\"wbt\", NULL, -1, NULL};\nPyMODINIT_FUNC PyInit_wbt(void) { return " \
+          "PyModule_Create(&m); }\n"
+    path = cache.ensure_built(("t",), src, "wbt", version=(1,))
+    key = cache.key(("t",), src, "wbt", version=(1,))
+    path.write_bytes(b"truncated")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.load_entry(key, "wbt") is None
+    assert any(issubclass(w.category, CorruptCacheEntryWarning) for w in caught)
+    assert not cache.entry_dir(key).exists()
+    cache.write_alias("some-kind", {"entry": key})
+    assert cache.read_alias("some-kind") == {"entry": key}
+    assert cache.clear() == 0 and cache.read_alias("some-kind") is None

@@ -1,0 +1,294 @@
+"""Node kinds compiled together: one translation unit (a "bundle") for many kinds.
+
+A small generated module costs about 0.07 s of compiler time before any of its own
+code (the driver, cc1 loading the precompiled prelude, the assembler, the linker), so
+a graph with 36 new node kinds paid that 36 times. Here the missing kinds of a graph
+compile as a few bundles, about one per core: each kind's function under a C name of
+its own, every support block once (under a guard named by the hash of its text), one
+capsule per kind.
+
+The cache still works per kind. A kind's key is the cache key of the module it would
+be alone (`codegen.node_source`); an alias under that key names the bundle and the
+capsule holding the kind, so a later graph reuses every kind it has seen, whichever
+bundle compiled it.
+
+A bundle that does not compile (support code of two kinds clashing, a macro defined
+twice with different text) is not an error: its kinds compile one module each, which
+also gives a kind with broken C its own error message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.core.graph.basic import Apply
+from workbench.core.link.c import compiler as cc
+from workbench.core.link.c.cache import ModuleCache
+from workbench.core.link.c.codegen import MODULE_HEADERS, NodeSource, module_init, node_parts
+
+__all__ = ["BundleSource", "Kind", "KindStats", "bundle_source", "kind_key", "module_file",
+           "node_functions", "plan_bundles"]
+
+BUNDLE_MODULE = "wbbundle"
+#: Bumped when the layout of bundles changes (it is part of their version).
+BUNDLE_FORMAT = 1
+#: A failing bundle falls back to one module per kind: bound what that costs.
+MAX_KINDS_PER_BUNDLE = 48
+#: The compiler's message for a macro defined again with other text (gcc: 'warning: "X"
+#: redefined', clang: "'X' macro redefined"): alone each kind was right; together, code
+#: after the second definition that expects the first would silently change.
+REJECTED_WARNINGS = (r"""warning: ["'][A-Za-z_]\w*["'] (macro )?redefined""",)
+
+
+#: Flags that only define what C leaves undefined (signed overflow wraps around): a
+#: bundle gets them when one of its kinds asks, so kinds differing in them share one.
+DEFINING_FLAGS = frozenset({"-fwrapv"})
+
+
+def _shareable(flag: str) -> bool:
+    """Kinds differing in this flag may still share a bundle: linker flags, and
+    DEFINING_FLAGS."""
+    return flag.startswith(("-Wl,", "-L", "-l")) or flag in DEFINING_FLAGS
+
+
+@dataclass
+class Kind:
+    """One node kind: a node of that kind, its one-module source and that module's
+    cache key (the kind's identity on disk)."""
+
+    node: Apply
+    source: NodeSource
+    key: str
+
+    @property
+    def tag(self) -> str:
+        """The kind's C name suffix in bundles (from its key: the same in every bundle)."""
+        return self.key[:20]
+
+    @property
+    def group(self) -> tuple[Any, ...]:
+        """Kinds with equal groups may share a translation unit: the same compile flags
+        and header directories, and both versioned (persisted) or both not."""
+        flags = tuple(f for f in self.source.extra_flags if not _shareable(f))
+        return (bool(self.source.version), flags, tuple(self.source.include_dirs))
+
+    @property
+    def cost(self) -> int:
+        """A rough measure of its compile time (the length of its C)."""
+        return len(self.source.source)
+
+
+@dataclass
+class BundleSource(NodeSource):
+    """The module of a bundle; `capsules[k]` is the attribute holding the function of
+    `kinds[k]`."""
+
+    kinds: list[Kind] = field(default_factory=list)
+    capsules: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KindStats:
+    """Where the node kinds of one `node_functions` call came from."""
+
+    compiled: int = 0
+    disk_hits: int = 0
+    memory_hits: int = 0
+    modules_built: int = 0
+    bundle_fallbacks: int = 0
+
+
+def _guarded(block: str) -> str:
+    """`block` under an include guard named by the hash of its text."""
+    guard = "WB_BLOCK_" + hashlib.sha256(block.encode()).hexdigest()[:16]
+    return f"#ifndef {guard}\n#define {guard}\n{block}\n#endif"
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def bundle_source(kinds: Sequence[Kind]) -> BundleSource:
+    """One module holding the functions of `kinds` (which share a group)."""
+    headers = list(MODULE_HEADERS)
+    blocks: list[str] = []
+    functions: list[str] = []
+    init_code: list[str] = []
+    capsules: list[tuple[str, str]] = []
+    flags: list[str] = []
+    libraries: list[str] = []
+    lib_dirs: list[str] = []
+    include_dirs: list[str] = []
+    versions: list[Any] = []
+    for kind in kinds:
+        fn_name = f"wb_node_run_{kind.tag}"
+        parts = node_parts(kind.node, name=f"n{kind.tag}", fn_name=fn_name)
+        headers += parts.headers
+        blocks += [b for b in (*parts.support, parts.apply_support) if b]
+        functions.append(parts.function)
+        init_code += parts.init_code
+        capsules.append((f"fn_{kind.tag}", fn_name))
+        flags += parts.extra_flags
+        libraries += parts.libraries
+        lib_dirs += parts.lib_dirs
+        include_dirs += parts.include_dirs
+        versions.append(parts.version)
+    lines = [f"/* generated by workbench: the functions of {len(kinds)} node kind(s) */",
+             *_unique(headers), *[_guarded(b) for b in _unique(blocks)], *functions,
+             module_init(BUNDLE_MODULE, _unique(init_code), capsules)]
+    version: tuple[Any, ...] = () if not all(versions) else ("bundle", BUNDLE_FORMAT)
+    return BundleSource("\n".join(lines) + "\n", BUNDLE_MODULE, version,
+                        extra_flags=_unique(flags), libraries=_unique(libraries),
+                        lib_dirs=_unique(lib_dirs), include_dirs=_unique(include_dirs),
+                        kinds=list(kinds), capsules=[attr for attr, _ in capsules])
+
+
+def plan_bundles(kinds: Sequence[Kind], workers: int) -> list[list[Kind]]:
+    """Split `kinds` into bundles: kinds of one group only, at most
+    MAX_KINDS_PER_BUNDLE each, about `workers` bundles in all with balanced costs.
+    Deterministic: the same kinds give the same bundles (and so the same cache keys)."""
+    groups: dict[tuple[Any, ...], list[Kind]] = {}
+    for kind in sorted(kinds, key=lambda k: k.tag):
+        groups.setdefault(kind.group, []).append(kind)
+    total = sum(k.cost for k in kinds) or 1
+    bundles: list[list[Kind]] = []
+    for group in groups.values():
+        share = round(workers * sum(k.cost for k in group) / total)
+        n = max(1, min(len(group), share), math.ceil(len(group) / MAX_KINDS_PER_BUNDLE))
+        bins: list[list[Kind]] = [[] for _ in range(n)]
+        loads = [0] * n
+        for kind in sorted(group, key=lambda k: (-k.cost, k.tag)):
+            i = min(range(n), key=lambda b: (len(bins[b]) >= MAX_KINDS_PER_BUNDLE, loads[b]))
+            bins[i].append(kind)
+            loads[i] += kind.cost
+        bundles += [sorted(b, key=lambda k: k.tag) for b in bins if b]
+    return bundles
+
+
+def kind_key(cache: ModuleCache, src: NodeSource) -> str:
+    """The cache key of a node kind: that of its one-module source."""
+    return cache.key(("node",), src.source, src.module_name, **src.build_args())
+
+
+def module_file(cache: ModuleCache, src: NodeSource) -> str | None:
+    """The file of the compiled module that holds the kind of `src` (a bundle, or its
+    own module), or None when it is not on disk."""
+    alias = cache.read_alias(kind_key(cache, src))
+    if not alias:
+        return None
+    path = cache.entry_dir(str(alias["entry"])) / f"{alias['module']}{cc.extension_suffix()}"
+    return str(path) if path.is_file() else None
+
+
+def _from_alias(cache: ModuleCache, key: str) -> Any:
+    """The function of kind `key` through its alias on disk, or None."""
+    alias = cache.read_alias(key)
+    if not alias:
+        return None
+    try:
+        module = cache.load_entry(str(alias["entry"]), str(alias["module"]))
+    except (KeyError, ValueError, ImportError, OSError):
+        return None
+    return None if module is None else getattr(module, str(alias.get("capsule")), None)
+
+
+def _map(fn: Any, items: list[Any], workers: int) -> list[Any]:
+    """`fn` over `items`, in parallel threads when there are several; each result is
+    the value or the exception raised."""
+    def safe(item: Any) -> Any:
+        try:
+            return fn(item)
+        except Exception as exc:  # noqa: BLE001 - the caller decides per item
+            return exc
+
+    if len(items) <= 1 or workers <= 1:
+        return [safe(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(safe, items))
+
+
+def node_functions(items: Sequence[tuple[Apply, NodeSource]], cache: ModuleCache,
+                   workers: int | None = None) -> tuple[list[Any], KindStats]:
+    """The node function capsule of every (node, source) of `items`: from memory, from
+    the disk cache through the kinds' aliases, else compiled in bundles (in parallel,
+    `workers` compilers: default one per core). Compile errors propagate, naming the
+    failing kind's module."""
+    workers = workers or max(1, os.cpu_count() or 1)
+    stats = KindStats()
+    keys = [kind_key(cache, src) for _, src in items]
+    kinds: dict[str, Kind] = {}
+    for key, (node, src) in zip(keys, items):
+        kinds.setdefault(key, Kind(node, src, key))
+    found = cache.loaded_symbols
+    missing: list[Kind] = []
+    for key, kind in kinds.items():
+        if key in found:
+            stats.memory_hits += 1
+        elif kind.source.version and (capsule := _from_alias(cache, key)) is not None:
+            found[key] = capsule
+            stats.disk_hits += 1
+        else:
+            missing.append(kind)
+    if missing:
+        _compile_kinds(missing, cache, workers, stats)
+    return [found[key] for key in keys], stats
+
+
+def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
+                   stats: KindStats) -> None:
+    """Compile `kinds` in bundles (one module per kind for a bundle that fails), load
+    them into `cache.loaded_symbols` and record their aliases."""
+    bundles = [bundle_source(b) for b in plan_bundles(kinds, workers)]
+    bundles.sort(key=lambda b: -sum(k.cost for k in b.kinds))  # largest first: less idle
+
+    def build(bundle: BundleSource) -> tuple[Any, bool]:
+        """(the loaded module, whether it was compiled rather than found on disk)."""
+        args = bundle.build_args()
+        built = True
+        if bundle.version:  # to disk first, in parallel threads; then load
+            key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
+            built = not cache.entry_dir(key).is_dir()  # (or another process built it)
+            cache.ensure_built(("bundle",), bundle.source, BUNDLE_MODULE,
+                               reject_warnings=REJECTED_WARNINGS, **args)
+        return cache.get_or_build(("bundle",), bundle.source, BUNDLE_MODULE,
+                                  reject_warnings=REJECTED_WARNINGS, **args), built
+
+    failed: list[Kind] = []
+    for bundle, result in zip(bundles, _map(build, bundles, workers)):
+        if isinstance(result, (cc.CompileError, ImportError)):  # e.g. an undefined symbol
+            failed += bundle.kinds
+            stats.bundle_fallbacks += 1
+            continue
+        if isinstance(result, BaseException):
+            raise result
+        module, built = result
+        stats.modules_built += built
+        entry = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **bundle.build_args())
+        for kind, attribute in zip(bundle.kinds, bundle.capsules):
+            _record(cache, kind, getattr(module, attribute), entry, BUNDLE_MODULE, attribute)
+    if failed:
+        def single(kind: Kind) -> Any:
+            src = kind.source
+            return cache.get_or_build(("node",), src.source, src.module_name,
+                                      **src.build_args())
+
+        # each kind alone: a kind with broken C raises its own error here
+        for kind, result in zip(failed, _map(single, failed, workers)):
+            if isinstance(result, BaseException):
+                raise result
+            stats.modules_built += 1
+            _record(cache, kind, result.fn, kind.key, kind.source.module_name, "fn")
+    stats.compiled += len(kinds)
+
+
+def _record(cache: ModuleCache, kind: Kind, capsule: Any, entry: str, module: str,
+            attribute: str) -> None:
+    cache.loaded_symbols[kind.key] = capsule
+    if kind.source.version:
+        cache.write_alias(kind.key, {"entry": entry, "module": module, "capsule": attribute})
