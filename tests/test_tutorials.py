@@ -232,9 +232,12 @@ def test_06_dtypes_and_promotion(executed):
     assert "promote_types(float16, bfloat16) = float32" in text
     assert re.search(r"^\s+int8\s+int8\s+int16\s+int8\s+int32", text, re.M)  # a table row
     assert "result_type(float32, 2.5) = float32" in text
-    assert "float32 vector + 2.5   -> TensorType(float32, (?,))" in text
-    assert "inside the block: int8 vector * 1.5 -> TensorType(float32, (?,))" in text
-    assert "after the block:  int8 vector * 1.5 -> TensorType(float64, (?,))" in text
+    assert "float32 vector + 2.5    -> TensorType(float32, (?,))" in text
+    assert "int32 + float32 vectors -> TensorType(float64, (?,))" in text
+    assert "inside the block: int32 vector * 1.5 -> TensorType(float32, (?,))" in text
+    block = text.split("inside the block")[1].split("after the block")[0]
+    assert "Elemwise{Cast{float32}}" in block  # i is cast to float32, the dtype of 1.5
+    assert "after the block:  int32 vector * 1.5 -> TensorType(float64, (?,))" in text
     assert "can_cast(300, int8, 'safe') = False" in text
     assert "can_cast('float64', float32, 'same_kind') = True" in text
     assert "without a casting mode: Elemwise{exp} on backend 'toy' does not support" in text

@@ -25,7 +25,7 @@ shares with `ScalarType.filter` (one conversion policy for both).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -108,28 +108,49 @@ def weak_scalar_array(value: PythonScalar, dtype: Dtype) -> np.ndarray:
     return np.asarray(value, dtype=dtype.numpy)
 
 
-def weak_scalar_arrays(inputs: Sequence[Any], strong_dtypes: Sequence[Dtype | None],
-                       dtype_inputs: Sequence[int] | None = None) -> dict[int, np.ndarray]:
-    """The 0-d arrays that the weak Python scalars among an Op's `inputs` become.
+class WeakScalars(NamedTuple):
+    """How an Op's inputs resolve their weak Python scalars (see `resolve_weak_scalars`)."""
+
+    #: input position -> the 0-d array that Python scalar becomes
+    arrays: dict[int, np.ndarray]
+    #: input position -> the dtype that (strong) input must be cast to first
+    casts: dict[int, Dtype]
+
+
+def resolve_weak_scalars(inputs: Sequence[Any], strong_dtypes: Sequence[Dtype | None],
+                         dtype_inputs: Sequence[int] | None = None) -> WeakScalars:
+    """Constants for the weak Python scalars among an Op's `inputs`, and casts that make
+    the Op compute in ``result_type`` of its operands (NEP 50 as `dtypes` defines it).
 
     `strong_dtypes[i]` is the dtype of input i when it is not a Python scalar.
     The scalars at the positions `dtype_inputs` (default: all) take the
     `result_type` of those positions, so ``int8 + 1`` makes an int8 ``1`` and
     ``int8 + 1.5`` a default-float ``1.5``; scalars elsewhere (a switch
-    condition) get their own dtype. Shared by scalar Ops and `Elemwise`.
+    condition) get their own dtype.
+
+    A weak scalar of a higher kind can give a dtype that a strong operand does
+    not cast to safely: with float32 as default float, ``int32 * 1.5`` is
+    float32, but int32 and float32 promote to float64. Those operands are then
+    cast to that dtype (`casts`), so the Op's own promotion agrees with
+    `result_type`. Shared by scalar Ops and `Elemwise`.
     """
     weak = [i for i, x in enumerate(inputs) if is_python_scalar(x)]
     context = range(len(inputs)) if dtype_inputs is None else dtype_inputs
-    strong = [strong_dtypes[i] for i in context if i not in weak]
+    strong = [i for i in context if i not in weak]
     values = [inputs[i] for i in context if i in weak]
-    target = result_type(*strong, *values) if values else None
+    target = result_type(*(strong_dtypes[i] for i in strong), *values) if values else None
     arrays = {}
     for i in weak:
         if i in context and target is not None:
             arrays[i] = weak_scalar_array(inputs[i], target)
         else:
             arrays[i] = np.asarray(inputs[i], dtype=python_constant_dtype(inputs[i]).numpy)
-    return arrays
+    casts: dict[int, Dtype] = {}
+    if target is not None:
+        for i in strong:
+            if _dt.promote_types(strong_dtypes[i], target) is not target:  # type: ignore[arg-type]
+                casts[i] = target
+    return WeakScalars(arrays, casts)
 
 
 def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: str) -> np.ndarray:
@@ -618,11 +639,13 @@ class ScalarOp(Op):
                     raise TypeError(f"input {i} of {self.name}: {exc}") from None
         dtypes = [None if is_python_scalar(x) else x.type.dtype for x in converted]
         try:
-            weak = weak_scalar_arrays(inputs, dtypes, self.dtype_inputs)
+            weak = resolve_weak_scalars(inputs, dtypes, self.dtype_inputs)
         except OverflowError as exc:
             raise OverflowError(f"{self.name}: {exc}") from None
-        for i, data in weak.items():
+        for i, data in weak.arrays.items():
             converted[i] = ScalarConstant(get_scalar_type(data.dtype), data[()])
+        for i, dtype in weak.casts.items():
+            converted[i] = cast(converted[i], dtype)
         return converted
 
     # -- running --------------------------------------------------------------

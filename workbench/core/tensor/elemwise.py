@@ -33,8 +33,8 @@ from workbench.core.scalar.basic import (
     get_scalar_type,
     grad_dtype,
     is_python_scalar,
+    resolve_weak_scalars,
     scalar_constant,
-    weak_scalar_arrays,
 )
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import TensorConstant, as_tensor_variable
@@ -240,7 +240,8 @@ class Elemwise(Op):
 
     # -- building -----------------------------------------------------------------
     def _convert_inputs(self, inputs: Sequence[Any]) -> list[Variable]:
-        """Tensor Variables for the inputs; weak Python scalars adopt the operands' dtype."""
+        """Tensor Variables for the inputs; weak Python scalars adopt the operands' dtype
+        (operands that would promote past `result_type` are cast to it first)."""
         converted: list[Any] = list(inputs)
         for i, x in enumerate(inputs):
             if not is_python_scalar(x):
@@ -250,11 +251,16 @@ class Elemwise(Op):
                     raise TypeError(f"input {i} of {self}: {exc}") from None
         dtypes = [None if is_python_scalar(x) else x.type.dtype for x in converted]
         try:
-            weak = weak_scalar_arrays(inputs, dtypes, self.scalar_op.dtype_inputs)
+            weak = resolve_weak_scalars(inputs, dtypes, self.scalar_op.dtype_inputs)
         except OverflowError as exc:
             raise OverflowError(f"{self}: {exc}") from None
-        for i, data in weak.items():
+        for i, data in weak.arrays.items():
             converted[i] = TensorConstant(TensorType(as_dtype(data.dtype), ()), data)
+        if weak.casts:
+            from workbench.core.tensor.basic import cast  # basic builds on Elemwise
+
+            for i, dtype in weak.casts.items():
+                converted[i] = cast(converted[i], dtype)
         return converted
 
     def make_node(self, *inputs: Any) -> Apply:

@@ -1,0 +1,283 @@
+"""Per-backend dtype support and the casting modes for dtypes a backend lacks.
+
+Each backend (linker) declares the dtypes it computes in, optionally minus some
+per op.  When a graph needs a dtype its backend lacks, `resolve_unsupported`
+picks a replacement according to the casting mode (a process-wide setting with
+a per-block override, like the default dtypes), or raises
+:class:`UnsupportedDtypeError` naming the modes that would help.  Part of
+:mod:`workbench.core.dtypes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from workbench.core.dtypes.base import (
+    Dtype,
+    DtypeLike,
+    all_complex_dtypes,
+    all_dtypes,
+    all_float_dtypes,
+    all_int_dtypes,
+    all_signed_int_dtypes,
+    all_uint_dtypes,
+    as_dtype,
+    bfloat16,
+    float16,
+)
+from workbench.core.dtypes.defaults import (
+    Setting,
+    default_float_dtype,
+    default_int_dtype,
+)
+
+
+class _BackendDtypes(NamedTuple):
+    supported: frozenset[Dtype]
+    per_op: dict[str, frozenset[Dtype]]  # op name -> dtypes the op lacks
+
+
+_BACKENDS: dict[str, _BackendDtypes] = {}
+
+
+def register_backend_dtypes(
+    backend: str,
+    supported: Iterable[DtypeLike],
+    *,
+    per_op: Mapping[str, Iterable[DtypeLike]] | None = None,
+) -> None:
+    """Declare the dtypes ``backend`` handles (replacing any earlier declaration).
+
+    ``per_op`` maps an op name to the dtypes that op does NOT support on this
+    backend, on top of the backend-wide ``supported`` set.
+    """
+    _BACKENDS[backend] = _BackendDtypes(
+        frozenset(as_dtype(d) for d in supported),
+        {name: frozenset(as_dtype(d) for d in ds) for name, ds in (per_op or {}).items()},
+    )
+
+
+def unregister_backend_dtypes(backend: str) -> None:
+    """Forget a backend's dtype declaration (``KeyError`` if unknown)."""
+    _lookup_backend(backend)
+    del _BACKENDS[backend]
+
+
+def registered_backends() -> tuple[str, ...]:
+    """Names of the backends with a dtype declaration."""
+    return tuple(_BACKENDS)
+
+
+def _lookup_backend(backend: str) -> _BackendDtypes:
+    try:
+        return _BACKENDS[backend]
+    except KeyError:
+        known = ", ".join(repr(b) for b in _BACKENDS)
+        raise KeyError(f"unknown backend {backend!r}; registered backends: {known}") from None
+
+
+def _op_excluded(info: _BackendDtypes, op: object) -> frozenset[Dtype]:
+    """Dtypes ``op`` lacks; a non-str op is looked up by ``str(op)`` and class name."""
+    if op is None or not info.per_op:
+        return frozenset()
+    if isinstance(op, str):
+        return info.per_op.get(op, frozenset())
+    empty: frozenset[Dtype] = frozenset()
+    return info.per_op.get(str(op), empty) | info.per_op.get(type(op).__name__, empty)
+
+
+def is_supported(backend: str, dtype: DtypeLike, op: object = None) -> bool:
+    """Whether ``backend`` (and ``op`` on it, if given) supports ``dtype``."""
+    info = _lookup_backend(backend)
+    d = as_dtype(dtype)
+    return d in info.supported and d not in _op_excluded(info, op)
+
+
+def supported_dtypes(backend: str, op: object = None) -> tuple[Dtype, ...]:
+    """Dtypes ``backend`` (and ``op`` on it, if given) supports, in ``all_dtypes`` order."""
+    info = _lookup_backend(backend)
+    excluded = _op_excluded(info, op)
+    return tuple(d for d in all_dtypes if d in info.supported and d not in excluded)
+
+
+def unsupported_dtypes(backend: str, op: object = None) -> tuple[Dtype, ...]:
+    """Dtypes ``backend`` (and ``op`` on it, if given) lacks, in ``all_dtypes`` order."""
+    ok = set(supported_dtypes(backend, op))
+    return tuple(d for d in all_dtypes if d not in ok)
+
+
+# The Python/NumPy VM handles everything.
+register_backend_dtypes("py", all_dtypes)
+
+
+# --------------------------------------------------------------------------- casting modes
+
+CASTING_MODES: tuple[str, ...] = ("upcast", "downcast", "crosscast", "cast")
+
+_casting_mode = Setting("workbench_casting_mode", None)
+
+
+def _check_mode(mode: str | None) -> str | None:
+    if mode is not None and mode not in CASTING_MODES:
+        raise ValueError(f"casting mode must be None or one of {CASTING_MODES}, got {mode!r}")
+    return mode
+
+
+def casting_mode() -> str | None:
+    """The active casting mode for unsupported dtypes (None: off, the default)."""
+    return _casting_mode.get()
+
+
+def set_casting_mode(mode: str | None) -> None:
+    """Set the casting mode: None, 'upcast', 'downcast', 'crosscast' or 'cast'.
+
+    Process-wide, except inside a ``casting_mode_as`` block.
+    """
+    _casting_mode.set(_check_mode(mode))
+
+
+def casting_mode_as(mode: str | None) -> contextlib.AbstractContextManager[str | None]:
+    """Temporarily set the casting mode; restored on exit, even on error."""
+    return _casting_mode.override(_check_mode(mode))
+
+
+# Same-group orderings used by upcast/downcast (narrowest first).
+_CAST_GROUPS: tuple[tuple[Dtype, ...], ...] = (
+    all_signed_int_dtypes,
+    all_uint_dtypes,
+    all_float_dtypes,
+    all_complex_dtypes,
+)
+
+
+def _wider(d: Dtype) -> tuple[Dtype, ...]:
+    """Same-group dtypes wider than ``d``, nearest first."""
+    for group in _CAST_GROUPS:
+        if d in group:
+            wider = group[group.index(d) + 1 :]
+            if d is bfloat16:  # float16 has less range than bfloat16: skip it
+                wider = tuple(w for w in wider if w is not float16)
+            return wider
+    return ()
+
+
+def _narrower(d: Dtype) -> tuple[Dtype, ...]:
+    """Same-group dtypes narrower than ``d``, nearest first."""
+    for group in _CAST_GROUPS:
+        if d in group:
+            return group[: group.index(d)][::-1]
+    return ()
+
+
+def _first_supported(candidates: Iterable[Dtype], backend: str, op: object) -> Dtype | None:
+    return next((c for c in candidates if is_supported(backend, c, op)), None)
+
+
+def _crosscast(d: Dtype, backend: str, op: object) -> Dtype | None:
+    """int/uint/bool -> default float when no integer dtype is supported;
+    float -> default int when no float dtype is supported; complex -> nothing."""
+    if d.is_bool or (d.is_int and _first_supported(all_int_dtypes, backend, op) is None):
+        return _first_supported((default_float_dtype(),), backend, op)
+    if d.is_float and _first_supported(all_float_dtypes, backend, op) is None:
+        return _first_supported((default_int_dtype(),), backend, op)
+    return None
+
+
+def _apply_mode(mode: str, d: Dtype, backend: str, op: object) -> Dtype | None:
+    """The dtype ``mode`` converts unsupported ``d`` to, or None if it cannot."""
+    if mode == "upcast":
+        return _first_supported(_wider(d), backend, op)
+    if mode == "downcast":
+        return _first_supported(_narrower(d), backend, op)
+    if mode == "crosscast":
+        return _crosscast(d, backend, op)
+    return (
+        _crosscast(d, backend, op)
+        or _first_supported(_wider(d), backend, op)
+        or _first_supported(_narrower(d), backend, op)
+    )
+
+
+class UnsupportedDtypeError(TypeError):
+    """A backend (or one op on it) cannot handle a dtype.
+
+    Attributes: ``op``, ``dtype``, ``backend``, ``resolutions`` (casting mode ->
+    the dtype that mode would convert to) and ``suggested_modes`` (its keys).
+    """
+
+    __module__ = "workbench.core.dtypes"  # the public home: pickles and tracebacks name it
+
+    def __init__(
+        self,
+        dtype: DtypeLike,
+        backend: str,
+        op: object = None,
+        resolutions: Mapping[str, Dtype] | None = None,
+    ) -> None:
+        self.dtype = as_dtype(dtype)
+        self.backend = backend
+        self.op = op
+        if resolutions is None:
+            resolutions = {}
+            for mode in CASTING_MODES:
+                target = _apply_mode(mode, self.dtype, backend, op)
+                if target is not None:
+                    resolutions[mode] = target
+        self.resolutions: dict[str, Dtype] = dict(resolutions)
+        self.suggested_modes: list[str] = list(self.resolutions)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = (
+            f"Backend {self.backend!r}"
+            if self.op is None
+            else f"{self.op} on backend {self.backend!r}"
+        )
+        text = f"{where} does not support dtype {self.dtype}"
+        if self.resolutions:
+            modes = ", ".join(f"{m!r} (-> {d})" for m, d in self.resolutions.items())
+            return (
+                f"{text}; set a casting mode to convert it: {modes}"
+                " (see set_casting_mode / casting_mode_as)"
+            )
+        supported = ", ".join(supported_dtypes(self.backend, self.op)) or "none"
+        return f"{text}, and no casting mode can convert it (supported dtypes: {supported})"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (type(self), (self.dtype, self.backend, self.op, self.resolutions))
+
+
+def check_supported(dtype: DtypeLike, backend: str, op: object = None) -> None:
+    """Raise :class:`UnsupportedDtypeError` unless ``backend``/``op`` supports ``dtype``."""
+    if not is_supported(backend, dtype, op):
+        raise UnsupportedDtypeError(dtype, backend, op)
+
+
+def resolve_unsupported(
+    dtype: DtypeLike, backend: str, op: object = None, mode: str | None = None
+) -> Dtype:
+    """The dtype to compute ``dtype`` in on ``backend``/``op``.
+
+    ``dtype`` itself when supported; otherwise the conversion chosen by ``mode``
+    (None: the current :func:`casting_mode`):
+
+    * 'upcast': next wider supported dtype of the same group (signed int,
+      unsigned int, float, complex); bfloat16 skips float16, which has less range;
+    * 'downcast': next narrower supported dtype of the same group;
+    * 'crosscast': int/uint/bool -> default float when the op supports no
+      integer dtype, float -> default int when it supports no float dtype;
+    * 'cast': crosscast, then upcast, then downcast.
+
+    Raises :class:`UnsupportedDtypeError` when no conversion applies.
+    """
+    d = as_dtype(dtype)
+    if is_supported(backend, d, op):
+        return d
+    mode = _check_mode(casting_mode() if mode is None else mode)
+    if mode is not None:
+        target = _apply_mode(mode, d, backend, op)
+        if target is not None:
+            return target
+    raise UnsupportedDtypeError(d, backend, op)
