@@ -214,6 +214,7 @@ def test_05_your_own_type_and_op(executed):
     assert "refused: a double cannot hold 1152921504606846977 exactly" in text
     assert "f(3, 2) = 18.0" in text and "ints are filtered into floats" in text
     assert "du/dx = 10.0 (y*w = 10), du/dy = 15.0 (x*w = 15), du/dw = 6.0 (x*y = 6)" in text
+    assert "dz/dx = 12.0 (2*x*y = 12), dz/dy = 9.0 (x*x = 9)" in text  # x used twice
     assert "the Op's C: out = a * b;" in text
     assert "with the py linker: f(3, 2) = 18.0" in text
     if "c" in available_linkers():

@@ -2,8 +2,13 @@
 
 `grad(cost, wrt)` walks the Apply nodes between `wrt` and `cost` in reverse
 topological order and calls each Op's `L_op(inputs, outputs, output_grads)`
-(seed 003, "Gradient"). Contributions to a variable used several times are
-summed with `add`. Three kinds of "no ordinary gradient" travel through the pass:
+(seed 003, "Gradient"). The pass works on Variables of any Type: tensors and
+scalars are handled here (the seed is a 1 of the cost's dtype, contributions to
+a variable used several times are summed with the tensor or scalar `add`); any
+other Type is asked through its optional hooks `grad_one`, `add_gradients` and
+`grad_zero` (`workbench.core.graph.type.Type`), and a missing hook is a
+TypeError naming the variable, its Type and the hook to define. Three kinds of
+"no ordinary gradient" travel through the pass:
 
 - a `DisconnectedType` variable: the cost does not depend on this value
   (`connection_pattern` says which inputs reach which outputs);
@@ -32,7 +37,7 @@ from typing import Any
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable, io_toposort
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import DisconnectedType, NullType
+from workbench.core.graph.type import DisconnectedType, NullType, Type
 from workbench.core.graph.utils import MethodNotDefined
 
 __all__ = [
@@ -100,16 +105,23 @@ def grad_dtype(x: Any) -> dtypes.Dtype:
 
 
 def float_zeros_like(x: Variable) -> Variable:
-    """Zeros shaped like `x` in `grad_dtype(x)`: the gradient through an integer output."""
+    """Zeros shaped like `x` in `grad_dtype(x)`: the gradient through an integer output.
+
+    Other Types than tensors and scalars give their `grad_zero(x)`.
+    """
     from workbench.core.scalar.basic import ScalarType, scalar_constant
     from workbench.core.tensor.creation import zeros_like
     from workbench.core.tensor.type import TensorType
 
+    hook = _type_hook(x.type, "grad_zero")
+    if hook is not None:
+        return _hook_result(hook(x), x, "grad_zero")
     if isinstance(x.type, TensorType):
         return zeros_like(x, dtype=grad_dtype(x))
     if isinstance(x.type, ScalarType):
         return scalar_constant(0, dtype=grad_dtype(x))
-    raise TypeError(f"float_zeros_like: no zeros for a variable of type {x.type} ({x})")
+    raise _missing_hook("float_zeros_like: no zero gradient for", x, "grad_zero", "var",
+                        "return a constant zero of the Type")
 
 
 def zeros_for_disconnected(outputs: Sequence[Variable], output_grads: Sequence[Variable]
@@ -130,6 +142,86 @@ def _as_float_constant(value: float, like: Variable) -> Variable:
     from workbench.core.tensor.variable import constant
 
     return constant(np.asarray(value, dtype=grad_dtype(like).numpy))
+
+
+# -- dispatch on the Type: the seed one, sums of contributions, casts ----------------------
+
+
+def _type_hook(t: Any, name: str) -> Any:
+    """`t.<name>` if the class of `t` defines that optional gradient hook, else None."""
+    method = getattr(type(t), name, None)
+    if method is None or method is getattr(Type, name):
+        return None
+    return getattr(t, name)
+
+
+def _missing_hook(what: str, var: Variable, hook: str, args: str, how: str) -> TypeError:
+    name = type(var.type).__name__
+    return TypeError(
+        f"{what} {var} of type {var.type}: workbench.grad handles tensors and scalars "
+        f"itself, other Types need the optional hook {name}.{hook}({args}); define it on "
+        f"{name} ({how}; see workbench.core.graph.type.Type.{hook})")
+
+
+def _hook_result(result: Any, var: Variable, hook: str) -> Variable:
+    if not isinstance(result, Variable):
+        raise TypeError(f"{type(var.type).__name__}.{hook} returned {type(result).__name__} "
+                        f"{result!r} for {var}; it must return a Variable")
+    return result
+
+
+def _grad_one(cost: Variable) -> Variable:
+    """The seed d(cost)/d(cost): a 1 of the cost's Type (gradient dtype for numbers)."""
+    from workbench.core.scalar.basic import ScalarType, scalar_constant
+    from workbench.core.tensor.type import TensorType
+
+    hook = _type_hook(cost.type, "grad_one")
+    if hook is not None:
+        return _hook_result(hook(cost), cost, "grad_one")
+    if isinstance(cost.type, TensorType):
+        return _as_float_constant(1.0, cost)
+    if isinstance(cost.type, ScalarType):
+        return scalar_constant(1, dtype=grad_dtype(cost))
+    raise _missing_hook("grad: no initial gradient (a one) for the cost", cost, "grad_one",
+                        "var", "return a constant one of the Type, or pass known_grads="
+                        "{cost: g}")
+
+
+def _add_gradients(var: Variable, terms: list[Variable]) -> Variable:
+    """The sum of the gradient contributions `terms` (two or more) to `var`."""
+    from workbench.core.scalar.basic import ScalarType
+    from workbench.core.tensor.type import TensorType
+
+    hook = _type_hook(var.type, "add_gradients")
+    if hook is not None:
+        return _hook_result(hook(list(terms)), var, "add_gradients")
+    if isinstance(var.type, TensorType):
+        from workbench.core.tensor.math import add
+
+        return add(*terms)
+    if isinstance(var.type, ScalarType):
+        from workbench.core.scalar.math import add as scalar_add
+
+        total = terms[0]
+        for term in terms[1:]:
+            total = scalar_add(total, term)
+        return total
+    raise _missing_hook(f"grad: cannot sum the {len(terms)} gradient contributions to", var,
+                        "add_gradients", "terms",
+                        "return the sum of the list of gradients, built with an Op")
+
+
+def _cast(g: Variable, dtype: dtypes.Dtype) -> Variable:
+    """`g` converted to `dtype` with the cast of its own kind (scalar or tensor)."""
+    from workbench.core.scalar.basic import ScalarType
+
+    if isinstance(g.type, ScalarType):
+        from workbench.core.scalar.basic import cast as scalar_cast
+
+        return scalar_cast(g, dtype)
+    from workbench.core.tensor.basic import cast
+
+    return cast(g, dtype)
 
 
 # -- gradient-control Ops ----------------------------------------------------------------
@@ -398,9 +490,7 @@ def _check_output_grad(node: Apply, j: int, g: Variable) -> Variable:
     if out_dtype is not None and g_dtype is not None and out_dtype != g_dtype:
         d = dtypes.as_dtype(out_dtype)
         if d.is_float or d.is_complex:
-            from workbench.core.tensor.basic import cast
-
-            return cast(g, d)
+            return _cast(g, d)
     return g
 
 
@@ -430,9 +520,7 @@ def _check_input_grad(node: Apply, i: int, g: Any) -> Variable:
         in_dtype = getattr(inp.type, "dtype", None)
         want = grad_dtype(inp)
         if in_dtype is not None and d != want and not (d.is_complex and not want.is_complex):
-            from workbench.core.tensor.basic import cast
-
-            g = cast(g, want)
+            g = _cast(g, want)
     in_shape = getattr(inp.type, "shape", None)
     g_shape = getattr(g.type, "shape", None)
     if in_shape is not None and g_shape is not None:
@@ -487,9 +575,7 @@ class _BackwardPass:
         elif len(terms) == 1:
             result = terms[0]
         else:
-            from workbench.core.tensor.math import add
-
-            result = add(*terms)
+            result = _add_gradients(var, terms)
             if self.trace is not None:
                 self.trace.accumulations.append(
                     Accumulation(var, list(terms), result, len(self.trace.steps)))
@@ -543,13 +629,30 @@ class _BackwardPass:
 
 
 def _as_seed(var: Any, g: Any, what: str) -> Variable:
+    """The gradient `g` given for `var` in known_grads, as a Variable fitting `var`.
+
+    Numbers become constants of `var`'s kind: tensors, scalars in `grad_dtype(var)`,
+    and for other Types a constant of `var.type` (through its `filter`).
+    """
+    from workbench.core.scalar.basic import ScalarType, scalar_constant
+    from workbench.core.tensor.type import TensorType
     from workbench.core.tensor.variable import as_tensor_variable
 
     if not isinstance(var, Variable):
         raise TypeError(f"{what}: the keys of known_grads must be Variables, got {var!r}")
     if is_disconnected(g) or is_null(g):
         return g
-    g = as_tensor_variable(g) if not isinstance(g, Variable) else g
+    if not isinstance(g, Variable):
+        if isinstance(var.type, ScalarType):
+            g = scalar_constant(g, dtype=grad_dtype(var))
+        elif isinstance(var.type, TensorType):
+            g = as_tensor_variable(g)
+        else:
+            try:
+                g = var.type.make_constant(var.type.filter(g))
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{what}: the gradient {g!r} given for {var} in known_grads "
+                                f"is not a value of its type {var.type}: {exc}") from exc
     v_ndim = getattr(var.type, "ndim", None)
     g_ndim = getattr(g.type, "ndim", None)
     if v_ndim is not None and g_ndim is not None and v_ndim != g_ndim:
@@ -563,9 +666,7 @@ def _as_seed(var: Any, g: Any, what: str) -> Variable:
     g_dtype = getattr(g.type, "dtype", None)
     if g_dtype is not None and dtypes.as_dtype(g_dtype) != grad_dtype(var) and not (
             dtypes.as_dtype(g_dtype).is_complex and not grad_dtype(var).is_complex):
-        from workbench.core.tensor.basic import cast
-
-        g = cast(g, grad_dtype(var))  # never an integer seed; float32 stays float32
+        g = _cast(g, grad_dtype(var))  # never an integer seed; float32 stays float32
     return g
 
 
@@ -581,6 +682,9 @@ def grad(
 ) -> Any:
     """The symbolic gradient of the scalar `cost` with respect to `wrt` (a Variable or a list).
 
+    `cost` is a 0-d tensor, a ScalarType variable, or a variable of any Type that
+    defines the `grad_one` hook; variables of other Types used several times need
+    their Type's `add_gradients` hook (see `workbench.core.graph.type.Type`).
     `consider_constant` variables block the gradient (treated as constants).
     `known_grads` maps variables to gradients that seed the pass (each is added
     to whatever reaches that variable from the cost or other seeds); `cost` may
@@ -617,11 +721,12 @@ def grad(
         if not isinstance(cost, Variable):
             raise TypeError(f"grad: the cost must be a Variable, got {type(cost).__name__}")
         if cost not in seeds:
-            if getattr(cost.type, "ndim", None) != 0:
+            ndim = getattr(cost.type, "ndim", None)
+            if ndim is not None and ndim != 0:
                 raise TypeError(
                     f"grad: the cost must be a scalar (0-d) variable, but {cost} has type "
                     f"{cost.type}; reduce it first (e.g. cost.sum()) or pass known_grads")
-            seeds[cost] = _as_float_constant(1.0, cost)
+            seeds[cost] = _grad_one(cost)
 
     blocked = set(consider_constant or ())
     for v in blocked:

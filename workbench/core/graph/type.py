@@ -2,12 +2,15 @@
 
 A Type builds Variables (`make_variable` / `__call__`), filters runtime values
 (`filter`), relates to other Types (`is_super`, `in_same_class`) and converts
-Variables (`filter_variable`). `Generic`, `NullType` and `DisconnectedType` live
+Variables (`filter_variable`). Three optional hooks (`grad_one`, `grad_zero`,
+`add_gradients`) let `workbench.grad` differentiate through Variables of a Type
+other than tensors and scalars. `Generic`, `NullType` and `DisconnectedType` live
 here because every layer needs them; tensors and scalars define their own Types.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.core.graph.basic import Constant, Variable
@@ -110,6 +113,33 @@ class Type:
     def get_size(self, shape_info: Any) -> int:
         """Bytes of data taken by a value described by `shape_info`."""
         raise MethodNotDefined(f"{type(self).__name__}.get_size")
+
+    # -- gradients (optional) ----------------------------------------------------
+    # `workbench.grad` handles tensors and scalars itself; for any other Type it asks
+    # these hooks, and raises a TypeError naming the missing one when one is needed.
+    def grad_one(self, var: Variable) -> Variable:
+        """The gradient of `var` with respect to itself: a constant one of this Type.
+
+        Needed when a Variable of this Type is the cost of `grad(cost, wrt)` (it
+        seeds the backward pass), e.g. ``return self.make_constant(1.0)``.
+        """
+        raise MethodNotDefined(f"{type(self).__name__}.grad_one")
+
+    def grad_zero(self, var: Variable) -> Variable:
+        """A zero gradient for `var` (a constant zero of this Type).
+
+        Needed when `grad` returns zeros for a `wrt` of this Type the cost does not
+        depend on (``return_disconnected="zero"``), and by `float_zeros_like`.
+        """
+        raise MethodNotDefined(f"{type(self).__name__}.grad_zero")
+
+    def add_gradients(self, terms: Sequence[Variable]) -> Variable:
+        """The sum of two or more gradient contributions to one Variable of this Type.
+
+        Needed when such a Variable is used several times in the graph being
+        differentiated; build the sum with an Op on this Type (e.g. an `Add` Op).
+        """
+        raise MethodNotDefined(f"{type(self).__name__}.add_gradients")
 
     # -- relations between Types ------------------------------------------------
     def in_same_class(self, otype: Type) -> bool | None:
