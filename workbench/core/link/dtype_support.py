@@ -5,7 +5,9 @@ Before linking, every node is checked: a node whose inputs or outputs have a dty
 the backend (or the node's Op on it) lacks raises `UnsupportedDtypeError`, unless
 a casting mode is set ('upcast', 'downcast', 'crosscast', 'cast'); then the node
 is rebuilt on converted inputs and its outputs are converted back, as ordinary
-cast nodes that show in `dprint` and in the rewrite trace.
+cast nodes that show in `dprint` and in the rewrite trace. A node whose Op itself
+names the dtype (a cast to float16, or a fused loop containing one) is rebuilt with
+the Op retyped too: it computes in the mode's dtype, like the rest of the graph.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None
         target = {d: dtypes.resolve_unsupported(d, backend, node.op, mode) for d in bad}
         new_inputs = [_converted(var, target, cast) for var in node.inputs]
         new_node = node.op.make_node(*new_inputs)
+        if unsupported_in(new_node, backend):  # the Op itself names the dtype (a cast)
+            retyped = retyped_op(node.op, target)
+            if retyped is not None:
+                new_node = retyped.make_node(*new_inputs)
         still_bad = unsupported_in(new_node, backend)
         if still_bad:
             raise dtypes.UnsupportedDtypeError(still_bad[0], backend, node.op)
@@ -81,3 +87,54 @@ def _converted(var: Variable, target: dict[Any, Any], cast: Any) -> Variable:
     if converted.owner is not None:
         converted.owner.tag.casting_boundary = True
     return converted
+
+
+def retyped_op(op: Any, target: dict[Any, Any]) -> Any | None:
+    """An Op computing what `op` does with the dtypes named by its own parameters
+    replaced as `target` says (dtype -> dtype): an Elemwise over a Cast, or over a
+    Composite whose graph casts or holds constants of those dtypes. None for any other
+    Op (its dtypes come from its inputs alone, or it cannot be retyped)."""
+    from workbench.core.tensor.elemwise import Elemwise
+
+    if not isinstance(op, Elemwise):
+        return None
+    scalar_op = _retyped_scalar_op(op.scalar_op, target)
+    return None if scalar_op is None else Elemwise(scalar_op)
+
+
+def _retyped_scalar_op(op: Any, target: dict[Any, Any]) -> Any | None:
+    from workbench.core.scalar.basic import Cast
+    from workbench.core.scalar.composite import Composite
+
+    if isinstance(op, Cast):
+        dtype = dtypes.as_dtype(op.o_type.dtype)
+        return Cast(target[dtype]) if dtype in target else op
+    if isinstance(op, Composite):
+        return _retyped_composite(op, target)
+    return op
+
+
+def _retyped_composite(op: Any, target: dict[Any, Any]) -> Any | None:
+    """`op`'s graph rebuilt on inputs, casts and constants of the `target` dtypes."""
+    from workbench.core.graph.basic import Constant, io_toposort
+    from workbench.core.scalar.basic import get_scalar_type, scalar_constant
+
+    def mapped(dtype: Any) -> Any:
+        return target.get(dtypes.as_dtype(dtype), dtype)
+
+    inputs = [get_scalar_type(mapped(v.type.dtype))(v.name) for v in op.inputs]
+    equiv: dict[Variable, Variable] = dict(zip(op.inputs, inputs))
+
+    def new_var(var: Variable) -> Variable:
+        if var not in equiv and isinstance(var, Constant):
+            equiv[var] = (scalar_constant(var.data, mapped(var.type.dtype))
+                          if mapped(var.type.dtype) != var.type.dtype else var)
+        return equiv[var]
+
+    for node in io_toposort(op.inputs, op.outputs):
+        inner = _retyped_scalar_op(node.op, target)
+        if inner is None:
+            return None
+        rebuilt = inner.make_node(*[new_var(v) for v in node.inputs])
+        equiv.update(zip(node.outputs, rebuilt.outputs))
+    return type(op)(inputs, [new_var(o) for o in op.outputs])

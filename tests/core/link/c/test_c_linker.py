@@ -231,6 +231,32 @@ def test_c_dtype_row_bfloat16_needs_a_casting_mode_or_falls_back_to_py():
     assert any("float32" in str(n.outputs[0].type) for n in g.linker.report.c_nodes)
 
 
+@pytest.mark.parametrize("mode", ["upcast", "cast"])
+@pytest.mark.parametrize("small", ["float16", "bfloat16"])
+def test_casts_to_a_dtype_c_lacks_follow_the_casting_mode(mode, small):
+    """A cast to float16 names the dtype in the Op itself (also once fused into a loop):
+    under a casting mode the loop computes in float32 and a visible boundary cast makes
+    the float16 result, as for float16 inputs."""
+    from workbench.core import dtypes
+
+    x = wt.fvector("x")
+    plain = wt.cast(x, small)
+    fused = wt.cast(x * 3, small) + 1
+    with pytest.raises(dtypes.UnsupportedDtypeError, match=small):
+        wb.function([x], fused, linker="c")
+    data = np.array([1.0001, -2.5, 300.7], dtype="float32")
+    want = wb.function([x], [plain, fused], linker="py")(data)
+    with dtypes.casting_mode_as(mode):
+        f = wb.function([x], [plain, fused], linker="c")
+    got = f(data)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == np.dtype(plain.type.numpy_dtype)
+        np.testing.assert_allclose(g.astype(float), w.astype(float), rtol=1e-2)
+    # the arithmetic ran in C in float32; only the boundary casts run in Python
+    assert any("float32" in str(n.outputs[0].type) for n in f.linker.report.c_nodes)
+    assert all(f"Cast{{{small}}}" in str(node.op) for node, _ in f.linker.report.py_nodes)
+
+
 def test_sum_to_shape_passes_through_or_sums_in_c():
     from workbench.core.tensor.elemwise import SumToShape
 
