@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -196,6 +197,32 @@ def test_casts_follow_numpy():
     ok = np.isfinite(a)
     np.testing.assert_array_equal(got[3][ok], a[ok].astype(np.int64).astype(np.int8))
     assert [g.dtype for g in got] == [np.int32, np.bool_, np.float32, np.int8]
+
+
+@pytest.mark.parametrize("source", ["float64", "float32", "complex128"])
+def test_float_to_integer_casts_give_numpys_values_in_and_out_of_range(source):
+    """A plain C conversion of -1.0 to uint32 is undefined (vectorised it gave 0; NumPy
+    wraps it to 4294967295), and so is one of 1e10 to int16 (NumPy: 0). Within int32's
+    range NumPy's results are the same everywhere; out of range (NaN, infinities, huge
+    values) they are those of x86-64, which the C casts reproduce. (To uint32 and uint64
+    NumPy itself gives out-of-range values differently in its vector loop and in the
+    scalar loop of the last elements: those are left out.)"""
+    targets = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    in_range = [-1.0, -3.7, -200.0, -0.0, 0.5, 255.9, -255.9, 70000.5, -70000.5, 2**31 - 1.0,
+                -(2.0**31)]
+    out_of_range = [4e9, -4e9, 1e10, -1e10, 3e19, -3e19, 2.0**63, 2.0**64, np.nan, np.inf,
+                    -np.inf]
+    x86 = platform.machine().lower() in ("x86_64", "amd64") and source != "complex128"
+    x = wt.TensorType(source, (None,))("x")
+    for target in targets:
+        f = compiled([x], [wt.cast(x, target), wt.cast(x * 1, target) + 0])  # plain, fused
+        wide = x86 and target not in ("uint32", "uint64")
+        a = np.array((in_range + out_of_range * wide) * 3).astype(source)  # long: vectorised
+        with np.errstate(invalid="ignore"):
+            want = np.real(a).astype(target)
+        for got in f(a):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{source} -> {target}")
 
 
 BAD_INPUTS_SCRIPT = textwrap.dedent("""

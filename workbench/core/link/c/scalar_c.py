@@ -60,6 +60,20 @@ SCALAR_SUPPORT = r"""
 #define WB_SCALAR_SUPPORT
 #include <complex.h>
 static int wb_errflag = 0;
+/* float -> integer conversions with NumPy's (x86-64) results out of range: see _cast */
+static inline npy_int32 wb_f2i32(double v) {
+  return v > -2147483649.0 && v < 2147483648.0 ? (npy_int32)v : NPY_MIN_INT32;
+}
+static inline npy_int64 wb_f2i64(double v) {
+  return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (npy_int64)v
+                                                                   : NPY_MIN_INT64;
+}
+static inline npy_uint32 wb_f2u32(double v) {
+  return !(v >= 0) ? (npy_uint32)wb_f2i32(v) : v < 4294967296.0 ? (npy_uint32)v : 0;
+}
+static inline npy_uint64 wb_f2u64(double v) {
+  return !(v >= 0) ? (npy_uint64)wb_f2i64(v) : v < 18446744073709551616.0 ? (npy_uint64)v : 0;
+}
 #define WB_DEF_INT_HELPERS(T, NAME, SIGNED) \
 static inline T wb_floordiv_##NAME(T a, T b) { \
   if (b == 0) return 0; \
@@ -434,11 +448,24 @@ def _literal(value: Any, dtype: str) -> str:
     return scalar_literal(value, dtype)
 
 
+#: Float to integer conversions, as NumPy does them on x86-64 (a plain C conversion of
+#: a value out of the target's range is undefined, and vectorised it saturates or gives
+#: 0): narrow targets go through int32 (-1.0 -> 255 for uint8), a value out of int32's
+#: or int64's range (NaN, infinities) becomes its minimum (and so 0 in 8 or 16 bits);
+#: unsigned 32 and 64 bits wrap negative values around and give 0 above their range.
+_FLOAT_TO_INT = {"int8": "wb_f2i32", "int16": "wb_f2i32", "uint8": "wb_f2i32",
+                 "uint16": "wb_f2i32", "int32": "wb_f2i32", "int64": "wb_f2i64",
+                 "uint32": "wb_f2u32", "uint64": "wb_f2u64"}
+
+
 def _cast(expr: str, from_dtype: str, to_dtype: str) -> str:
     if from_dtype == to_dtype:
         return expr
     if to_dtype == "bool":
         return f"((npy_bool)(({expr}) != 0))"
+    if _kind(from_dtype) in ("float", "complex") and to_dtype in _FLOAT_TO_INT:
+        # (a complex value converts its real part)
+        return f"(({t_c(to_dtype)}){_FLOAT_TO_INT[to_dtype]}({expr}))"
     return f"(({t_c(to_dtype)})({expr}))"
 
 
