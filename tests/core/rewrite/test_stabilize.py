@@ -103,6 +103,27 @@ def test_softmax_cross_entropy_is_stable() -> None:
     assert np.all(np.isfinite(stable)) and not np.all(np.isfinite(naive))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_softmax_cross_entropy_gradient_is_finite_where_a_probability_underflows(dtype):
+    x, y = wt.matrix("x", dtype=dtype), wt.matrix("y", dtype=dtype)
+    cost = -wt.sum(y * wt.log(wt.softmax(x, axis=1)), axis=1).mean()
+    grad = wb.grad(cost, x)
+    # row 0: one logit dominates; row 1: a class with label 0 has probability 0
+    logits = np.array([[0.0, 800.0, -800.0], [0.0, 1.0, -800.0]], dtype=dtype)
+    labels = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]], dtype=dtype)
+    stable, naive = stable_and_naive([x, y], grad, "local_log_softmax_grad", [logits, labels])
+    expected = (scipy_special.softmax(logits.astype(float), axis=1) * labels.sum(1, keepdims=True)
+                - labels) / len(labels)
+    np.testing.assert_allclose(stable, expected, rtol=1e-5 if dtype == "float32" else 1e-12,
+                               atol=1e-7)
+    assert stable.dtype == np.dtype(dtype)
+    assert np.isnan(naive).any()  # dividing by the underflowed probability
+    # ordinary logits: the same values as the naive gradient
+    moderate = np.array([[0.1, -0.4, 2.0], [1.0, 2.0, 3.0]], dtype=dtype)
+    stable, naive = stable_and_naive([x, y], grad, "local_log_softmax_grad", [moderate, labels])
+    np.testing.assert_allclose(stable, naive, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
 def test_float32_keeps_its_dtype() -> None:
     x = wt.fvector("x")
     out = wt.log(1 + x)

@@ -8,7 +8,8 @@ after canonicalize (so they see one form: constants on either side of ``+``,
 the keepdims DimShuffle of a Sum) and swap in `log1p`, `expm1`, `softplus`,
 `sigmoid(-x)`, `LogSumExp` and `LogSoftmax`. The softmax cross-entropy
 ``-sum(y * log(softmax(x)))`` becomes stable through ``log(softmax) ->
-log_softmax``.
+log_softmax``, and its gradient through ``local_log_softmax_grad`` (no division
+by a probability that underflowed to 0).
 
 Each rule looks only at its node and its direct inputs (O(1) per node).
 """
@@ -35,7 +36,7 @@ from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
 
 __all__ = [
     "local_log1p", "local_expm1", "local_log_sigmoid", "local_one_minus_sigmoid",
-    "local_log_sum_exp", "local_log_softmax",
+    "local_log_sum_exp", "local_log_softmax", "local_log_softmax_grad",
 ]  # fmt: skip
 
 
@@ -136,3 +137,56 @@ def local_log_softmax(fgraph: Any, node: Apply) -> Any:
     x = arg.owner.inputs[0]
     new = LogSoftmax(arg.owner.op.axis)(x)
     return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
+
+
+def _over(var: Any, divisor: Any) -> Any:
+    """g when `var` is ``g / divisor`` or ``g * (1 / divisor)`` (either order), else None."""
+    if owner_scalar_op(var, smath.TrueDiv) is not None:
+        num, den = var.owner.inputs
+        return num if den is divisor else None
+    if owner_scalar_op(var, smath.Mul) is None or len(var.owner.inputs) != 2:
+        return None
+    a, b = var.owner.inputs
+    for g, inverse in ((a, b), (b, a)):
+        if owner_scalar_op(inverse, smath.TrueDiv) is not None:
+            one, den = inverse.owner.inputs
+            if den is divisor and is_constant_value(one, 1):
+                return g
+    return None
+
+
+@register_stabilize
+@node_rewriter([tm.mul.op])
+def local_log_softmax_grad(fgraph: Any, node: Apply) -> Any:
+    """``s * (g/s - sum(g/s * s)) -> g - s * sum(g)`` for s = softmax(x).
+
+    This is what backpropagating through ``log(softmax(x))`` builds: the gradient of
+    log divides by the probabilities, and one that underflowed to 0 makes it
+    ``0 * inf = NaN`` for the whole row, although the cost (log_softmax) is finite.
+    """
+    if len(node.inputs) != 2 or not is_float(node.outputs[0]):
+        return None
+    for s, diff in (node.inputs, node.inputs[::-1]):
+        if s.owner is None or type(s.owner.op) is not Softmax:
+            continue
+        if owner_scalar_op(diff, smath.Sub) is None:
+            continue
+        g_over_s, summed = diff.owner.inputs
+        g = _over(g_over_s, s)
+        if g is None:
+            continue
+        shuffle = None
+        if summed.owner is not None and isinstance(summed.owner.op, DimShuffle):
+            shuffle, summed = summed.owner.op, summed.owner.inputs[0]
+        if summed.owner is None or type(summed.owner.op) is not Sum:
+            continue
+        product = summed.owner.inputs[0]
+        if (owner_scalar_op(product, smath.Mul) is None
+                or sorted(map(id, product.owner.inputs)) != sorted((id(g_over_s), id(s)))):
+            continue
+        total = summed.owner.op(g)
+        if shuffle is not None:
+            total = shuffle(total)
+        return [broadcast_like(tm.sub(g, tm.mul(s, total)), node.outputs[0], node,
+                               fgraph=fgraph)]
+    return None
