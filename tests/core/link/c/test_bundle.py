@@ -57,7 +57,7 @@ def test_missing_kinds_compile_in_a_few_modules_and_later_graphs_reuse_each_kind
     report = f.linker.report
     kinds = len({node_source(n).source for n in report.c_nodes})
     assert report.compiled == kinds >= 5
-    assert 1 <= report.modules_built <= max(1, os.cpu_count() or 1)
+    assert 1 <= report.modules_built <= bundle.default_workers()
     # the same kinds in a new graph: nothing to compile, in memory
     g = c_function(*mixed_graph(), cache)
     assert (g.linker.report.compiled, g.linker.report.memory_hits) == (0, kinds)
@@ -142,7 +142,7 @@ class Scale(Op, COp):
 
 @pytest.mark.parametrize("style", ["function", "macro"])
 def test_kinds_whose_c_clashes_fall_back_to_a_module_each(tmp_path, style, monkeypatch):
-    monkeypatch.setattr(bundle.os, "cpu_count", lambda: 1)  # both kinds in one bundle
+    monkeypatch.setattr(bundle, "default_workers", lambda: 1)  # both kinds in one bundle
     t = get_scalar_type("float64")
     x = t("x")
     cache = ModuleCache(tmp_path / "c")
@@ -153,7 +153,7 @@ def test_kinds_whose_c_clashes_fall_back_to_a_module_each(tmp_path, style, monke
 
 
 def test_broken_c_in_one_kind_raises_its_own_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(bundle.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(bundle, "default_workers", lambda: 1)
 
     class Broken(Scale):
         def c_code(self, node, name, inputs, outputs, sub):

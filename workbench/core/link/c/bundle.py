@@ -213,13 +213,21 @@ def _map(fn: Any, items: list[Any], workers: int) -> list[Any]:
         return list(pool.map(safe, items))
 
 
+def default_workers() -> int:
+    """How many compilers run at once: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def node_functions(items: Sequence[tuple[Apply, NodeSource]], cache: ModuleCache,
                    workers: int | None = None) -> tuple[list[Any], KindStats]:
     """The node function capsule of every (node, source) of `items`: from memory, from
     the disk cache through the kinds' aliases, else compiled in bundles (in parallel,
-    `workers` compilers: default one per core). Compile errors propagate, naming the
+    `workers` compilers: default_workers()). Compile errors propagate, naming the
     failing kind's module."""
-    workers = workers or max(1, os.cpu_count() or 1)
+    workers = workers or default_workers()
     stats = KindStats()
     keys = [kind_key(cache, src) for _, src in items]
     kinds: dict[str, Kind] = {}
