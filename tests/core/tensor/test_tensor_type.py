@@ -361,3 +361,24 @@ def test_tensor_constructor():
         wt.tensor("float32")
     with pytest.raises(TypeError, match="name='x'"):
         wt.tensor("x", shape=())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "bool"])
+@pytest.mark.parametrize("allow_downcast", [None, True, False])
+def test_numbers_for_scalar_inputs_filter_like_the_general_conversion(dtype, allow_downcast):
+    """0-d inputs take Python floats and numpy scalars by a shortcut (a function called
+    as f(1.5) does not pay the general conversion): it must agree with that path."""
+    from workbench.core.scalar.basic import convert_data
+
+    t = TensorType(dtype, ())
+    for value in (1.5, 0.1, -0.0, float("nan"), np.float64(2.5), np.float32(0.1), np.int64(3),
+                  np.int8(-4), np.bool_(True)):
+        try:
+            want = convert_data(value, t.dtype, allow_downcast, str(t))
+        except TypeError:
+            with pytest.raises(TypeError):
+                t.filter(value, allow_downcast=allow_downcast)
+            continue
+        got = t.filter(value, allow_downcast=allow_downcast)
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == ()
+        np.testing.assert_array_equal(got, want)

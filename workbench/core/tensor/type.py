@@ -93,6 +93,9 @@ class TensorType(Type):
         self._ndim = len(self.shape)
         self._hash = hash((TensorType, self.dtype, self.shape))  # Types are hashed a lot
         self._any_static_length = any(length is not None for length in self.shape)
+        #: a Python float converts to this dtype by the filter's rules (float64 exactly,
+        #: float32 rounded: the Theano convention for a single Python float)
+        self._float_target = str(self.dtype) in ("float64", "float32")
 
     def __hash__(self) -> int:
         return self._hash
@@ -142,6 +145,14 @@ class TensorType(Type):
             and not self._any_static_length
         ):
             return data
+        if self._ndim == 0 and not strict:
+            # numbers passed to a scalar input (f(1.5), f(np.float64(2))): the cases whose
+            # conversion `convert_data` would accept unchanged, without its dtype lookups
+            kind = type(data)
+            if kind is float and self._float_target and allow_downcast is not False:
+                return np.array(data, dtype=self.numpy_dtype)
+            if isinstance(data, np.generic) and data.dtype is self.numpy_dtype:
+                return np.asarray(data)
         if strict:
             if not isinstance(data, np.ndarray):
                 raise TypeError(
