@@ -65,6 +65,30 @@ def _quietly(fn: Callable[[], Any]) -> None:
         pass
 
 
+_toolchain_lock = threading.Lock()
+_toolchain_threads: list[threading.Thread] = []
+
+
+def prepare_toolchain() -> list[threading.Thread]:
+    """Start, once per process, building what every C-linked function needs before its
+    own nodes: the runtime module and the precompiled prelude (each built once per
+    machine, then found on disk). Called when a CLinker is made, so that on a cold cache
+    both build while the graph is still being rewritten; `make_thunk` waits for them."""
+    with _toolchain_lock:
+        if not _toolchain_threads:
+            def prelude() -> None:
+                from workbench.core.link.c.compiler import prelude_dir
+
+                prelude_dir(list(codegen.BASE_FLAGS))
+
+            for work in (runtime, prelude):
+                thread = threading.Thread(target=_quietly, args=(work,), daemon=True,
+                                          name=f"workbench-{work.__name__}")
+                thread.start()
+                _toolchain_threads.append(thread)
+        return list(_toolchain_threads)
+
+
 class CLinker(VMLinker):
     """Links a FunctionGraph to compiled C nodes (Python `perform` where there is no C).
 
@@ -78,6 +102,7 @@ class CLinker(VMLinker):
     def __init__(self, allow_gc: bool = False, lazy: bool | None = None, profile: bool = False,
                  cache: ModuleCache | None = None) -> None:
         super().__init__(allow_gc=allow_gc, lazy=lazy, profile=profile, impl="py")
+        prepare_toolchain()
         self.cache = cache
         self.report = CompileReport()
         self.program: Any = None
@@ -139,17 +164,13 @@ class CLinker(VMLinker):
         if fg is None:
             raise ValueError("CLinker.make_thunk: call accept(fgraph) first")
         start = time.perf_counter()
-        # The runtime module builds (once per machine) while the nodes compile.
-        rt_build = None
-        if runtime.cache_info().currsize == 0:
-            rt_build = threading.Thread(target=_quietly, args=(runtime,), daemon=True)
-            rt_build.start()
+        toolchain = prepare_toolchain()  # (started when this linker was made)
         report = self.report = CompileReport()
         order = fg.toposort()
         smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
         capsules = self.compile_nodes(order, report)
-        if rt_build is not None:
-            rt_build.join()
+        for thread in toolchain:
+            thread.join()
         rt = runtime()  # raises here if its build failed
         thunks: list[Thunk] = []
         for node in order:
