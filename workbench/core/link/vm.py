@@ -267,17 +267,27 @@ class VMLinker(Linker):
                 cmap[var] = [1 if var.owner is None else 0]
         return smap, cmap
 
+    def _graph_and_storage(
+        self, input_storage: Sequence[Cell] | None, output_storage: Sequence[Cell] | None,
+        storage_map: dict[Variable, Cell] | None,
+    ) -> tuple[FunctionGraph, list[Apply], dict[Variable, Cell], dict[Variable, Cell]]:
+        """What every make_thunk starts from: the accepted graph, its node order, and the
+        storage and compute maps of its variables."""
+        fg = self.fgraph
+        if fg is None:
+            raise ValueError(f"{type(self).__name__}.make_thunk: call accept(fgraph) first")
+        order = fg.toposort()
+        smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
+        return fg, order, smap, cmap
+
     def make_thunk(
         self,
         input_storage: Sequence[Cell] | None = None,
         output_storage: Sequence[Cell] | None = None,
         storage_map: dict[Variable, Cell] | None = None,
     ) -> tuple[Callable[[], None], list[Cell], list[Cell], list[Thunk], list[Apply]]:
-        fg = self.fgraph
-        if fg is None:
-            raise ValueError("VMLinker.make_thunk: call accept(fgraph) first")
-        order = fg.toposort()
-        smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
+        fg, order, smap, cmap = self._graph_and_storage(input_storage, output_storage,
+                                                        storage_map)
         thunks = [self._thunk_for(node, smap, cmap) for node in order]
         lazy = self.lazy if self.lazy is not None else any(t.lazy for t in thunks)
         vm_class = StackVM if lazy else LoopVM

@@ -22,22 +22,14 @@ import workbench as wb
 from workbench.core.link.c.compiler import has_compiler
 from workbench.core.scalar import math as smath
 from workbench.core.tensor import reduction as R
+from workbench.testing.layouts import LAYOUTS_3D
 
 pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
 
 RNG = np.random.default_rng(11)
 AXES_3D = [(), (0,), (1,), (2,), (0, 1), (0, 2), (1, 2), None]
 
-LAYOUTS = {
-    "c_order": lambda a: a,
-    "fortran": np.asfortranarray,
-    "transposed": lambda a: np.ascontiguousarray(a.transpose(2, 0, 1)).transpose(1, 2, 0),
-    "negative_strides": lambda a: a[::-1, :, ::-1],
-    "gaps": lambda a: np.repeat(a, 2, axis=2)[:, ::-1, ::2],
-    "zero_size": lambda a: a[:, :0],
-    "broadcast": lambda a: np.broadcast_to(a[:, 1:2, :], a.shape),  # a stride of 0
-    "one_element_dims": lambda a: a[1:2, :, 2:3],
-}
+LAYOUTS = LAYOUTS_3D
 
 
 def compiled_and_reference(inputs, outputs):

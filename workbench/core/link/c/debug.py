@@ -117,13 +117,10 @@ class DebugLinker(CLinker):
         output_storage: Sequence[Cell] | None = None,
         storage_map: dict[Variable, Cell] | None = None,
     ) -> tuple[Callable[[], None], list[Cell], list[Cell], list[Thunk], list[Apply]]:
-        fg = self.fgraph
-        if fg is None:
-            raise ValueError("DebugLinker.make_thunk: call accept(fgraph) first")
         start = time.perf_counter()
         report = self.report = CompileReport()
-        order = fg.toposort()
-        smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
+        fg, order, smap, cmap = self._graph_and_storage(input_storage, output_storage,
+                                                        storage_map)
         capsules: dict[Apply, Any] = {}
         if self._c_enabled():
             import workbench.core.link.c.ops  # noqa: F401  (registers the library's C)

@@ -160,14 +160,11 @@ class CLinker(VMLinker):
         output_storage: Sequence[Cell] | None = None,
         storage_map: dict[Variable, Cell] | None = None,
     ) -> tuple[Callable[[], None], list[Cell], list[Cell], list[Thunk], list[Apply]]:
-        fg = self.fgraph
-        if fg is None:
-            raise ValueError("CLinker.make_thunk: call accept(fgraph) first")
         start = time.perf_counter()
         toolchain = prepare_toolchain()  # (started when this linker was made)
         report = self.report = CompileReport()
-        order = fg.toposort()
-        smap, cmap = self.make_storage(input_storage, output_storage, storage_map, order)
+        fg, order, smap, cmap = self._graph_and_storage(input_storage, output_storage,
+                                                        storage_map)
         capsules = self.compile_nodes(order, report)
         for thread in toolchain:
             thread.join()
