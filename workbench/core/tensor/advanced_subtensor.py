@@ -24,13 +24,11 @@ from workbench.core.graph.op import Op
 from workbench.core.tensor import math as tmath
 from workbench.core.tensor.basic import cast
 from workbench.core.tensor.elemwise import broadcast_static_shapes
-from workbench.core.tensor.subtensor import (
+from workbench.core.tensor.indexing import (
     ADVANCED,
     FULL_SLICE,
     SYMBOLIC,
     SliceEntry,
-    _inc_subtensor_grads,
-    _inc_subtensor_rop,
     _normalize_entry,
     check_index,
     consumed_dims,
@@ -38,9 +36,13 @@ from workbench.core.tensor.subtensor import (
     entry_str,
     fill,
     index_tuple,
-    prepare_value,
     slice_length,
     static_slice_length,
+)
+from workbench.core.tensor.subtensor import (
+    _inc_subtensor_grads,
+    _inc_subtensor_rop,
+    prepare_value,
 )
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
