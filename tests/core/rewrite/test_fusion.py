@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import workbench as wb
@@ -24,6 +24,9 @@ from workbench.core.rewrite.rules.fusion import (
 )
 from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.testing.random_graphs import SMOOTH, DrawChooser, arrays_agree, generate
+
+NO_REWRITES = Mode(linker="py", rewriter=None)
 
 
 def _elemwise_nodes(fgraph: FunctionGraph) -> list:
@@ -224,3 +227,68 @@ def test_exported_values_keep_their_own_shape_when_lengths_may_broadcast() -> No
     g = wb.function([x], [wt.tanh(e + x), wt.sum(e)], mode=Mode(rewriter=elemwise_fusion))
     (node,) = [n for n in g.maker.fgraph.apply_nodes if isinstance(n.op, Elemwise)]
     assert len(node.outputs) == 2
+
+
+def _leaves_and_reenters(fgraph: FunctionGraph, region: list) -> bool:
+    """Whether some path leaves `region` and comes back into it (the region is not
+    convex: fusing it would make the fused node feed itself)."""
+    members = set(region)
+    stack = [client for node in region for out in node.outputs
+             for client, _ in fgraph.clients[out] if client != "output"
+             and client not in members]
+    seen: set = set()
+    while stack:
+        node = stack.pop()
+        if node in members:
+            return True
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(client for out in node.outputs for client, _ in fgraph.clients[out]
+                     if client != "output")
+    return False
+
+
+def test_fusion_keeps_regions_convex_in_the_issue_reproducers() -> None:
+    # Each graph has two elemwise nodes joined through a node left outside the region
+    # (std + logsumexp, a max, a sigmoid's division): fusing both made a cycle.
+    x, y, v = wt.dvector("x"), wt.dvector("y"), wt.dvector("v")
+    a = np.array([0.5, 1.0, 2.0])
+    f = wb.function([x], wb.grad(wt.logsumexp(wt.std(x), keepdims=True).sum(), x))
+    np.testing.assert_allclose(f(a), [-0.35634832, -0.08908708, 0.4454354], rtol=1e-7)
+
+    e = wt.sqr(wt.exp(x))
+    out = wt.cast(wt.eq(e, wt.max(e)), "float64") * (wt.exp(x) * 2) * wt.exp(x)
+    got = wb.function([x], out)(a)
+    np.testing.assert_allclose(got, np.where(a == a.max(), 2 * np.exp(2 * a), 0.0))
+
+    # the binary cross-entropy of PyTensor's logistic-regression tutorial
+    p = 1 / (1 + wt.exp(-v))
+    xent = y * wt.log(p)
+    labels = np.array([0.0, 1.0, 1.0])
+    value, grad = wb.function([y, v], [xent, wb.grad(xent.sum(), v)])(labels, a)
+    sig = 1 / (1 + np.exp(-a))
+    np.testing.assert_allclose(value, labels * np.log(sig), rtol=1e-12)
+    np.testing.assert_allclose(grad, labels * (1 - sig), rtol=1e-12)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_fusion_regions_are_convex_on_random_graphs_and_their_gradients(data) -> None:
+    graph = generate(DrawChooser(data), SMOOTH, max_steps=10)
+    note(str(graph))
+    inputs, outputs = graph.symbolic()
+    grads = wb.grad(graph.cost(outputs), inputs, disconnected_inputs="ignore")
+    fgraph = rewrite_graph([*outputs, *grads], inputs=inputs, exclude=("fusion", "inplace"))
+    regions = find_regions(fgraph.toposort())
+    for region in regions:
+        assert not _leaves_and_reenters(fgraph, region), (str(graph), region)
+    before = wb.function(inputs, [*outputs, *grads], mode=NO_REWRITES,
+                         on_unused_input="ignore")(*graph.values)
+    fuse_elemwise(fgraph)
+    fgraph.toposort()  # raises on a cycle
+    after = wb.function(fgraph.inputs, fgraph.outputs, mode=NO_REWRITES,
+                         on_unused_input="ignore")(*graph.values)
+    for got, want in zip(after, before):
+        assert arrays_agree(got, want, rtol=1e-12, atol=1e-14), str(graph)

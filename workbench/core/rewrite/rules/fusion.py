@@ -6,10 +6,13 @@ loop for the C linker). Regions are grown in ONE topological sweep:
 
 * a node joins the region of an Elemwise input when their outputs have the
   same static shape (same rank), and merging keeps the graph acyclic;
-* acyclicity is checked in O(1) with a sufficient condition: every value the
-  region reads from outside depends on no Elemwise node at or after the
-  region's first node in topological order (`last_elemwise` below), so no
-  outside node can sit between two members;
+* the region must stay convex (no path leaves it and re-enters it, else the
+  fused node would feed itself). That is checked in O(1) with a sufficient
+  condition: every value the region reads from outside (`_Region.ext_max`, the
+  largest `last_elemwise` of those values, including values from regions it
+  refused to merge with) depends on no Elemwise node at or after the region's
+  first node in topological order, so no outside node can sit between two
+  members;
 * a member whose value is also used outside the region (by another Op or as a
   graph output) becomes an extra output of the Composite: nothing is computed
   twice;
@@ -143,7 +146,9 @@ def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply
                         chosen = [region]
                         break
         if not chosen:
-            region_of[node] = _Region(node, k, base_ext, key)
+            # the values from the refused regions are outside inputs of the new region too
+            ext = max([base_ext, *(x for xs in from_region.values() for x in xs)])
+            region_of[node] = _Region(node, k, ext, key)
             continue
         chosen.sort(key=lambda r: -len(r.members))
         target = chosen[0]
