@@ -55,6 +55,14 @@ def good_document():
      "unknown Type"),
     (lambda d: d.update(version=99), "version", "unsupported version"),
     (lambda d: d.update(format="other"), "format", "not a workbench graph file"),
+    # names: an Op name is an identifier, other text printable; only declared props
+    (lambda d: d["nodes"][0]["op"]["props"]["scalar_op"].update(
+        name='");}system("touch PWNED");{printf("'), "nodes[0].op.props.scalar_op.name",
+     "an Op name must be an identifier"),
+    (lambda d: d["variables"][0].update(name="x\n#include"), "variables[0].name",
+     "unprintable character"),
+    (lambda d: d["variables"][0]["type"]["props"].update(name="%s%s"), "variables[0].type.props",
+     "TensorType has no prop 'name'"),
 ])
 def test_broken_documents_name_the_place(break_it, where, message):
     document = good_document()

@@ -8,6 +8,12 @@ instantiates classes that workbench itself defines (no pickle, no eval, no
 import by name), rebuilds every node through `Op.make_node`, and checks each
 rebuilt output against the saved Type. A malformed file gives a `GraphFileError`
 naming the place in the file (e.g. `nodes[3].inputs[1]`).
+
+Names in a file are checked before anything uses them: an Op's name is an
+identifier (as `add`, `Cast{float64}`), a variable's name and any other text is
+printable and at most NAME_LIMIT characters, and Ops and Types take only their own
+`__props__`. (No name ever reaches generated C: see link/c/cstring.py. The check is a
+second wall, and keeps control characters out of printed graphs.)
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import io as _io
 import json
 import math
 import pkgutil
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +43,11 @@ FORMAT = "workbench-graph"
 VERSION = 1
 #: Arrays with more elements than this are stored as base64 `.npy`, not as JSON lists.
 INLINE_LIMIT = 64
+#: The longest variable name or text value a file may hold.
+NAME_LIMIT = 256
+#: What an Op's name may be: a Python identifier, optionally with a {...} of
+#: identifier characters and commas after it (e.g. `Cast{float64}`), at most 64 long.
+OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}(\{[A-Za-z0-9_.,]{0,14}\})?")
 
 
 class GraphFileError(ValueError):
@@ -241,6 +253,53 @@ def save(graph: Any, path: str | Path, inputs: Sequence[Variable] | None = None)
 # -- decoding -------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    """A value from a file as a message shows it: its repr, cut at 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def checked_text(value: Any, where: str) -> str:
+    """`value` if it is text a file may hold (printable, at most NAME_LIMIT characters),
+    else a GraphFileError."""
+    if not isinstance(value, str):
+        raise GraphFileError(where, f"expected text, got {type(value).__name__}")
+    if len(value) > NAME_LIMIT:
+        raise GraphFileError(where, f"text of {len(value)} characters (at most {NAME_LIMIT})")
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise GraphFileError(where, f"text with the unprintable character {bad!r}: "
+                                    f"{_shown(value)}")
+    return value
+
+
+def checked_name(value: Any, where: str) -> str | None:
+    """A variable name from a file: None or checked_text."""
+    return None if value is None else checked_text(value, where)
+
+
+def checked_op_name(value: Any, where: str) -> str:
+    """An Op name from a file: it must match OP_NAME."""
+    if not isinstance(value, str) or not OP_NAME.fullmatch(value):
+        raise GraphFileError(where, f"an Op name must be an identifier such as 'add' or "
+                                    f"'Cast{{float64}}', got {_shown(value)}")
+    return value
+
+
+def _checked_props(cls: type, spec: Any, where: str) -> dict[str, Any]:
+    """The `props` of an Op or Type spec: a mapping from the class's own `__props__`."""
+    props = spec.get("props", {})
+    if not isinstance(props, dict):
+        raise GraphFileError(f"{where}.props", f"expected an object, got {type(props).__name__}")
+    allowed = getattr(cls, "__props__", None) or ()
+    for key in props:
+        if key not in allowed:
+            raise GraphFileError(f"{where}.props", f"{cls.__name__} has no prop "
+                                                   f"{_shown(key)} (its props: "
+                                                   f"{', '.join(allowed) or 'none'})")
+    return props
+
+
 def _decode_array(spec: Any, where: str) -> np.ndarray:
     try:
         if "array" in spec:
@@ -259,7 +318,9 @@ def _decode_array(spec: Any, where: str) -> np.ndarray:
 
 def decode_value(spec: Any, where: str) -> Any:
     """The value a JSON description stands for (the inverse of `encode_value`)."""
-    if spec is None or isinstance(spec, (bool, int, float, str)):
+    if isinstance(spec, str):
+        return checked_text(spec, where)
+    if spec is None or isinstance(spec, (bool, int, float)):
         return spec
     if isinstance(spec, list):
         raise GraphFileError(where, "a bare list is not a valid value (lists are tagged)")
@@ -289,7 +350,7 @@ def decode_value(spec: Any, where: str) -> Any:
     if tag in ("marker", "function", "record"):
         name = spec[tag]
         if name not in known:
-            raise GraphFileError(where, f"unknown {tag} {name!r}")
+            raise GraphFileError(where, f"unknown {tag} {_shown(name)}")
         if tag == "record":
             return known[name](*[decode_value(v, where) for v in spec["fields"]])
         return known[name]
@@ -298,13 +359,14 @@ def decode_value(spec: Any, where: str) -> Any:
     if tag == "type":
         cls = known.get(spec["type"])
         if cls is None or not issubclass(cls, Type):
-            raise GraphFileError(where, f"unknown Type {spec['type']!r}")
-        props = {k: decode_value(v, f"{where}.{k}") for k, v in spec.get("props", {}).items()}
+            raise GraphFileError(where, f"unknown Type {_shown(spec['type'])}")
+        props = {k: decode_value(v, f"{where}.{k}")
+                 for k, v in _checked_props(cls, spec, where).items()}
         try:
             return cls(**props)
         except (TypeError, ValueError) as exc:
             raise GraphFileError(where, f"bad type {spec['type']} {props}: {exc}") from None
-    raise GraphFileError(where, f"unknown value tag {tag!r}")
+    raise GraphFileError(where, f"unknown value tag {_shown(tag)}")
 
 
 def decode_op(spec: dict[str, Any], where: str) -> Op:
@@ -313,17 +375,17 @@ def decode_op(spec: dict[str, Any], where: str) -> Op:
     name = spec.get("op")
     cls = registry().get(name)
     if cls is None or not (inspect.isclass(cls) and issubclass(cls, Op)):
-        raise GraphFileError(where, f"unknown Op {name!r}")
+        raise GraphFileError(where, f"unknown Op {_shown(name)}")
     if cls is Composite:
         inputs, outputs = decode_graph(spec["graph"], f"{where}.graph")
         return Composite(inputs, outputs)
     props = {}
-    for key, value in spec.get("props", {}).items():
+    for key, value in _checked_props(cls, spec, where).items():
         if isinstance(value, dict) and value.get("own_rule"):
             continue  # rebuilt by the constructor from the other props
         props[key] = decode_value(value, f"{where}.props.{key}")
-    if isinstance(spec.get("name"), str) and _accepts_name(cls):
-        props["name"] = spec["name"]
+    if "name" in spec and _accepts_name(cls):
+        props["name"] = checked_op_name(spec["name"], f"{where}.name")
     try:
         return cls(**props)
     except (TypeError, ValueError) as exc:
@@ -351,16 +413,17 @@ def decode_graph(document: dict[str, Any], where: str = ""
         if not isinstance(vtype, Type):
             raise GraphFileError(f"{place}.type", "not a Type")
         kind = spec.get("kind")
+        name = checked_name(spec.get("name"), f"{place}.name")
         if kind == "input":
-            variables[spec["id"]] = vtype(spec.get("name"))
+            variables[spec["id"]] = vtype(name)
         elif kind == "constant":
             data = decode_value(spec.get("data"), f"{place}.data")
             try:
-                variables[spec["id"]] = vtype.make_constant(data, name=spec.get("name"))
+                variables[spec["id"]] = vtype.make_constant(data, name=name)
             except (TypeError, ValueError) as exc:
                 raise GraphFileError(f"{place}.data", f"does not fit {vtype}: {exc}") from None
         elif kind != "computed":
-            raise GraphFileError(f"{place}.kind", f"unknown variable kind {kind!r}")
+            raise GraphFileError(f"{place}.kind", f"unknown variable kind {_shown(kind)}")
 
     def lookup(ref: Any, place: str) -> Variable:
         if ref not in variables:
@@ -390,7 +453,7 @@ def decode_graph(document: dict[str, Any], where: str = ""
             if saved_type != out.type:
                 raise GraphFileError(f"{place}.outputs[{k}]",
                                      f"rebuilt type {out.type} differs from saved {saved_type}")
-            out.name = saved.get("name")
+            out.name = checked_name(saved.get("name"), f"{place}.outputs[{k}].name")
             variables[ref] = out
     inputs = [lookup(ref, f"{prefix}inputs[{k}]") for k, ref in enumerate(input_ids)]
     outputs = [lookup(ref, f"{prefix}outputs[{k}]") for k, ref in enumerate(output_ids)]

@@ -101,6 +101,28 @@ def test_runtime_errors_are_annotated_with_the_node():
     assert f(np.ones(2), np.ones(2)).tolist() == [2.0, 2.0]  # the function still works
 
 
+@pytest.mark.parametrize("name", ['");}system("touch {canary}");{printf("',
+                                  "%s%s%s%s%s%n", 'quote " and \\ back\nslash'])
+def test_an_op_name_reaches_the_c_code_as_data_never_as_code(name, tmp_path):
+    # (issue 14: a scalar op's name was pasted into C string literals and formats)
+    from workbench.core.scalar.basic import upcast_out
+    from workbench.core.scalar.math import Mul
+    from workbench.core.tensor.elemwise import Elemwise
+
+    name = name.replace("{canary}", str(tmp_path / "PWNED"))
+    x, y = wt.dvector("x"), wt.dvector("y")
+    f = wb.function([x, y], Elemwise(Mul(upcast_out, name=name))(x, y), linker="c",
+                    mode="FAST_COMPILE")
+    assert f.linker.report.py_nodes == []
+    assert all(name not in src.source for src in f.linker.report.sources.values())
+    with pytest.raises(ValueError) as info:
+        f(np.ones(3), np.ones(4))
+    assert str(info.value).startswith(f"Elemwise{{{name}}}"[:57])  # (long labels are cut)
+    assert "input 1 has length 4" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    assert f(np.ones(2), np.full(2, 3.0)).tolist() == [3.0, 3.0]
+
+
 def test_lazy_ifelse_with_compiled_branches_runs_only_the_taken_branch():
     c, x = wt.bscalar("c"), wt.dvector("x")
     out = wb.ifelse(c, wt.exp(x) + 1, wt.log(x) * 2)

@@ -186,10 +186,10 @@ class DoubleType(Type, CLinkerType):
         return f"{name} = 0.0;"
 
     def c_extract(self, name, sub):
-        label = sub.get("label", name)
+        # the label is a C string given at run time: printed with %s, never pasted
         return f"""
 if (!PyFloat_Check(py_{name})) {{
-  PyErr_Format(PyExc_TypeError, "{label}: expected a float, got %s",
+  PyErr_Format(PyExc_TypeError, "%s: expected a float, got %s", {sub["label"]},
                Py_TYPE(py_{name})->tp_name);
   {sub["fail"]}
 }}

@@ -1,7 +1,8 @@
 """Generate the C source of one Apply node's extension module.
 
-The module exports, as the capsule `fn` named "workbench.node", a function
-`int fn(PyObject **ins, PyObject **outs)` (the calling convention of runtime.c).
+The module exports, as the capsule `fn` named NODE_CAPSULE, a function
+`int fn(PyObject **ins, PyObject **outs, const char *const *labels)` (the calling
+convention of runtime.c).
 Its body follows seed 002/003: declare and initialise every variable (c_declare,
 c_init), extract the inputs (c_extract) and previous outputs (c_extract_out), run
 the Op's c_code, pack the outputs back (c_sync), and release everything
@@ -9,7 +10,10 @@ the Op's c_code, pack the outputs back (c_sync), and release everything
 
 The source depends only on the node's signature (Op and its props, input and
 output Types), never on object identities: nodes of the same kind share one
-module, and the module cache keys on the source text.
+module, and the module cache keys on the source text. Nor does it hold the node's
+printed name (which may come from a graph file): the messages of the C code name
+the node through `labels`, strings the runtime passes at each call (node_labels),
+as `%s` arguments, never as format text.
 """
 
 from __future__ import annotations
@@ -20,13 +24,20 @@ from typing import Any
 from workbench.core.graph.basic import Apply
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.link.c.compiler import GENERATED_CODE_FLAGS, PRELUDE_INCLUDE
+from workbench.core.link.c.cstring import label_bytes
 from workbench.core.link.c.interface import c_op_of, c_optional, c_type_of
 
-__all__ = ["MODULE_HEADERS", "NodeParts", "NodeSource", "NoCCode", "module_init", "node_parts",
-           "node_source"]
+__all__ = ["MODULE_HEADERS", "NODE_CAPSULE", "NodeParts", "NodeSource", "NoCCode",
+           "module_init", "node_labels", "node_parts", "node_source"]
 
 #: Flags every generated module gets (see compiler.GENERATED_CODE_FLAGS).
 BASE_FLAGS: tuple[str, ...] = GENERATED_CODE_FLAGS
+
+#: The name of the capsules holding node functions; it names the calling convention,
+#: so that runtime.c refuses a function of another convention (an old module).
+NODE_CAPSULE = "workbench.node/2"
+#: Labels longer than this are cut (an Op's printed name can be a long formula).
+LABEL_LIMIT = 60
 
 
 class NoCCode(Exception):
@@ -108,13 +119,9 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
     out_names = [f"o{k}" for k in range(len(node.outputs))]
     names = in_names + out_names
     fail = "{ wb_failure = 1; goto wb_cleanup; }"
-    op_label = str(node.op)
-    if len(op_label) > 60:
-        op_label = op_label[:57] + "..."
 
     def sub_for(k: int) -> dict[str, str]:
-        what = f"input {k}" if k < n_in else f"output {k - n_in}"
-        return {"fail": fail, "label": f"{what} of {op_label}", "id": str(k)}
+        return {"fail": fail, "label": f"wb_labels[{k + 1}]", "id": str(k)}
 
     try:
         decls, inits, extracts, syncs, cleanups = [], [], [], [], []
@@ -132,7 +139,7 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
                 extracts.append(out_extract)
                 syncs.append(tc.c_sync(var_name, sub))
             cleanups.append(c_optional(tc, "c_cleanup", var_name, sub, default=""))
-        op_sub = {"fail": fail, "label": op_label}
+        op_sub = {"fail": fail, "label": "wb_labels[0]"}
         body = op_c.c_code(node, name, in_names, out_names, op_sub)
         code_cleanup = c_optional(op_c, "c_code_cleanup", node, name, in_names, out_names,
                                   op_sub, default="")
@@ -163,7 +170,8 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
     apply_support = c_optional(op_c, "c_support_code_apply", node, name, default="") or ""
     unversioned = any(v is None for v in versions)
 
-    lines = [f"static int {fn_name}(PyObject **wb_ins, PyObject **wb_outs) {{",
+    lines = [f"static int {fn_name}(PyObject **wb_ins, PyObject **wb_outs, "
+             "const char *const *wb_labels) {",
              "  int wb_failure = 0;"]
     for k, var_name in enumerate(in_names):
         lines.append(f"  PyObject *py_{var_name} = wb_ins[{k}];")
@@ -194,7 +202,7 @@ MODULE_HEADERS = (PRELUDE_INCLUDE, "#include <numpy/arrayobject.h>", "#include <
 
 def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str, str]]) -> str:
     """The PyInit function of a generated module: `init_code` statements, then one
-    "workbench.node" capsule per (attribute, C function) of `capsules`."""
+    NODE_CAPSULE capsule per (attribute, C function) of `capsules`."""
     lines = [
         f"static struct PyModuleDef wb_module = {{PyModuleDef_HEAD_INIT, \"{module_name}\", "
         "NULL, -1, NULL};",
@@ -207,12 +215,24 @@ def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str
     ]
     for attribute, fn_name in capsules:
         lines += [
-            f"  cap = PyCapsule_New((void*){fn_name}, \"workbench.node\", NULL);",
+            f"  cap = PyCapsule_New((void*){fn_name}, \"{NODE_CAPSULE}\", NULL);",
             f"  if (!cap || PyModule_AddObject(m, \"{attribute}\", cap) < 0) {{ Py_XDECREF(cap); "
             "Py_DECREF(m); return NULL; }",
         ]
     lines += ["  return m;", "}"]
     return "\n".join(lines)
+
+
+def node_labels(node: Apply) -> tuple[bytes, ...]:
+    """What the C code of `node` calls itself and its variables in messages (the
+    `labels` of its function, UTF-8): [0] the Op, then "input k of <Op>" for each
+    input and "output j of <Op>" for each output. `sub["label"]` is one of them."""
+    op_label = str(node.op)
+    if len(op_label) > LABEL_LIMIT:
+        op_label = op_label[:LABEL_LIMIT - 3] + "..."
+    texts = [op_label, *[f"input {k} of {op_label}" for k in range(len(node.inputs))],
+             *[f"output {j} of {op_label}" for j in range(len(node.outputs))]]
+    return tuple(label_bytes(t) for t in texts)
 
 
 def node_source(node: Apply) -> NodeSource:

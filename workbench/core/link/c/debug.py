@@ -36,21 +36,22 @@ from workbench.core.compile.debugmode import (
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Thunk
 from workbench.core.link.c.cache import ModuleCache
+from workbench.core.link.c.codegen import node_labels
 from workbench.core.link.c.linker import CLinker, CompileReport
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM
 
 __all__ = ["DebugLinker", "DebugModeError", "c_runner"]
 
 
-def c_runner(capsule: Any, n_in: int, n_out: int) -> Callable[[list[Any], list[Cell]], None]:
-    """A runner (see `Implementation`) calling a compiled node function over private
-    cells: `run(inputs, output_cells)`. A value in an output cell is handed to the C
-    code as previous storage (it reuses it only if nothing else references it)."""
+def c_runner(capsule: Any, node: Apply) -> Callable[[list[Any], list[Cell]], None]:
+    """A runner (see `Implementation`) calling the compiled function of `node` over
+    private cells: `run(inputs, output_cells)`. A value in an output cell is handed to
+    the C code as previous storage (it reuses it only if nothing else references it)."""
     from workbench.core.link.c.runtime import runtime
 
-    in_cells = tuple([None] for _ in range(n_in))
-    out_cells = tuple([None] for _ in range(n_out))
-    thunk = runtime().NodeThunk(capsule, in_cells, out_cells)
+    in_cells = tuple([None] for _ in node.inputs)
+    out_cells = tuple([None] for _ in node.outputs)
+    thunk = runtime().NodeThunk(capsule, in_cells, out_cells, node_labels(node))
 
     def run(inputs: list[Any], cells: list[Cell]) -> None:
         for cell, value in zip(in_cells, inputs):
@@ -152,9 +153,9 @@ class DebugLinker(CLinker):
         if capsule is not None:
             from workbench.core.link.c.runtime import runtime
 
-            impls.append(Implementation("c", c_runner(capsule, len(node.inputs),
-                                                      len(node.outputs))))
-            real = runtime().NodeThunk(capsule, tuple(in_cells), tuple(out_cells))
+            impls.append(Implementation("c", c_runner(capsule, node)))
+            real = runtime().NodeThunk(capsule, tuple(in_cells), tuple(out_cells),
+                                       node_labels(node))
         checker = NodeChecker(node, impls, prealloc=self.prealloc)
         self.checkers[node] = checker
         impl_name = impls[-1].name

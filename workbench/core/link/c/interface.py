@@ -9,7 +9,11 @@ The code generator asks `c_type_of(t)` / `c_op_of(op)` for the object that answe
 Conventions shared by every method that returns code: the text is a C fragment
 templated with `%(name)s`-style keys already filled in by the method from `name`
 and `sub`; `sub` is a dict of special strings, most importantly `sub["fail"]`, the
-C statement that jumps to the error exit after a Python exception has been set.
+C statement that jumps to the error exit after a Python exception has been set, and
+`sub["label"]`, a C expression (a `const char *`, given at run time) naming the node
+or the variable in messages: pass it as a `%s` argument,
+`PyErr_Format(PyExc_ValueError, "%s: bad length %ld", <label>, n)`. Never paste names
+or other text from Python into the C; `c_string_literal` (cstring.py) writes a literal.
 Every method raises MethodNotDefined by default; the generator treats optional ones
 (headers, support code, cleanup...) as empty: see `c_optional`.
 """

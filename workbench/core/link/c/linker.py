@@ -151,7 +151,8 @@ class CLinker(VMLinker):
         """The C source of every compiled node of the linked graph, for display."""
         parts = []
         for node, src in self.report.sources.items():
-            parts.append(f"/* ==== {node} ==== */\n{src.source}")
+            title = " ".join(str(node).split()).replace("*/", "* /")  # (a comment's text)
+            parts.append(f"/* ==== {title} ==== */\n{src.source}")
         return "\n".join(parts)
 
     def make_thunk(
@@ -174,7 +175,7 @@ class CLinker(VMLinker):
             if node in capsules:
                 ins = tuple(smap[v] for v in node.inputs)
                 outs = tuple(smap[v] for v in node.outputs)
-                fn = rt.NodeThunk(capsules[node], ins, outs)
+                fn = rt.NodeThunk(capsules[node], ins, outs, codegen.node_labels(node))
                 thunks.append(Thunk(fn, node, list(ins), list(outs), impl="c"))
             else:
                 thunks.append(self._thunk_for(node, smap, cmap))
@@ -215,8 +216,10 @@ class CProgramVM(VM):
                 to_free[last_use.get(var, index_of[var.owner])].append(smap[var])
         steps = []
         for i, (node, thunk) in enumerate(zip(order, self.thunks)):
-            fn = self._capsules.get(node, thunk.fn)
-            steps.append((fn, tuple(smap[v] for v in node.inputs),
-                          tuple(smap[v] for v in node.outputs), tuple(to_free[i])))
+            capsule = self._capsules.get(node)
+            steps.append((thunk.fn if capsule is None else capsule,
+                          tuple(smap[v] for v in node.inputs),
+                          tuple(smap[v] for v in node.outputs), tuple(to_free[i]),
+                          () if capsule is None else codegen.node_labels(node)))
         self.program = runtime().Program(tuple(steps), tuple(self._clear), self._on_error)
         return self.program.run

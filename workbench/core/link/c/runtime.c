@@ -1,19 +1,23 @@
 /* workbench's C runtime: how compiled nodes are called.
  *
- * Every compiled Apply node is a function `int fn(PyObject **ins, PyObject **outs)`
- * exported by its own extension module as a PyCapsule named "workbench.node".
+ * Every compiled Apply node is a function
+ *     int fn(PyObject **ins, PyObject **outs, const char *const *labels)
+ * exported by an extension module as a PyCapsule named "workbench.node/2".
  * `ins[i]` are borrowed references to the input values; `outs[j]` are owned
  * references to the previous output values (or NULL): the node may reuse them and
- * leaves an owned reference to the new value there. It returns 0, or -1 with a
- * Python exception set.
+ * leaves an owned reference to the new value there. `labels` name the node (0), its
+ * inputs and its outputs in messages (codegen.node_labels): they are data the node
+ * prints with %s, never part of its C source. It returns 0, or -1 with a Python
+ * exception set.
  *
  * This module gives two ways of running such functions over the storage cells
  * (one-element lists) of the Python VM:
- *   NodeThunk(capsule, in_cells, out_cells)   one node, callable with no argument
+ *   NodeThunk(capsule, in_cells, out_cells, labels)   one node, callable with no argument
  *   Program(steps, clear_cells, on_error)     a whole graph in a C loop:
- *       steps: tuple of (fn_or_callable, in_cells, out_cells, free_cells);
+ *       steps: tuple of (fn_or_callable, in_cells, out_cells, free_cells, labels);
  *       a capsule runs as a node function, any other callable is called with no
- *       argument (a Python thunk that reads and writes its cells itself).
+ *       argument (a Python thunk that reads and writes its cells itself; its labels
+ *       are ignored).
  *   FastCall(...)                            a compiled Function's call path (below)
  *       Program.run() clears `clear_cells`, runs every step, and after each step
  *       empties `free_cells` (intermediates nobody needs any more). On failure it
@@ -24,13 +28,36 @@
 #include <stddef.h>
 #include <time.h>
 
-typedef int (*wb_node_fn)(PyObject **ins, PyObject **outs);
+typedef int (*wb_node_fn)(PyObject **ins, PyObject **outs, const char *const *labels);
 
 #define WB_MAX_ARITY 64
+#define WB_NODE_CAPSULE "workbench.node/2"
 
 static wb_node_fn node_fn_of(PyObject *capsule) {
     if (!PyCapsule_CheckExact(capsule)) return NULL;
-    return (wb_node_fn)PyCapsule_GetPointer(capsule, "workbench.node");
+    return (wb_node_fn)PyCapsule_GetPointer(capsule, WB_NODE_CAPSULE);
+}
+
+/* The C strings of `labels` (a tuple of n bytes objects, which must outlive them), in a
+ * new PyMem array; NULL with an exception when it is not such a tuple. */
+static const char **label_array(PyObject *labels, Py_ssize_t n) {
+    if (!PyTuple_Check(labels) || PyTuple_GET_SIZE(labels) != n) {
+        PyErr_Format(PyExc_TypeError, "labels must be a tuple of %zd bytes objects (the "
+                     "node, its inputs, its outputs)", n);
+        return NULL;
+    }
+    const char **array = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    if (!array) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyTuple_GET_ITEM(labels, k);
+        if (!PyBytes_Check(item)) {
+            PyMem_Free(array);
+            PyErr_Format(PyExc_TypeError, "labels[%zd] must be bytes", k);
+            return NULL;
+        }
+        array[k] = PyBytes_AS_STRING(item);
+    }
+    return array;
 }
 
 /* Only a value nobody else holds may be reused as output storage: another holder
@@ -50,8 +77,8 @@ static inline void put_output(PyObject *cell, PyObject *value) {
     Py_XDECREF(old);
 }
 
-static int run_node(wb_node_fn fn, Py_ssize_t n_in, PyObject *const *in_cells,
-                    Py_ssize_t n_out, PyObject *const *out_cells) {
+static int run_node(wb_node_fn fn, const char *const *labels, Py_ssize_t n_in,
+                    PyObject *const *in_cells, Py_ssize_t n_out, PyObject *const *out_cells) {
     PyObject *ins[WB_MAX_ARITY];
     PyObject *outs[WB_MAX_ARITY];
     PyObject **in_buf = ins, **out_buf = outs;
@@ -64,7 +91,7 @@ static int run_node(wb_node_fn fn, Py_ssize_t n_in, PyObject *const *in_cells,
      * c_extract refuses it with a TypeError naming the input. */
     for (Py_ssize_t i = 0; i < n_in; i++) in_buf[i] = PyList_GET_ITEM(in_cells[i], 0);
     for (Py_ssize_t j = 0; j < n_out; j++) out_buf[j] = take_output(out_cells[j]);
-    int status = fn(in_buf, out_buf);
+    int status = fn(in_buf, out_buf, labels);
     for (Py_ssize_t j = 0; j < n_out; j++) put_output(out_cells[j], out_buf[j]);
     if (in_buf != ins) { PyMem_Free(in_buf); PyMem_Free(out_buf); }
     if (status != 0 && !PyErr_Occurred())
@@ -94,6 +121,8 @@ typedef struct {
     PyObject *capsule;
     PyObject *in_cells;   /* tuple of lists */
     PyObject *out_cells;  /* tuple of lists */
+    PyObject *labels;     /* tuple of bytes */
+    const char **label_ptrs;
     wb_node_fn fn;
 } NodeThunk;
 
@@ -101,33 +130,41 @@ static void NodeThunk_dealloc(NodeThunk *self) {
     Py_XDECREF(self->capsule);
     Py_XDECREF(self->in_cells);
     Py_XDECREF(self->out_cells);
+    Py_XDECREF(self->labels);
+    PyMem_Free(self->label_ptrs);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int NodeThunk_init(NodeThunk *self, PyObject *args, PyObject *kwds) {
-    PyObject *capsule, *in_cells, *out_cells;
-    if (!PyArg_ParseTuple(args, "OO!O!", &capsule, &PyTuple_Type, &in_cells,
-                          &PyTuple_Type, &out_cells))
+    PyObject *capsule, *in_cells, *out_cells, *labels;
+    if (!PyArg_ParseTuple(args, "OO!O!O", &capsule, &PyTuple_Type, &in_cells,
+                          &PyTuple_Type, &out_cells, &labels))
         return -1;
     wb_node_fn fn = node_fn_of(capsule);
     if (!fn) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "NodeThunk needs a 'workbench.node' capsule");
+            PyErr_SetString(PyExc_TypeError, "NodeThunk needs a '" WB_NODE_CAPSULE "' capsule");
         return -1;
     }
     if (check_cells(in_cells, "in_cells") < 0 || check_cells(out_cells, "out_cells") < 0)
         return -1;
-    Py_INCREF(capsule); Py_INCREF(in_cells); Py_INCREF(out_cells);
+    const char **label_ptrs = label_array(
+        labels, 1 + PyTuple_GET_SIZE(in_cells) + PyTuple_GET_SIZE(out_cells));
+    if (!label_ptrs) return -1;
+    Py_INCREF(capsule); Py_INCREF(in_cells); Py_INCREF(out_cells); Py_INCREF(labels);
     Py_XSETREF(self->capsule, capsule);
     Py_XSETREF(self->in_cells, in_cells);
     Py_XSETREF(self->out_cells, out_cells);
+    Py_XSETREF(self->labels, labels);
+    PyMem_Free(self->label_ptrs);
+    self->label_ptrs = label_ptrs;
     self->fn = fn;
     return 0;
 }
 
 static PyObject *NodeThunk_call(NodeThunk *self, PyObject *args, PyObject *kwds) {
     if (!self->fn) { PyErr_SetString(PyExc_RuntimeError, "NodeThunk not initialised"); return NULL; }
-    if (run_node(self->fn, PyTuple_GET_SIZE(self->in_cells),
+    if (run_node(self->fn, self->label_ptrs, PyTuple_GET_SIZE(self->in_cells),
                  &PyTuple_GET_ITEM(self->in_cells, 0), PyTuple_GET_SIZE(self->out_cells),
                  &PyTuple_GET_ITEM(self->out_cells, 0)) < 0)
         return NULL;
@@ -143,13 +180,15 @@ static PyTypeObject NodeThunkType = {
     .tp_init = (initproc)NodeThunk_init,
     .tp_dealloc = (destructor)NodeThunk_dealloc,
     .tp_call = (ternaryfunc)NodeThunk_call,
-    .tp_doc = "NodeThunk(capsule, in_cells, out_cells): run one compiled node on its cells.",
+    .tp_doc = "NodeThunk(capsule, in_cells, out_cells, labels): run one compiled node on "
+              "its cells.",
 };
 
 /* -------------------------------------------------------------------- Program */
 
 typedef struct {
     wb_node_fn fn;        /* NULL: call `callable` */
+    const char **labels;  /* owned array of strings borrowed from Program.steps */
     PyObject *callable;   /* borrowed from Program.steps */
     Py_ssize_t n_in, n_out, n_free;
     PyObject **in_cells, **out_cells, **free_cells;  /* borrowed from Program.steps */
@@ -164,8 +203,14 @@ typedef struct {
     Py_ssize_t n_steps;
 } Program;
 
+static void free_steps(Step *step, Py_ssize_t n) {
+    if (!step) return;
+    for (Py_ssize_t k = 0; k < n; k++) PyMem_Free(step[k].labels);
+    PyMem_Free(step);
+}
+
 static void Program_dealloc(Program *self) {
-    PyMem_Free(self->step);
+    free_steps(self->step, self->n_steps);
     Py_XDECREF(self->steps);
     Py_XDECREF(self->clear_cells);
     Py_XDECREF(self->on_error);
@@ -183,25 +228,28 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
     if (!step) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *item = PyTuple_GET_ITEM(steps, k);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 5) {
             PyErr_Format(PyExc_TypeError, "step %zd must be a tuple (fn, in_cells, out_cells, "
-                         "free_cells)", k);
-            PyMem_Free(step);
+                         "free_cells, labels)", k);
+            free_steps(step, n);
             return -1;
         }
         PyObject *fn = PyTuple_GET_ITEM(item, 0);
         PyObject *ins = PyTuple_GET_ITEM(item, 1), *outs = PyTuple_GET_ITEM(item, 2),
                  *frees = PyTuple_GET_ITEM(item, 3);
         if (check_cells(ins, "in_cells") < 0 || check_cells(outs, "out_cells") < 0 ||
-            check_cells(frees, "free_cells") < 0) { PyMem_Free(step); return -1; }
+            check_cells(frees, "free_cells") < 0) { free_steps(step, n); return -1; }
         if (PyCapsule_CheckExact(fn)) {
             step[k].fn = node_fn_of(fn);
-            if (!step[k].fn) { PyMem_Free(step); return -1; }
+            if (!step[k].fn) { free_steps(step, n); return -1; }
+            step[k].labels = label_array(PyTuple_GET_ITEM(item, 4),
+                                         1 + PyTuple_GET_SIZE(ins) + PyTuple_GET_SIZE(outs));
+            if (!step[k].labels) { free_steps(step, n); return -1; }
         } else if (PyCallable_Check(fn)) {
             step[k].callable = fn;
         } else {
             PyErr_Format(PyExc_TypeError, "step %zd: fn must be a node capsule or a callable", k);
-            PyMem_Free(step);
+            free_steps(step, n);
             return -1;
         }
         step[k].n_in = PyTuple_GET_SIZE(ins);
@@ -211,7 +259,7 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
         step[k].out_cells = step[k].n_out ? &PyTuple_GET_ITEM(outs, 0) : NULL;
         step[k].free_cells = step[k].n_free ? &PyTuple_GET_ITEM(frees, 0) : NULL;
     }
-    PyMem_Free(self->step);
+    free_steps(self->step, self->n_steps);
     self->step = step;
     self->n_steps = n;
     Py_INCREF(steps); Py_INCREF(clear_cells); Py_INCREF(on_error);
@@ -241,7 +289,7 @@ static int program_run(Program *self) {
     for (Py_ssize_t k = 0; k < self->n_steps; k++) {
         Step *s = &step[k];
         if (s->fn) {
-            if (run_node(s->fn, s->n_in, s->in_cells, s->n_out, s->out_cells) < 0) {
+            if (run_node(s->fn, s->labels, s->n_in, s->in_cells, s->n_out, s->out_cells) < 0) {
                 report_error(self, k);
                 return -1;
             }

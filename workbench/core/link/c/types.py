@@ -15,9 +15,10 @@ import numpy as np
 from workbench.core.dtypes import register_backend_dtypes
 from workbench.core.graph.type import Generic
 from workbench.core.graph.utils import MethodNotDefined
+from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import CTypeAdapter, register_c_type
 from workbench.core.scalar.basic import ScalarType
-from workbench.core.tensor.type import TensorType
+from workbench.core.tensor.type import TensorType, format_shape
 
 #: C element type per workbench dtype name (None: no C arithmetic for it).
 C_TYPES: dict[str, str | None] = {
@@ -51,9 +52,12 @@ def type_num(dtype: Any) -> int:
     return int(as_dtype(dtype).numpy.num)
 
 
-def _c_string(text: str) -> str:
-    """`text` as a C string literal that printf-style formatting prints verbatim."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+def type_text(t: Any) -> str:
+    """A C literal describing Type `t` by its structure (a TensorType's display `name`
+    is left out: it is not the generated code's business)."""
+    if isinstance(t, TensorType):
+        return c_string_literal(f"TensorType({t.dtype}, {format_shape(t.shape)})")
+    return c_string_literal(str(t))
 
 
 @register_c_type(TensorType)
@@ -70,41 +74,38 @@ class TensorTypeC(CTypeAdapter):
     def c_init(self, name: str, sub: dict[str, str]) -> str:
         return f"{name} = NULL;\n"
 
-    def _checks(self, name: str, label: str, on_bad: str) -> str:
-        """C refusing a value of the wrong kind, dtype, rank or static shape; `on_bad` is
-        a template with {msg} (a C string literal with printf codes) and {args}."""
+    def _checks(self, name: str, label: str, fail: str) -> str:
+        """C refusing a value of the wrong kind, dtype, rank or static shape with a
+        TypeError naming `label` (a C expression) and the expected Type."""
         t = self.type
         arr = f"((PyArrayObject*)py_{name})"
+        expected = type_text(t)
 
-        def refuse(text: str, codes: str, args: str) -> str:
-            # the label and type are literal text (escaped); `codes` are printf directives
-            return "  " + on_bad.format(msg=_c_string(f"{label}: {text}") + f' "{codes}"',
-                                        args=args)
+        def refuse(fmt: str, args: str) -> str:
+            # `fmt` is library text: "%s: expected %s" + its own conversions
+            return (f"  PyErr_Format(PyExc_TypeError, {c_string_literal('%s: expected %s' + fmt)}"
+                    f", {label}, {expected}, {args}); {fail}")
 
         lines = [f"if (!PyArray_Check(py_{name})) {{",
-                 refuse(f"expected {t}, got a non-array object of type ", "%s",
-                        f"Py_TYPE(py_{name})->tp_name"),
+                 refuse(", got a non-array object of type %s", f"Py_TYPE(py_{name})->tp_name"),
                  "}",
                  f"if (PyArray_TYPE({arr}) != {type_num(t.dtype)} || "
                  f"PyArray_NDIM({arr}) != {t.ndim}) {{",
-                 refuse(f"expected {t} (dtype {t.dtype}, rank {t.ndim}), got an array of ",
-                        "dtype number %d and rank %d",
-                        f"PyArray_TYPE({arr}), PyArray_NDIM({arr})"),
+                 refuse(f" (dtype {t.dtype}, rank {t.ndim}), got an array of dtype number %d "
+                        "and rank %d", f"PyArray_TYPE({arr}), PyArray_NDIM({arr})"),
                  "}"]
         for d, length in enumerate(t.shape):
             if length is not None:
                 lines += [f"if (PyArray_DIMS({arr})[{d}] != {length}) {{",
-                          refuse(f"expected {t}, got ", f"length %ld in dimension {d}",
+                          refuse(f", got length %ld in dimension {d}",
                                  f"(long)PyArray_DIMS({arr})[{d}]"),
                           "}"]
         return "\n".join(lines) + "\n"
 
     def c_extract(self, name: str, sub: dict[str, str]) -> str:
-        label = sub.get("label", name)
+        label = sub.get("label", c_string_literal(name))
         fail = sub["fail"]
-        on_bad = "PyErr_Format(PyExc_TypeError, {msg}, {args}); " + fail.replace("{", "{{") \
-            .replace("}", "}}")
-        return (self._checks(name, label, on_bad)
+        return (self._checks(name, label, fail)
                 + f"{name} = (PyArrayObject*)py_{name};\n"
                 # unaligned or byte-swapped data: work on a well-behaved copy
                 + f"if (!PyArray_ISBEHAVED_RO({name})) {{\n"
@@ -201,17 +202,16 @@ class ScalarTypeC(CTypeAdapter):
         return f"memset(&{name}, 0, sizeof({name}));\n"
 
     def c_extract(self, name: str, sub: dict[str, str]) -> str:
-        label = sub.get("label", name)
+        label = sub.get("label", c_string_literal(name))
         fail = sub["fail"]
         t = self.type
         num = type_num(t.dtype)
-        # (_c_string doubles the % of the text; the conversions are appended after it)
-        what = _c_string(f"{label}: expected {t} (a numpy {t.dtype} scalar), got ")
-        bad_kind = what + ' "an object of type %s"'
-        bad_dtype = what + ' "a numpy scalar of type %s"'
+        what = f"%s: expected {t} (a numpy {t.dtype} scalar), got "
+        bad_kind = c_string_literal(what + "an object of type %s")
+        bad_dtype = c_string_literal(what + "a numpy scalar of type %s")
         return f"""
 if (!PyArray_IsScalar(py_{name}, Generic)) {{
-  PyErr_Format(PyExc_TypeError, {bad_kind}, Py_TYPE(py_{name})->tp_name); {fail}
+  PyErr_Format(PyExc_TypeError, {bad_kind}, {label}, Py_TYPE(py_{name})->tp_name); {fail}
 }}
 {{
   PyArray_Descr *wb_d_{name} = PyArray_DescrFromScalar(py_{name});
@@ -219,7 +219,7 @@ if (!PyArray_IsScalar(py_{name}, Generic)) {{
   const int wb_num_{name} = wb_d_{name}->type_num;
   Py_DECREF(wb_d_{name});
   if (wb_num_{name} != {num}) {{
-    PyErr_Format(PyExc_TypeError, {bad_dtype}, Py_TYPE(py_{name})->tp_name); {fail}
+    PyErr_Format(PyExc_TypeError, {bad_dtype}, {label}, Py_TYPE(py_{name})->tp_name); {fail}
   }}
 }}
 PyArray_ScalarAsCtype(py_{name}, &{name});

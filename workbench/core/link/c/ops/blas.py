@@ -223,11 +223,6 @@ static int wb_dot_%(t)s(PyArrayObject *x, PyArrayObject *y, %(ctype)s *out) {
 """
 
 
-def _c_string(text: str) -> str:
-    """`text` safe inside a C format string literal."""
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-
-
 def _blas() -> BlasLibrary:
     lib = find_blas()
     if lib is None:  # c_supports said no: code generation is never asked
@@ -287,15 +282,16 @@ class _BlasC(COpAdapter):
 
 
 def _aligned_check(label: str, x: str, y: str, xd: int, yd: int, fail: str) -> str:
-    """numpy.dot's "not aligned" error when the summed lengths differ."""
+    """numpy.dot's "not aligned" error when the summed lengths differ (`label`: the C
+    expression naming the node)."""
     x_axis, y_axis = xd - 1, max(yd - 2, 0)
     shape_fmt = {1: "(%ld,)", 2: "(%ld,%ld)"}
     x_args = ", ".join(f"(long)PyArray_DIM({x}, {d})" for d in range(xd))
     y_args = ", ".join(f"(long)PyArray_DIM({y}, {d})" for d in range(yd))
     return (f"if (PyArray_DIM({x}, {x_axis}) != PyArray_DIM({y}, {y_axis})) {{\n"
-            f"  PyErr_Format(PyExc_ValueError, \"{label}: shapes {shape_fmt[xd]} and "
+            f"  PyErr_Format(PyExc_ValueError, \"%s: shapes {shape_fmt[xd]} and "
             f"{shape_fmt[yd]} not aligned: %ld (dim {x_axis}) != %ld (dim {y_axis})\", "
-            f"{x_args}, {y_args}, (long)PyArray_DIM({x}, {x_axis}), "
+            f"{label}, {x_args}, {y_args}, (long)PyArray_DIM({x}, {x_axis}), "
             f"(long)PyArray_DIM({y}, {y_axis}));\n  {fail}\n}}\n")
 
 
@@ -307,7 +303,7 @@ class DotC(_BlasC):
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         t, ctype, npy = self._dtype(node)
-        fail, label = sub["fail"], _c_string(sub["label"])
+        fail, label = sub["fail"], sub["label"]
         (x, y), (o,) = inputs, outputs
         xd, yd = node.inputs[0].type.ndim, node.inputs[1].type.ndim
         code = [_aligned_check(label, x, y, xd, yd, fail)]
@@ -337,7 +333,7 @@ class _AccumulateC(_BlasC):
     def _accumulate(self, node: Any, inputs: list[str], outputs: list[str],
                     sub: dict[str, str], nd: int, dims: str, call: str) -> str:
         t, ctype, npy = self._dtype(node)
-        fail, label = sub["fail"], _c_string(sub["label"])
+        fail, label = sub["fail"], sub["label"]
         z, alpha, _, _, beta = inputs
         (o,) = outputs
         fmt = "(" + ",".join(["%ld"] * nd) + ("," if nd == 1 else "") + ")"
@@ -348,15 +344,15 @@ class _AccumulateC(_BlasC):
                 f"const {ctype} beta = *({ctype}*)PyArray_DATA({beta});"]
         fits = " || ".join(f"(PyArray_DIM({z}, {d}) != dims[{d}] && PyArray_DIM({z}, {d}) != 1)"
                            for d in range(nd))
-        code.append(f"if ({fits}) {{\n  PyErr_Format(PyExc_ValueError, \"{label}: the "
+        code.append(f"if ({fits}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: the "
                     f"accumulated operand of shape {fmt} cannot broadcast against the product "
-                    f"of shape {fmt}\", {z_args}, {r_args});\n  {fail}\n}}")
+                    f"of shape {fmt}\", {label}, {z_args}, {r_args});\n  {fail}\n}}")
         if self.op.inplace:
             exact = " || ".join(f"PyArray_DIM({z}, {d}) != dims[{d}]" for d in range(nd))
             code.append(
-                f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"{label}: cannot write a "
+                f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: cannot write a "
                 f"result of shape {fmt} into the accumulated operand of shape {fmt}\", "
-                f"{r_args}, {z_args});\n  {fail}\n}}\n"
+                f"{label}, {r_args}, {z_args});\n  {fail}\n}}\n"
                 f"Py_XDECREF({o});\n"
                 f"if (PyArray_ISWRITEABLE({z})) {{ {o} = {z}; Py_INCREF({o}); }}\n"
                 f"else {{ {o} = (PyArrayObject*)PyArray_NewCopy({z}, NPY_ANYORDER); "
@@ -377,7 +373,7 @@ class GemmC(_AccumulateC):
                sub: dict[str, str]) -> str:
         t = self._dtype(node)[0]
         _, _, x, y, _ = inputs
-        check = _aligned_check(_c_string(sub["label"]), x, y, 2, 2, sub["fail"])
+        check = _aligned_check(sub["label"], x, y, 2, 2, sub["fail"])
         dims = f"npy_intp dims[2] = {{PyArray_DIM({x}, 0), PyArray_DIM({y}, 1)}};"
         return check + self._accumulate(node, inputs, outputs, sub, 2, dims,
                                         f"wb_gemm_{t}({x}, {y}, alpha, beta, {outputs[0]})")
@@ -392,7 +388,7 @@ class GemvC(_AccumulateC):
                sub: dict[str, str]) -> str:
         t = self._dtype(node)[0]
         _, _, a, x, _ = inputs
-        check = _aligned_check(_c_string(sub["label"]), a, x, 2, 1, sub["fail"])
+        check = _aligned_check(sub["label"], a, x, 2, 1, sub["fail"])
         dims = f"npy_intp dims[1] = {{PyArray_DIM({a}, 0)}};"
         return check + self._accumulate(node, inputs, outputs, sub, 1, dims,
                                         f"wb_gemv_{t}({a}, {x}, alpha, beta, {outputs[0]}, 0)")

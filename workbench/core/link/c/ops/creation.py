@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.shape import _ViewCBase, c_str
+from workbench.core.link.c.ops.shape import _ViewCBase
 from workbench.core.link.c.types import c_type_name, type_num
 from workbench.core.tensor.creation import NEGATIVE_DIMENSIONS, Alloc, ARange, Eye
 
@@ -39,8 +40,8 @@ class AllocC(_ViewCBase):
         dtype = str(node.outputs[0].type.dtype)
         ctype = c_type_name(dtype)
         tn = type_num(dtype)
-        negative = c_str(NEGATIVE_DIMENSIONS)
-        mismatch = c_str("could not broadcast input array from shape %s into shape %s")
+        negative = c_string_literal(NEGATIVE_DIMENSIONS)
+        mismatch = c_string_literal("could not broadcast input array from shape %s into shape %s")
         code = [f"npy_intp dims[{ndl}];"]
         for k, n in enumerate(lengths):
             code.append(f"dims[{k}] = (npy_intp)*(const dtype_{n} *)PyArray_DATA({n});")
@@ -128,7 +129,7 @@ class ARangeC(_ViewCBase):
                 fmt, conv = "%lld", "(long long){v}"
             else:
                 fmt, conv = "%.0f", "trunc({v})"
-            bounds = c_str(f"Python integer {fmt} out of bounds for {dtype}")
+            bounds = c_string_literal(f"Python integer {fmt} out of bounds for {dtype}")
 
             def check(v: str) -> str:
                 value = conv.format(v=v)
@@ -193,7 +194,7 @@ class EyeC(_ViewCBase):
             set_one = f"*({part} *)&out[i * cols + i + off] = 1;"
         else:
             set_one = f"out[i * cols + i + off] = ({ctype})1;"
-        negative = c_str(NEGATIVE_DIMENSIONS)
+        negative = c_string_literal(NEGATIVE_DIMENSIONS)
         return f"""
 npy_intp dims[2];
 dims[0] = (npy_intp)*(const npy_int64 *)PyArray_DATA({n});

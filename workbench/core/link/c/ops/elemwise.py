@@ -81,11 +81,11 @@ class ElemwiseC(COpAdapter):
         return [*vector_math_libraries(), "m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
-        fail = sub["fail"]
+        fail, label = sub["fail"], sub["label"]
         n_in, n_out = len(inputs), len(outputs)
         nd = node.outputs[0].type.ndim
         ndl = max(nd, 1)
@@ -104,9 +104,9 @@ class ElemwiseC(COpAdapter):
                     f"for (int d = 0; d < nd; d++) {{ npy_intp n = PyArray_DIMS({x})[d];\n"
                     f"  if (n != 1) {{ if (shape[d] == 1) shape[d] = n;\n"
                     f"    else if (shape[d] != n) {{\n"
-                    f"    PyErr_Format(PyExc_ValueError, \"{sub['label']}: input {k} has length "
+                    f"    PyErr_Format(PyExc_ValueError, \"%s: input {k} has length "
                     f"%ld in dimension %d where the other inputs have %ld (shapes do not "
-                    f"broadcast)\", (long)n, d, (long)shape[d]); {fail} }} }} }}")
+                    f"broadcast)\", {label}, (long)n, d, (long)shape[d]); {fail} }} }} }}")
         # layout of fresh outputs: Fortran when every full-size input is F-contiguous
         big = [x for x, v in zip(inputs, node.inputs) if not _static_scalar(v)]
         if nd > 1 and big:
@@ -121,8 +121,8 @@ class ElemwiseC(COpAdapter):
                 x = inputs[destroyed[j]]
                 code.append(
                     f"for (int d = 0; d < nd; d++) if (PyArray_DIMS({x})[d] != shape[d]) {{\n"
-                    f"  PyErr_SetString(PyExc_ValueError, \"{sub['label']}: the input "
-                    f"overwritten in place does not have the broadcast shape\"); {fail} }}\n"
+                    f"  PyErr_Format(PyExc_ValueError, \"%s: the input overwritten in place "
+                    f"does not have the broadcast shape\", {label}); {fail} }}\n"
                     f"Py_XDECREF({o}); {o} = {x}; Py_INCREF({o});")
             else:
                 code.append(
@@ -146,8 +146,8 @@ class ElemwiseC(COpAdapter):
         code.append("if (size > 0) {")
         code.append(self._loops(node, n_in, n_out, nd, ndl))
         code.append("}")
-        code.append("if (wb_errflag) { PyErr_SetString(PyExc_ValueError, "
-                    f"\"{sub['label']}: Integers to negative integer powers are not allowed.\"); "
+        code.append("if (wb_errflag) { PyErr_Format(PyExc_ValueError, "
+                    f"\"%s: Integers to negative integer powers are not allowed.\", {label}); "
                     f"{fail} }}")
         return "\n".join(code)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Constant
+from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.types import C_DTYPES, type_num
 from workbench.core.tensor.elemwise import DimShuffle
@@ -22,7 +23,7 @@ from workbench.core.tensor.shape import Shape, Shape_i, SpecifyShape
 from workbench.core.tensor.type import TensorType
 
 __all__ = ["BroadcastToC", "DimShuffleC", "ReshapeC", "ShapeC", "Shape_iC", "SpecifyShapeC",
-           "VIEW_SUPPORT", "c_str", "percent_escaped", "tensor_dtypes_have_c"]
+           "VIEW_SUPPORT", "tensor_dtypes_have_c"]
 
 #: C helpers shared by the view Ops (and the subtensor/creation modules).
 VIEW_SUPPORT = r"""
@@ -68,17 +69,6 @@ static const char *wbv_shape_text(char *buf, size_t size, const npy_intp *dims, 
 NONE_INPUTS_OK = True
 
 
-def c_str(fmt: str) -> str:
-    """`fmt` as a C string literal for PyErr_Format: its ``%`` are conversions, so text
-    inserted into it (labels) must go through `percent_escaped` first."""
-    return '"' + fmt.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def percent_escaped(text: str) -> str:
-    """`text` with ``%`` doubled, to embed in a printf format."""
-    return text.replace("%", "%%")
-
-
 def tensor_dtypes_have_c(node: Apply) -> bool:
     """Whether every tensor of `node` has a C element type (float16/bfloat16 do not)."""
     for var in [*node.inputs, *node.outputs]:
@@ -118,15 +108,15 @@ class DimShuffleC(_ViewCBase):
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         (x,), (z,) = inputs, outputs
-        fail, label = sub["fail"], percent_escaped(sub["label"])
+        fail, label = sub["fail"], sub["label"]
         order = self.op.new_order
         nd = len(order)
         ndl = max(nd, 1)
         code = [f"npy_intp dims[{ndl}], strides[{ndl}];"]
         for d in self.op.drop:
-            msg = c_str(f"{label}: dimension {d} to drop has length %ld, not 1")
+            msg = c_string_literal(f"%s: dimension {d} to drop has length %ld, not 1")
             code.append(f"if (PyArray_DIMS({x})[{d}] != 1) {{ PyErr_Format(PyExc_ValueError, "
-                        f"{msg}, (long)PyArray_DIMS({x})[{d}]); {fail} }}")
+                        f"{msg}, {label}, (long)PyArray_DIMS({x})[{d}]); {fail} }}")
         for k, d in enumerate(order):
             if d == "x":
                 code.append(f"dims[{k}] = 1; strides[{k}] = 0;")
@@ -147,16 +137,16 @@ class ReshapeC(_ViewCBase):
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         (x, shp), (z,) = inputs, outputs
-        fail, label = sub["fail"], percent_escaped(sub["label"])
+        fail, label = sub["fail"], sub["label"]
         nd = self.op.ndim
         ndl = max(nd, 1)
-        bad_len = c_str(f"{label}: expected a shape of length {nd}, got %ld entries")
-        two_unknown = c_str("can only specify one unknown dimension")
-        cannot = c_str("cannot reshape array of size %ld into shape %s")
+        bad_len = c_string_literal(f"%s: expected a shape of length {nd}, got %ld entries")
+        two_unknown = c_string_literal("can only specify one unknown dimension")
+        cannot = c_string_literal("cannot reshape array of size %ld into shape %s")
         return f"""
 npy_intp dims[{ndl}];
 if (PyArray_DIMS({shp})[0] != {nd}) {{
-  PyErr_Format(PyExc_ValueError, {bad_len}, (long)PyArray_DIMS({shp})[0]); {fail}
+  PyErr_Format(PyExc_ValueError, {bad_len}, {label}, (long)PyArray_DIMS({shp})[0]); {fail}
 }}
 int unknown = -1;
 npy_intp known = 1;
@@ -204,9 +194,9 @@ class BroadcastToC(_ViewCBase):
         ndl = max(nd, 1)
         in_nd = node.inputs[0].type.ndim
         lead = nd - in_nd
-        negative = c_str("all elements of broadcast shape must be non-negative")
-        mismatch = c_str("operands could not be broadcast together with remapped shapes "
-                         "[original->remapped]: %s  and requested shape %s")
+        negative = c_string_literal("all elements of broadcast shape must be non-negative")
+        mismatch = c_string_literal("operands could not be broadcast together with remapped "
+                                    "shapes [original->remapped]: %s  and requested shape %s")
         code = [f"npy_intp dims[{ndl}], strides[{ndl}];"]
         for k, n in enumerate(lengths):
             code.append(f"dims[{k}] = (npy_intp)*(const dtype_{n} *)PyArray_DATA({n});")
@@ -244,7 +234,7 @@ class SpecifyShapeC(_ViewCBase):
         fail = sub["fail"]
         nd = len(lengths)
         ndl = max(nd, 1)
-        msg = c_str("SpecifyShape: expected shape %s, got shape %s")
+        msg = c_string_literal("SpecifyShape: expected shape %s, got shape %s")
         code = [f"npy_intp expected[{ndl}];", "int ok = 1;"]
         for k, (n, var) in enumerate(zip(lengths, node.inputs[1:])):
             if isinstance(var.type, TensorType):

@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.shape import _ViewCBase, c_str, percent_escaped
+from workbench.core.link.c.ops.shape import _ViewCBase
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.subtensor import SYMBOLIC, IncSubtensor, SliceEntry, Subtensor
 
@@ -118,18 +119,18 @@ def index_code(op: Any, node: Any, x: str, index_inputs: list[str], index_vars: 
             if entry is SYMBOLIC:
                 cname, var, pos = next(symbolic)
                 read = f"WBS_INDEX({cname}, {c_type_name(var.type.dtype)})"
-                where = f" ({label}: index input {pos})"
+                where = f" (%s: index input {pos})"
             else:
                 read = f"((npy_intp){int(entry)}LL)"
-                where = f" ({label})"
-            msg = c_str("index %ld is out of bounds for axis "
-                        f"{axis} with size %ld{where}")
+                where = " (%s)"
+            msg = c_string_literal(f"index %ld is out of bounds for axis {axis} with size "
+                                   f"%ld{where}")
             code.append(f"""{{
   const npy_intp n = PyArray_DIMS({x})[{axis}];
   const npy_intp ival = {read};
   const npy_intp i = ival < 0 ? ival + n : ival;
   if (i < 0 || i >= n) {{
-    PyErr_Format(PyExc_IndexError, {msg}, (long)ival, (long)n); {fail}
+    PyErr_Format(PyExc_IndexError, {msg}, (long)ival, (long)n, {label}); {fail}
   }}
   data += i * PyArray_STRIDES({x})[{axis}];
 }}""")
@@ -156,7 +157,7 @@ class SubtensorC(_IndexCBase):
         x, *idx = inputs
         (z,) = outputs
         fail = sub["fail"]
-        code = [index_code(self.op, node, x, idx, node.inputs[1:], percent_escaped(sub["label"]),
+        code = [index_code(self.op, node, x, idx, node.inputs[1:], sub["label"],
                            fail, 1)]
         code.append(f"""Py_XDECREF({z});
 {z} = wbv_view({x}, nd_out, dims, strides, data, PyArray_ISWRITEABLE({x}));
@@ -214,7 +215,7 @@ class IncSubtensorC(_IndexCBase):
                sub: dict[str, str]) -> str:
         x, y, *idx = inputs
         (z,) = outputs
-        fail, label = sub["fail"], percent_escaped(sub["label"])
+        fail, label = sub["fail"], sub["label"]
         op = self.op
         nd = node.inputs[0].type.ndim
         y_nd = node.inputs[1].type.ndim
@@ -245,7 +246,7 @@ if (PyArray_ISWRITEABLE({x})) {{
   }}
 }}""")
         code.append(index_code(op, node, z, idx, node.inputs[2:], label, fail, 2))
-        mismatch = c_str("could not broadcast input array from shape %s into shape %s")
+        mismatch = c_string_literal("could not broadcast input array from shape %s into shape %s")
         code.append(f"""
 npy_intp ystr[{ndl}];
 {{

@@ -14,7 +14,7 @@ from workbench.core.tensor.elemwise import SumToShape
 @register_c_op(SumToShape)
 class SumToShapeC(COpAdapter):
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
@@ -48,7 +48,7 @@ class SumToShapeC(COpAdapter):
     if (!summed) {fail}
     if (!PyArray_Check(summed)) {{
       Py_DECREF(summed);
-      PyErr_SetString(PyExc_TypeError, "{label}: sum did not return an array");
+      PyErr_Format(PyExc_TypeError, "%s: sum did not return an array", {label});
       {fail}
     }}
     Py_XDECREF({out}); {out} = (PyArrayObject*)summed;

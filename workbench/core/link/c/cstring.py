@@ -1,0 +1,40 @@
+"""Text from Python in generated C: the one C string escaper.
+
+Generated C never contains text it did not write itself, except through
+`c_string_literal`: a literal that stands for exactly the UTF-8 bytes of the text,
+whatever they are (quotes, backslashes, newlines, ``%``, trigraphs, invalid Unicode).
+Names that come from users (an Op's label, a variable name) do not go into the source
+at all: node functions receive them at run time (see codegen.node_labels) and print
+them through ``%s``. A message's format string is always library text written with
+its conversions; anything variable is an argument.
+"""
+
+from __future__ import annotations
+
+__all__ = ["c_string_literal", "label_bytes"]
+
+# Printable ASCII except the three characters with a meaning inside a C literal:
+# '"' ends it, '\\' escapes, '?' starts a trigraph ("??/" is a backslash).
+_PLAIN = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\"), ord("?")}
+
+
+def c_string_literal(text: str) -> str:
+    """`text` as a C string literal standing for exactly its UTF-8 bytes.
+
+    Every byte outside printable ASCII (and ``"``, ``\\``, ``?``) becomes a three-digit
+    octal escape, which cannot run into a following digit as a hex escape would. A
+    NUL in the text is spelled ``\\0`` (two visible characters) so that it does not
+    cut the string short. Used as data (a ``%s`` argument, PyErr_SetString's text) or,
+    for library text only, as a format string.
+    """
+    out = ['"']
+    for byte in label_bytes(text):
+        out.append(chr(byte) if byte in _PLAIN else f"\\{byte:03o}")
+    out.append('"')
+    return "".join(out)
+
+
+def label_bytes(text: str) -> bytes:
+    """`text` as the NUL-free UTF-8 bytes C receives (lone surrogates, which UTF-8
+    cannot encode, and NULs are spelled as Python escapes)."""
+    return text.replace("\0", "\\0").encode("utf-8", "backslashreplace")
