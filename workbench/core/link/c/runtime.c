@@ -126,12 +126,31 @@ typedef struct {
     wb_node_fn fn;
 } NodeThunk;
 
-static void NodeThunk_dealloc(NodeThunk *self) {
-    Py_XDECREF(self->capsule);
-    Py_XDECREF(self->in_cells);
-    Py_XDECREF(self->out_cells);
-    Py_XDECREF(self->labels);
+/* The runtime's objects hold Python objects that may lead back to them (a cell's
+ * value, a Python thunk, a Function's bound method): they take part in the cycle
+ * collector, or a compiled Function and its buffers would never be freed. */
+static int NodeThunk_traverse(NodeThunk *self, visitproc visit, void *arg) {
+    Py_VISIT(self->capsule);
+    Py_VISIT(self->in_cells);
+    Py_VISIT(self->out_cells);
+    Py_VISIT(self->labels);
+    return 0;
+}
+
+static int NodeThunk_clear(NodeThunk *self) {
+    self->fn = NULL;  /* a cleared thunk refuses to run */
     PyMem_Free(self->label_ptrs);
+    self->label_ptrs = NULL;
+    Py_CLEAR(self->capsule);
+    Py_CLEAR(self->in_cells);
+    Py_CLEAR(self->out_cells);
+    Py_CLEAR(self->labels);
+    return 0;
+}
+
+static void NodeThunk_dealloc(NodeThunk *self) {
+    PyObject_GC_UnTrack(self);
+    NodeThunk_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -175,10 +194,12 @@ static PyTypeObject NodeThunkType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "workbench_runtime.NodeThunk",
     .tp_basicsize = sizeof(NodeThunk),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)NodeThunk_init,
     .tp_dealloc = (destructor)NodeThunk_dealloc,
+    .tp_traverse = (traverseproc)NodeThunk_traverse,
+    .tp_clear = (inquiry)NodeThunk_clear,
     .tp_call = (ternaryfunc)NodeThunk_call,
     .tp_doc = "NodeThunk(capsule, in_cells, out_cells, labels): run one compiled node on "
               "its cells.",
@@ -209,11 +230,27 @@ static void free_steps(Step *step, Py_ssize_t n) {
     PyMem_Free(step);
 }
 
-static void Program_dealloc(Program *self) {
+static int Program_traverse(Program *self, visitproc visit, void *arg) {
+    Py_VISIT(self->steps);
+    Py_VISIT(self->clear_cells);
+    Py_VISIT(self->on_error);
+    return 0;
+}
+
+static int Program_clear(Program *self) {
+    /* the steps borrow from `steps`: they go first, leaving a program of no step */
     free_steps(self->step, self->n_steps);
-    Py_XDECREF(self->steps);
-    Py_XDECREF(self->clear_cells);
-    Py_XDECREF(self->on_error);
+    self->step = NULL;
+    self->n_steps = 0;
+    Py_CLEAR(self->steps);
+    Py_CLEAR(self->clear_cells);
+    Py_CLEAR(self->on_error);
+    return 0;
+}
+
+static void Program_dealloc(Program *self) {
+    PyObject_GC_UnTrack(self);
+    Program_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -283,6 +320,10 @@ static void report_error(Program *self, Py_ssize_t k) {
 
 static int program_run(Program *self) {
     PyObject *clear = self->clear_cells;
+    if (clear == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Program not initialised (or already freed)");
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(clear); i++)
         put_output(PyTuple_GET_ITEM(clear, i), NULL);
     Step *step = self->step;
@@ -317,10 +358,12 @@ static PyTypeObject ProgramType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "workbench_runtime.Program",
     .tp_basicsize = sizeof(Program),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Program_init,
     .tp_dealloc = (destructor)Program_dealloc,
+    .tp_traverse = (traverseproc)Program_traverse,
+    .tp_clear = (inquiry)Program_clear,
     .tp_methods = Program_methods,
     .tp_doc = "Program(steps, clear_cells, on_error): a linked graph run by a C loop.",
 };
@@ -362,12 +405,29 @@ typedef struct {
 
 static PyTypeObject *ndarray_type = NULL;
 
+/* `slow` is a bound method of the Function that holds this object: a cycle only the
+ * collector can free. */
+static int FastCall_traverse(FastCall *self, visitproc visit, void *arg) {
+    Py_VISIT(self->program);
+    Py_VISIT(self->arg_cells);
+    Py_VISIT(self->out_cells);
+    Py_VISIT(self->update_pairs);
+    Py_VISIT(self->slow);
+    return 0;
+}
+
+static int FastCall_clear(FastCall *self) {
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->arg_cells);
+    Py_CLEAR(self->out_cells);
+    Py_CLEAR(self->update_pairs);
+    Py_CLEAR(self->slow);
+    return 0;
+}
+
 static void FastCall_dealloc(FastCall *self) {
-    Py_XDECREF(self->program);
-    Py_XDECREF(self->arg_cells);
-    Py_XDECREF(self->out_cells);
-    Py_XDECREF(self->update_pairs);
-    Py_XDECREF(self->slow);
+    PyObject_GC_UnTrack(self);
+    FastCall_clear(self);
     PyMem_Free(self->type_num);
     PyMem_Free(self->ndim);
     PyMem_Free(self->shape);
@@ -391,6 +451,10 @@ static PyObject *FastCall_vcall(PyObject *obj, PyObject *const *args, size_t nar
                                 PyObject *kwnames) {
     FastCall *self = (FastCall *)obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = self->n_args;
+    if (self->program == NULL || self->slow == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "FastCall used after it was freed");
+        return NULL;
+    }
     int slow = (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs != n;
     for (Py_ssize_t i = 0; !slow && !self->trust && i < n; i++)
         if (!quick_accept(self, i, args[i])) slow = 1;
@@ -502,9 +566,11 @@ static PyTypeObject FastCallType = {
     .tp_name = "workbench_runtime.FastCall",
     .tp_basicsize = sizeof(FastCall),
     .tp_vectorcall_offset = offsetof(FastCall, vectorcall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_new = FastCall_new,
     .tp_dealloc = (destructor)FastCall_dealloc,
+    .tp_traverse = (traverseproc)FastCall_traverse,
+    .tp_clear = (inquiry)FastCall_clear,
     .tp_call = PyVectorcall_Call,
     .tp_doc = "FastCall(program, arg_cells, arg_checks, out_cells, update_pairs, single, "
               "trust, slow): a compiled Function's call path in C.",

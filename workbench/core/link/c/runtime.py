@@ -1,4 +1,4 @@
-"""Load workbench's C runtime (runtime.c: NodeThunk and Program), compiled once per
+"""Load workbench's C runtime (runtime.c: NodeThunk, Program and FastCall), compiled once per
 machine through the module cache like any other generated module."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 #: Bump when runtime.c changes.
-RUNTIME_VERSION = (4,)
+RUNTIME_VERSION = (5,)
 
 
 @functools.lru_cache(maxsize=1)
