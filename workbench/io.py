@@ -7,7 +7,9 @@ its `__props__`), and which Variables are the inputs and outputs. Loading only
 instantiates classes that workbench itself defines (no pickle, no eval, no
 import by name), rebuilds every node through `Op.make_node`, and checks each
 rebuilt output against the saved Type. A malformed file gives a `GraphFileError`
-naming the place in the file (e.g. `nodes[3].inputs[1]`).
+naming the place in the file (e.g. `nodes[3].inputs[1]`), and nothing else: no
+RecursionError for deep nesting (MAX_DEPTH), no TypeError for a value of the wrong
+kind, no MemoryError for an array header claiming more data than the file holds.
 
 Names in a file are checked before anything uses them: an Op's name is an
 identifier (as `add`, `Cast{float64}`), a variable's name and any other text is
@@ -26,7 +28,8 @@ import json
 import math
 import pkgutil
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,14 +51,37 @@ NAME_LIMIT = 256
 #: What an Op's name may be: a Python identifier, optionally with a {...} of
 #: identifier characters and commas after it (e.g. `Cast{float64}`), at most 64 long.
 OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}(\{[A-Za-z0-9_.,]{0,14}\})?")
+#: The deepest nesting of JSON objects and lists a file may hold (saved graphs use
+#: about 20; each Composite inside a Composite adds 6).
+MAX_DEPTH = 120
 
 
 class GraphFileError(ValueError):
-    """A graph file that cannot be loaded; `where` is the place in the file."""
+    """A graph file that cannot be loaded; `where` is the place in the file. The
+    message is one line."""
 
     def __init__(self, where: str, message: str) -> None:
+        message = " ".join(message.split())
         super().__init__(f"{where}: {message}" if where else message)
         self.where = where
+
+
+#: What decoding a value of the wrong kind raises (a list where an int belongs, a
+#: constructor refusing its props); each becomes a GraphFileError at its place.
+_MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError,
+              AssertionError)
+
+
+@contextmanager
+def _refused_at(where: str, what: str = "malformed value") -> Iterator[None]:
+    """Turn an exception of decoding into a GraphFileError naming `where`."""
+    try:
+        yield
+    except GraphFileError:
+        raise
+    except _MALFORMED as exc:
+        text = str(exc) if len(str(exc)) <= 160 else str(exc)[:157] + "..."
+        raise GraphFileError(where, f"{what} ({type(exc).__name__}: {text})") from None
 
 
 # -- the classes and functions a file may name ------------------------------------------
@@ -309,15 +335,45 @@ def _decode_array(spec: Any, where: str) -> np.ndarray:
             return np.array(data, dtype=dtype.numpy).reshape(body["shape"])
         body = spec["npy"]
         dtype = dtypes.as_dtype(body["dtype"])
-        raw = np.load(_io.BytesIO(base64.b64decode(body["base64"], validate=True)),
-                      allow_pickle=False)
+        raw = _read_npy(base64.b64decode(body["base64"], validate=True), where)
         return raw.view(dtype.numpy) if dtype == dtypes.bfloat16 else raw.astype(dtype.numpy)
-    except (KeyError, TypeError, ValueError) as exc:
+    except GraphFileError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFileError(where, f"bad array data ({exc})") from None
+
+
+def _read_npy(data: bytes, where: str) -> np.ndarray:
+    """The array of `.npy` bytes, its header checked against the data before anything
+    is allocated (a header may claim any shape)."""
+    from numpy.lib import format as npy
+
+    stream = _io.BytesIO(data)
+    version = npy.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise GraphFileError(where, f".npy version {version} (expected 1.0 or 2.0)")
+    read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(stream)
+    if dtype.hasobject:
+        raise GraphFileError(where, "a .npy of Python objects (never loaded)")
+    if any(length < 0 for length in shape):
+        raise GraphFileError(where, f"the .npy header claims the shape {shape}")
+    count = math.prod(shape)
+    claimed, held = count * dtype.itemsize, len(data) - stream.tell()
+    if claimed != held:
+        raise GraphFileError(where, f"the .npy header claims shape {shape} of {dtype} "
+                                    f"({claimed} bytes) but the data holds {held} bytes")
+    array = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+    return array.reshape(shape, order="F" if fortran_order else "C").copy()
 
 
 def decode_value(spec: Any, where: str) -> Any:
     """The value a JSON description stands for (the inverse of `encode_value`)."""
+    with _refused_at(where):
+        return _decode_value(spec, where)
+
+
+def _decode_value(spec: Any, where: str) -> Any:
     if isinstance(spec, str):
         return checked_text(spec, where)
     if spec is None or isinstance(spec, (bool, int, float)):
@@ -349,7 +405,7 @@ def decode_value(spec: Any, where: str) -> Any:
                 for k, v in spec["dict"]}
     if tag in ("marker", "function", "record"):
         name = spec[tag]
-        if name not in known:
+        if not isinstance(name, str) or name not in known:
             raise GraphFileError(where, f"unknown {tag} {_shown(name)}")
         if tag == "record":
             return known[name](*[decode_value(v, where) for v in spec["fields"]])
@@ -357,8 +413,8 @@ def decode_value(spec: Any, where: str) -> Any:
     if tag == "op":
         return decode_op(spec, where)
     if tag == "type":
-        cls = known.get(spec["type"])
-        if cls is None or not issubclass(cls, Type):
+        cls = known.get(spec["type"]) if isinstance(spec["type"], str) else None
+        if not (inspect.isclass(cls) and issubclass(cls, Type)):
             raise GraphFileError(where, f"unknown Type {_shown(spec['type'])}")
         props = {k: decode_value(v, f"{where}.{k}")
                  for k, v in _checked_props(cls, spec, where).items()}
@@ -372,13 +428,16 @@ def decode_value(spec: Any, where: str) -> Any:
 def decode_op(spec: dict[str, Any], where: str) -> Op:
     from workbench.core.scalar.composite import Composite
 
+    if not isinstance(spec, dict):
+        raise GraphFileError(where, f"an Op is an object, got {type(spec).__name__}")
     name = spec.get("op")
-    cls = registry().get(name)
+    cls = registry().get(name) if isinstance(name, str) else None
     if cls is None or not (inspect.isclass(cls) and issubclass(cls, Op)):
         raise GraphFileError(where, f"unknown Op {_shown(name)}")
     if cls is Composite:
-        inputs, outputs = decode_graph(spec["graph"], f"{where}.graph")
-        return Composite(inputs, outputs)
+        inputs, outputs = decode_graph(spec.get("graph"), f"{where}.graph")
+        with _refused_at(where, "cannot build Composite"):
+            return Composite(inputs, outputs)
     props = {}
     for key, value in _checked_props(cls, spec, where).items():
         if isinstance(value, dict) and value.get("own_rule"):
@@ -386,46 +445,51 @@ def decode_op(spec: dict[str, Any], where: str) -> Op:
         props[key] = decode_value(value, f"{where}.props.{key}")
     if "name" in spec and _accepts_name(cls):
         props["name"] = checked_op_name(spec["name"], f"{where}.name")
-    try:
+    with _refused_at(where, f"cannot build {cls.__name__}({props})"):
         return cls(**props)
-    except (TypeError, ValueError) as exc:
-        raise GraphFileError(where, f"cannot build {cls.__name__}({props}): {exc}") from None
 
 
 def decode_graph(document: dict[str, Any], where: str = ""
                  ) -> tuple[list[Variable], list[Variable]]:
     """Rebuild (inputs, outputs) from a graph document."""
     prefix = f"{where}." if where else ""
-    try:
-        var_specs = document["variables"]
-        node_specs = document["nodes"]
-        input_ids, output_ids = document["inputs"], document["outputs"]
-    except (KeyError, TypeError) as exc:
-        raise GraphFileError(where, f"missing section {exc}") from None
+    if not isinstance(document, dict):
+        raise GraphFileError(where, f"a graph is an object, got {type(document).__name__}")
+    for section in ("variables", "nodes", "inputs", "outputs"):
+        if section not in document:
+            raise GraphFileError(where, f"missing section '{section}'")
+        if not isinstance(document[section], list):
+            raise GraphFileError(f"{prefix}{section}", f"expected a list, got "
+                                                       f"{type(document[section]).__name__}")
+    var_specs, node_specs = document["variables"], document["nodes"]
+    input_ids, output_ids = document["inputs"], document["outputs"]
     variables: dict[int, Variable] = {}
     declared: dict[int, dict[str, Any]] = {}
     for i, spec in enumerate(var_specs):
         place = f"{prefix}variables[{i}]"
         if not isinstance(spec, dict) or "id" not in spec or "type" not in spec:
             raise GraphFileError(place, "a variable needs an id and a type")
-        declared[spec["id"]] = spec
+        var_id = _checked_id(spec["id"], f"{place}.id")
+        if var_id in declared:
+            raise GraphFileError(f"{place}.id", f"variable {var_id} is declared twice")
+        declared[var_id] = spec
         vtype = decode_value(spec["type"], f"{place}.type")
         if not isinstance(vtype, Type):
             raise GraphFileError(f"{place}.type", "not a Type")
         kind = spec.get("kind")
         name = checked_name(spec.get("name"), f"{place}.name")
         if kind == "input":
-            variables[spec["id"]] = vtype(name)
+            with _refused_at(place, f"cannot make an input of {vtype}"):
+                variables[var_id] = vtype(name)
         elif kind == "constant":
             data = decode_value(spec.get("data"), f"{place}.data")
-            try:
-                variables[spec["id"]] = vtype.make_constant(data, name=name)
-            except (TypeError, ValueError) as exc:
-                raise GraphFileError(f"{place}.data", f"does not fit {vtype}: {exc}") from None
+            with _refused_at(f"{place}.data", f"does not fit {vtype}"):
+                variables[var_id] = vtype.make_constant(data, name=name)
         elif kind != "computed":
             raise GraphFileError(f"{place}.kind", f"unknown variable kind {_shown(kind)}")
 
     def lookup(ref: Any, place: str) -> Variable:
+        ref = _checked_id(ref, place)
         if ref not in variables:
             if ref in declared:
                 raise GraphFileError(place, f"variable {ref} is used before the node computing it")
@@ -434,19 +498,24 @@ def decode_graph(document: dict[str, Any], where: str = ""
 
     for n, spec in enumerate(node_specs):
         place = f"{prefix}nodes[{n}]"
+        if not isinstance(spec, dict):
+            raise GraphFileError(place, f"a node is an object, got {type(spec).__name__}")
         op = decode_op(spec.get("op", {}), f"{place}.op")
-        inputs = [lookup(ref, f"{place}.inputs[{k}]")
-                  for k, ref in enumerate(spec.get("inputs", []))]
+        in_ids, out_ids = spec.get("inputs", []), spec.get("outputs", [])
+        for key, ids in (("inputs", in_ids), ("outputs", out_ids)):
+            if not isinstance(ids, list):
+                raise GraphFileError(f"{place}.{key}", f"expected a list of variable ids, "
+                                                       f"got {type(ids).__name__}")
+        inputs = [lookup(ref, f"{place}.inputs[{k}]") for k, ref in enumerate(in_ids)]
         try:
             node: Apply = op.make_node(*inputs)
         except Exception as exc:
             raise GraphFileError(place, f"{op} refused its inputs: {exc}") from None
-        out_ids = spec.get("outputs", [])
         if len(out_ids) != len(node.outputs):
             raise GraphFileError(place, f"{op} has {len(node.outputs)} outputs, the file "
                                         f"lists {len(out_ids)}")
         for k, (ref, out) in enumerate(zip(out_ids, node.outputs)):
-            saved = declared.get(ref)
+            saved = declared.get(_checked_id(ref, f"{place}.outputs[{k}]"))
             if saved is None:
                 raise GraphFileError(f"{place}.outputs[{k}]", f"dangling reference {ref!r}")
             saved_type = decode_value(saved["type"], f"{place}.outputs[{k}].type")
@@ -458,6 +527,27 @@ def decode_graph(document: dict[str, Any], where: str = ""
     inputs = [lookup(ref, f"{prefix}inputs[{k}]") for k, ref in enumerate(input_ids)]
     outputs = [lookup(ref, f"{prefix}outputs[{k}]") for k, ref in enumerate(output_ids)]
     return inputs, outputs
+
+
+def _checked_id(value: Any, where: str) -> int:
+    """A variable id from a file: an int."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GraphFileError(where, f"a variable id is an integer, got {_shown(value)}")
+    return value
+
+
+def _check_depth(document: Any) -> None:
+    """A GraphFileError if `document` nests objects and lists deeper than MAX_DEPTH
+    (decoding is recursive: this keeps it far from Python's recursion limit)."""
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise GraphFileError("", f"objects and lists nested more than {MAX_DEPTH} deep")
+        if isinstance(value, dict):
+            pending.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            pending.extend((v, depth + 1) for v in value)
 
 
 @dataclass
@@ -481,19 +571,34 @@ def from_document(document: Any) -> LoadedGraph:
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise GraphFileError("version", f"unsupported version {version!r} (this workbench "
                                         f"reads versions 1 to {VERSION})")
-    inputs, outputs = decode_graph(document)
+    _check_depth(document)
+    try:
+        inputs, outputs = decode_graph(document)
+    except RecursionError:  # (a second wall: MAX_DEPTH keeps decoding far from it)
+        raise GraphFileError("", "the graph nests too deeply to be rebuilt") from None
+    except MemoryError:
+        raise GraphFileError("", "the graph asks for more memory than there is") from None
     return LoadedGraph(inputs, outputs)
 
 
 def load(path: str | Path) -> LoadedGraph:
-    """Read a graph file; never executes code from it."""
+    """Read a graph file; never executes code from it. A file that is not a graph
+    file gives a GraphFileError, and nothing else."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"graph file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise GraphFileError(f"byte {exc.start}", "not UTF-8 text (a graph file is JSON)"
+                             ) from None
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GraphFileError(f"line {exc.lineno} column {exc.colno}",
                              f"not valid JSON (truncated?): {exc.msg}") from None
+    except RecursionError:
+        raise GraphFileError("", f"objects and lists nested more than {MAX_DEPTH} deep"
+                             ) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise GraphFileError("", f"not valid JSON: {exc}") from None
     return from_document(document)
