@@ -1,11 +1,12 @@
-"""GraphView: the inspector's layered drawing of a graph, with a node picker and details.
+"""GraphView: an interactive drawing of a graph, with a node picker and details.
 
-Plain ipywidgets: an `HTML` widget shows the inspector's SVG (`to_svg`); since an
-HTML widget cannot send clicks back to Python, a `Dropdown` of the nodes (label,
-kind, op or name) selects one. Selecting re-renders the SVG with the node
-outlined and fills the details panel: kind, op and props, type, dtype, static
-shape, name, the `dprint` of its subtree (with the same `[id X]` letters as the
-drawing), and its value when a `point` was given.
+The drawing is a `GraphCanvas` (an anywidget): drag to pan, wheel to zoom, click
+a node to select it; labels stay at least 11 px at the default size (a big
+graph scrolls rather than shrinks). A `Dropdown` of the nodes selects too.
+Selecting outlines the node and fills the details panel: kind, op and props,
+type, dtype, static shape, name, the `dprint` of its subtree (with the same
+`[id X]` letters as the drawing), and its value when a `point` was given. With
+a point, every variable node also shows its value inside the box (togglable).
 
     view = GraphView(y, point={x: np.ones(3)})
     view.select("B")          # by [id] letter, name or node key
@@ -15,7 +16,6 @@ drawing), and its value when a `point` was given.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,12 +26,12 @@ import numpy as np
 from workbench.core.compile.shared import SharedVariable
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.printing import IdLabels, dprint
-from workbench.inspector import find, to_networkx, to_svg
+from workbench.inspector import find, to_networkx
 from workbench.inspector.graph import APPLY, _graph_parts
 from workbench.widgets._common import pre, run_with_status, status_label, styled
+from workbench.widgets.graph_canvas import GraphCanvas, graph_data
 
 ZOOM_STEPS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-_SVG_SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
 
 
 def _graph_of(graph: Any) -> Any:
@@ -45,16 +45,16 @@ def _graph_of(graph: Any) -> Any:
 
 
 class GraphView(widgets.VBox):
-    """A graph drawn as SVG, a node selector, a details panel and zoom buttons.
+    """An interactive drawing of a graph, a node selector, a details panel, zoom buttons.
 
     `graph`: Variable(s), a FunctionGraph, a compiled Function or a GraphSource.
     `point`: values of the graph inputs (Variables or their names -> arrays);
     the graph is then evaluated once and every node shows its value.
-    `height`: pixel height of the scrollable drawing area.
+    `height`: pixel height of the drawing area.
     """
 
     def __init__(self, graph: Any, point: Mapping[Any, Any] | None = None,
-                 height: int = 420) -> None:
+                 height: int = 560) -> None:
         self.graph = _graph_of(graph)
         self.nx_graph: nx.DiGraph = to_networkx(self.graph)
         outputs, inputs, _ = _graph_parts(self.graph)
@@ -62,7 +62,6 @@ class GraphView(widgets.VBox):
         self._labels = IdLabels()
         dprint(outputs, file="str", ids=self._labels)  # same letters as the drawing
         self.values: dict[Variable, Any] = self._evaluate(point) if point is not None else {}
-        self.zoom = 1.0
         self.selected: str | None = None
 
         self.node_select = styled(widgets.Dropdown(
@@ -77,10 +76,17 @@ class GraphView(widgets.VBox):
         self.zoom_in_button = styled(widgets.Button(
             description="+", tooltip="zoom in", layout=widgets.Layout(width="36px")),
             "wb-zoom-in")
+        self.values_toggle = styled(widgets.Checkbox(
+            value=True, description="values in nodes", indent=False,
+            layout=widgets.Layout(width="150px", display="" if self.values else "none")),
+            "wb-values-toggle")
         self.status = status_label("working…")
-        self.svg = styled(widgets.HTML(layout=widgets.Layout(
-            height=f"{height}px", overflow="auto", border="1px solid #ccc")), "wb-graph-svg")
-        self.details = styled(widgets.HTML(), "wb-details")
+        self.canvas = styled(GraphCanvas(self._graph_data(), height=height,
+                                         layout=widgets.Layout(width="60%")), "wb-graph-svg")
+        self.svg = self.canvas  # the drawing (its name before it became interactive)
+        self.details = styled(widgets.HTML(layout=widgets.Layout(
+            width="40%", max_height=f"{height}px", overflow="auto", padding="0 0 0 10px")),
+            "wb-details")
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
         self.title = styled(widgets.HTML(
             f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
@@ -88,15 +94,16 @@ class GraphView(widgets.VBox):
             "wb-graph-title")
 
         self.node_select.observe(self._on_select, names="value")
+        self.canvas.observe(self._on_canvas_select, names="selected")
+        self.values_toggle.observe(lambda _: self._redraw(), names="value")
         self.zoom_in_button.on_click(lambda _: self.set_zoom(self._next_zoom(+1)))
         self.zoom_out_button.on_click(lambda _: self.set_zoom(self._next_zoom(-1)))
-        self.zoom_fit_button.on_click(lambda _: self.set_zoom(1.0))
+        self.zoom_fit_button.on_click(lambda _: self.canvas.fit())
         toolbar = widgets.HBox([self.node_select, self.zoom_out_button, self.zoom_fit_button,
-                                self.zoom_in_button, self.status])
-        super().__init__([self.title, toolbar, self.svg, self.details])
+                                self.zoom_in_button, self.values_toggle, self.status])
+        super().__init__([self.title, toolbar, widgets.HBox([self.canvas, self.details])])
         self.add_class("wb-graph-view")
-        self._render()
-        self.details.value = "<i>select a node to see its details</i>"
+        self.details.value = "<i>click a node (or pick one above) to see its details</i>"
         self.status.value = "done"
 
     # -- public API ---------------------------------------------------------------------
@@ -115,12 +122,16 @@ class GraphView(widgets.VBox):
             key = find(self.nx_graph, node)
         self.node_select.value = key
 
+    @property
+    def zoom(self) -> float:
+        """The drawing's zoom: 1.0 is "fit", 2.0 twice that (the wheel changes it too)."""
+        return self.canvas.zoom
+
     def set_zoom(self, zoom: float) -> None:
-        """Scale the drawing: 1.0 fits the width of the view; larger scrolls."""
-        if zoom <= 0:
+        """Zoom the drawing around the selected node (or the middle of the view)."""
+        if not zoom > 0:
             raise ValueError(f"zoom must be positive, got {zoom}")
-        self.zoom = float(zoom)
-        run_with_status(self.status, self._render)
+        self.canvas.zoom = float(zoom)
 
     def value_of(self, key: str) -> Any:
         """The value of node `key` at the point (an Apply: its outputs' values)."""
@@ -183,25 +194,23 @@ class GraphView(widgets.VBox):
             return next((z for z in ZOOM_STEPS if z > self.zoom + 1e-9), self.zoom)
         return next((z for z in reversed(ZOOM_STEPS) if z < self.zoom - 1e-9), self.zoom)
 
-    def _render(self) -> None:
-        highlight = {"selected": [self.selected]} if self.selected else None
-        svg = to_svg(self.nx_graph, highlight=highlight)
-        svg = svg.split("?>", 1)[1] if svg.startswith("<?xml") else svg
-        # The viewBox stays; width and height become shares of the view, so zoom 1.0
-        # fits the whole drawing in the view and larger zooms scroll.
-        size = f"{self.zoom * 100:.0f}%"
-        svg = _SVG_SIZE.sub(
-            f'<svg\\1 width="{size}" height="{size}" preserveAspectRatio="xMidYMin meet"',
-            svg, count=1)
-        self.svg.value = (f'<div class="wb-svg-holder" data-zoom="{self.zoom:g}" '
-                          f'style="height:100%">{svg}</div>')
+    def _graph_data(self) -> dict[str, Any]:
+        show = getattr(self, "values_toggle", None) is None or self.values_toggle.value
+        return graph_data(self.nx_graph, values=self.values, show_values=show)
+
+    def _redraw(self) -> None:
+        run_with_status(self.status, lambda: setattr(self.canvas, "graph", self._graph_data()))
+
+    def _on_canvas_select(self, change: dict[str, Any]) -> None:
+        """A node clicked in the browser: select it like the dropdown does."""
+        self.node_select.value = change["new"] or ""
 
     def _on_select(self, change: dict[str, Any]) -> None:
         key = change["new"] or None
         self.selected = key
 
         def work() -> None:
-            self._render()
+            self.canvas.selected = key
             self.details.value = self._details_html(key) if key else (
                 "<i>select a node to see its details</i>")
 
