@@ -27,6 +27,21 @@ view = GraphView(y, point={x: np.array([0.5, -1.0, 2.0]), w: np.array([1.0, 2.0,
 view
 '''
 
+GRAPH_VIEW_LOGISTIC = '''\
+import ipywidgets as widgets
+
+from workbench.examples import get_example
+from workbench.widgets import GraphView
+
+view = GraphView(get_example("logistic_regression"))
+# what the kernel sees: the selection clicked in the browser
+echo = widgets.Label("kernel: nothing selected")
+echo.add_class("wb-kernel-echo")
+view.canvas.observe(lambda change: setattr(echo, "value", f"kernel: selected {view.selected}"),
+                    names="selected")
+widgets.VBox([view, echo])
+'''
+
 PROFILE_PANEL = '''\
 import workbench.tensor as wt
 
@@ -50,6 +65,8 @@ def notebook(title: str, code: str) -> nbformat.NotebookNode:
 NOTEBOOKS = {
     "graph_view.ipynb": notebook("# GraphView\nPick a node to see its details and value.",
                                  GRAPH_VIEW),
+    "graph_view_logistic.ipynb": notebook(
+        "# GraphView of the logistic-regression cost", GRAPH_VIEW_LOGISTIC),
     "profile_panel.ipynb": notebook("# ProfilePanel\nChoose shapes and calls, then Run.",
                                     PROFILE_PANEL),
 }

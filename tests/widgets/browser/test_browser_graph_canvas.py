@@ -1,0 +1,117 @@
+"""GraphView's drawing handled like a teacher at a 1280x800 projector would, in
+Voila: the logistic-regression cost fits with every label at least 11 px tall,
+dragging pans, the wheel zooms around the pointer, hovering shows a node's type
+and clicking a node selects it in the kernel.
+
+Screenshots: artifacts/screenshots/ (or $WB_ARTIFACTS).
+"""
+
+from __future__ import annotations
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # conftest's autouse fixture skips (or, under CI, fails) these tests
+    expect = None
+
+PROJECTOR = {"width": 1280, "height": 800}
+
+#: Rendered size of every text of the drawing: bounding-box height and font size
+#: times the screen scale, with whether it lies inside the drawing's view.
+JS_TEXT_SIZES = """(holder) => {
+  const view = holder.getBoundingClientRect();
+  return [...holder.querySelectorAll('svg text')].map((text) => {
+    const box = text.getBoundingClientRect();
+    const scale = text.getScreenCTM().a;
+    return {text: text.textContent, height: box.height,
+            font: parseFloat(text.getAttribute('font-size')) * scale,
+            inside: box.left >= view.left && box.right <= view.right &&
+                    box.top >= view.top && box.bottom <= view.bottom};
+  });
+}"""
+
+JS_BLANK_POINT = """(holder) => {
+  const box = holder.getBoundingClientRect();
+  for (let y = box.top + 20; y < box.bottom - 20; y += 10)
+    for (let x = box.left + 10; x < box.right - 10; x += 10) {
+      const hit = document.elementFromPoint(x, y);
+      if (hit && holder.contains(hit) && !hit.closest('g.node') && hit.tagName !== 'polyline')
+        return [x, y];
+    }
+  return null;
+}"""
+
+
+def centre(box: dict) -> tuple[float, float]:
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, screenshot_dir):
+    page.set_viewport_size(PROJECTOR)
+    voila_app("graph_view_logistic.ipynb")
+    view = page.locator(".wb-graph-view")
+    expect(view).to_be_visible(timeout=90_000)  # Voila runs the notebook on page load
+    expect(view.locator(".wb-status")).to_have_text("done")
+    holder = view.locator(".wb-graph-canvas .wb-svg-holder")
+    nodes = holder.locator("g.node")
+    expect(nodes.first).to_be_visible()
+    expect(holder).to_have_attribute("data-zoom", "1")
+    page.wait_for_function("(h) => parseFloat(h.dataset.scale || '0') > 0",
+                           arg=holder.element_handle())
+    page.screenshot(path=str(screenshot_dir / "graph-view-logistic-1280x800.png"))
+
+    # every label at least 11 px at the default size, and all of them in view
+    sizes = holder.evaluate(JS_TEXT_SIZES)
+    assert len(sizes) >= nodes.count() > 20
+    small = [s for s in sizes if s["height"] < 11 or s["font"] < 11 - 1e-6]
+    assert not small, f"labels under 11 px: {small[:5]}"
+    outside = [s["text"] for s in sizes if not s["inside"]]
+    assert not outside, f"labels out of view at 'fit': {outside}"
+
+    # dragging the background pans the drawing by the distance dragged
+    cost = nodes.filter(has_text="cost")
+    before = cost.bounding_box()
+    x, y = holder.evaluate(JS_BLANK_POINT)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 60, y - 90, steps=6)
+    page.mouse.up()
+    after = cost.bounding_box()
+    assert abs(after["x"] - before["x"] - 60) < 1.5 and abs(after["y"] - before["y"] + 90) < 1.5
+
+    # the wheel zooms in around the pointer: the node under it stays under it
+    sigmoid = nodes.filter(has_text="sigmoid")
+    box = sigmoid.bounding_box()
+    px, py = centre(box)
+    page.mouse.move(px, py)
+    page.mouse.wheel(0, -200)
+    expect(holder).not_to_have_attribute("data-zoom", "1")
+    zoomed = sigmoid.bounding_box()
+    assert zoomed["width"] > 1.3 * box["width"]
+    zx, zy = centre(zoomed)
+    assert abs(zx - px) < 2 and abs(zy - py) < 2, ((px, py), (zx, zy))
+    page.screenshot(path=str(screenshot_dir / "graph-view-logistic-zoomed.png"))
+
+    # hovering shows the node's type, shape and where it comes from
+    tooltip = view.locator(".wb-tooltip")
+    page.mouse.move(px + 3, py + 2)
+    expect(tooltip).to_be_visible()
+    expect(tooltip).to_contain_text("Elemwise{sigmoid}")
+    expect(tooltip).to_contain_text("TensorType(float64")
+    expect(tooltip).to_contain_text("static shape")
+
+    # clicking a node selects it, in the drawing and in the kernel
+    key = sigmoid.get_attribute("id")
+    sigmoid.click()
+    echo = page.locator(".wb-kernel-echo")
+    expect(echo).to_have_text(f"kernel: selected {key}")
+    expect(view.locator(f".wb-details-body[data-key='{key}']")).to_contain_text("sigmoid")
+    expect(sigmoid.locator("rect")).to_have_attribute("stroke-width", "3")
+    expect(holder.locator("rect[stroke-width='3']")).to_have_count(1)
+    page.screenshot(path=str(screenshot_dir / "graph-view-logistic-selected.png"))
+
+    # "fit" brings the whole drawing back, the selection still outlined
+    view.locator(".wb-zoom-fit").click()
+    expect(holder).to_have_attribute("data-zoom", "1")
+    assert all(s["inside"] for s in holder.evaluate(JS_TEXT_SIZES))
+    assert page.get_by_text("Error displaying widget").count() == 0
+    assert not page.js_errors, page.js_errors
