@@ -1,6 +1,8 @@
-"""Profiling on the C linker: the MLP example's time goes to BLAS (gemm/dot), per-node times
-account for the time inside the VM, each node says whether C or Python ran it, and the
-compile section reports the C compilation and cache hits of `linker.report`."""
+"""Profiling on the C linker: the MLP example's BLAS nodes (gemm/dot) are profiled as their
+Op classes, per-node times add up to the time inside the VM, each node says whether C or
+Python ran it, and the compile section reports the C compilation and cache hits of
+`linker.report`. Which share of the time each class takes depends on the machine and its
+load: no assertion here depends on it (benchmarks/ measures speed)."""
 
 import json
 
@@ -40,13 +42,14 @@ def test_profiled_mlp_still_trains_like_numpy(compiled_mlp):
     np.testing.assert_allclose(source.updates[0][0].get_value(), params[0], atol=1e-12)
 
 
-def test_blas_op_is_the_top_op(stats):
-    top = stats.by_op_class()[0]
-    assert top.name in BLAS_OP_CLASSES, [(g.name, g.time) for g in stats.by_op_class()[:4]]
-    blas = sum(g.fraction for g in stats.by_op_class() if g.name in BLAS_OP_CLASSES)
-    assert blas > 0.3
+def test_blas_ops_are_rows_of_the_op_class_table_sorted_by_time(stats):
+    groups = stats.by_op_class()
+    assert [g.time for g in groups] == sorted((g.time for g in groups), reverse=True)
+    blas = [g for g in groups if g.name in BLAS_OP_CLASSES]
+    assert blas and all(g.calls >= 5 for g in blas), [(g.name, g.calls) for g in groups]
+    assert sum(g.fraction for g in groups) == pytest.approx(1.0)
     first_row = str(stats).split("By Op class:")[1].splitlines()[2]
-    assert first_row.split()[-1] == top.name
+    assert first_row.split()[-1] == groups[0].name
 
 
 def test_node_times_add_up_to_the_time_inside_the_vm(stats):
@@ -55,7 +58,6 @@ def test_node_times_add_up_to_the_time_inside_the_vm(stats):
     node_total = sum(r.time for r in rows)
     assert node_total == pytest.approx(stats.thunk_time)
     assert node_total <= stats.run_time
-    assert node_total >= 0.9 * stats.run_time, (node_total, stats.run_time)
 
 
 def test_backend_column_says_c_or_python(stats):

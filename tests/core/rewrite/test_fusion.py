@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from workbench.core.rewrite.rules.fusion import (
 )
 from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.testing.cost import lines_executed
 from workbench.testing.random_graphs import SMOOTH, DrawChooser, arrays_agree, generate
 
 NO_REWRITES = Mode(linker="py", rewriter=None)
@@ -70,19 +70,20 @@ def test_fusion_is_a_named_step_of_the_trace() -> None:
     assert "elemwise_fusion" in [step.rewrite for step in trace.steps]
 
 
-def test_long_chain_becomes_one_node_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_long_chain_becomes_one_node_per_max_fused_nodes_in_linear_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph_utils, "capture_source_locations", False)  # faster building
     x = wt.vector("x")
-    fgraph = FunctionGraph([x], [_chain(x, 1000)])
-    n_elemwise = len(_elemwise_nodes(fgraph))
-    start = time.process_time()
-    fuse_elemwise(fgraph)
-    elapsed = time.process_time() - start
-    # one fused loop per MAX_FUSED_NODES nodes; the equal middle chunks share one Op, so
-    # the C linker compiles them once
-    assert len(fgraph.apply_nodes) == -(-n_elemwise // MAX_FUSED_NODES)
-    assert len({node.op for node in fgraph.apply_nodes}) <= 3
-    assert elapsed < 3.0, f"fusing a 1000-step chain took {elapsed:.2f} s"
+    work = []
+    for n in (100, 1000):
+        fgraph = FunctionGraph([x], [_chain(x, n)])
+        n_elemwise = len(_elemwise_nodes(fgraph))
+        work.append(lines_executed(fuse_elemwise, fgraph)[1])
+        # one fused loop per MAX_FUSED_NODES nodes; the equal middle chunks share one Op, so
+        # the C linker compiles them once
+        assert len(fgraph.apply_nodes) == -(-n_elemwise // MAX_FUSED_NODES)
+        assert len({node.op for node in fgraph.apply_nodes}) <= 3
+    assert work[1] < 12 * work[0], f"10x the chain, {work[1] / work[0]:.1f}x the work"
     f = wb.function([x], _chain(x, 1000),
                     mode=Mode(rewriter=elemwise_fusion))
     a = np.linspace(-2, 2, 5)
@@ -92,16 +93,15 @@ def test_long_chain_becomes_one_node_quickly(monkeypatch: pytest.MonkeyPatch) ->
 def test_region_finding_grows_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph_utils, "capture_source_locations", False)
     x = wt.vector("x")
-    times = []
+    work = []
     for n in (200, 2000):
         order = FunctionGraph([x], [_chain(x, n)]).toposort()
-        start = time.process_time()
-        regions = find_regions(order)
-        times.append(time.process_time() - start)
+        regions, lines = lines_executed(find_regions, order)
+        work.append(lines)
         n_elemwise = sum(isinstance(node.op, Elemwise) for node in order)
         assert all(len(r) <= MAX_FUSED_NODES for r in regions)
         assert sum(len(r) for r in regions) == n_elemwise  # every node in some region
-    assert times[1] < 30 * max(times[0], 1e-3)
+    assert work[1] < 12 * work[0], f"10x the chain, {work[1] / work[0]:.1f}x the work"
 
 
 def test_a_value_used_elsewhere_is_an_extra_output_not_recomputed() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -135,3 +136,28 @@ def test_loading_with_the_wrong_module_name_names_the_init_function(tmp_path):
     so = compile_module("int wbt_nothing(void) { return 0; }\n", "wbt_noinit", out_dir=tmp_path)
     with pytest.raises(ImportError, match="PyInit_wbt_noinit"):
         load_module(so, "wbt_noinit")
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="AVX-512 is an x86-64 instruction set")
+def test_the_avx512_switch_is_a_default_flag_so_both_kinds_of_module_coexist(monkeypatch):
+    from workbench.core.link.c.cache import ModuleCache
+    from workbench.core.link.c.compiler import AVX512_ENV, targets_avx512
+
+    source = extension_source("wbc_isa", "", "")
+    keys, prints = {}, {}
+    for choice in ("auto", "off"):
+        monkeypatch.setenv(AVX512_ENV, choice)
+        prints[choice] = compiler_info().fingerprint
+        keys[choice] = ModuleCache("unused").key(("isa",), source, "wbc_isa", version=(1,))
+    assert "-mno-avx512f" in compiler_info().default_flags and not targets_avx512()
+    assert prints["auto"] != prints["off"] and keys["auto"] != keys["off"]
+
+
+def test_a_bad_avx512_switch_names_the_variable_and_its_values(monkeypatch):
+    from workbench.core.link.c.compiler import AVX512_ENV
+
+    monkeypatch.setenv(AVX512_ENV, "avx2")
+    with pytest.raises(ValueError, match=r"WORKBENCH_C_AVX512 must be one of auto, off; "
+                                         r"got 'avx2'"):
+        compiler_info()

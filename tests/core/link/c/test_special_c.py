@@ -25,6 +25,7 @@ from workbench.core.tensor.special import (
     logsumexp,
     softmax,
 )
+from workbench.testing.accuracy import ulp_error
 from workbench.testing.layouts import LAYOUTS_3D
 
 pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
@@ -151,10 +152,20 @@ def test_float16_is_refused_or_upcast_to_float32_in_c():
     np.testing.assert_allclose(f(value), wb.function([h], out, linker="py")(value), rtol=5e-3)
 
 
-def test_exp_of_the_row_kernels_is_within_one_ulp_of_numpy():
+#: The float64 exp of the row kernels, per code path, in ulps of the exact value. AVX-512:
+#: `AVX512_EXP` rounds 2**(j/16) (up to 1 ulp of the result) and its result (0.5 ulp); the
+#: polynomial's truncation adds < 0.01 ulp. Without AVX-512: libmvec's exp, documented at
+#: most 4 ulp. Measured on 3 million inputs in [-746, -40] against long double (AMD Zen 4,
+#: glibc 2.36): 1.02 and 3.00 ulp; NumPy's own exp 0.69.
+EXP_BOUND_ULPS = {"avx512": 1.5, "no_avx512": 4.0}
+
+
+def test_exp_of_the_row_kernels_keeps_the_bound_of_its_code_path(isa):
     """Where 1 + exp(x) rounds to 1 (x < -40), softmax of the row [0, x_1, ...] is exp(x_i)
-    itself: the float64 kernels' exp (AVX-512 or libmvec) is compared directly with NumPy's,
-    down to subnormal results and underflow to 0; closer to 0, through the whole softmax."""
+    itself: the float64 kernels' exp is measured directly against exp in long double (64-bit
+    mantissa), down to subnormal results and underflow to 0; closer to 0, through the whole
+    softmax, whose sum, reciprocal and product add a rounding each."""
+    bound = EXP_BOUND_ULPS[isa]
     x = wt.dmatrix("x")
     f = wb.function([x], softmax(x, 1), linker="c")
     tiny = RNG.uniform(-746.0, -40.0, size=(3000, 13))  # 13: full vectors and a tail
@@ -162,14 +173,12 @@ def test_exp_of_the_row_kernels_is_within_one_ulp_of_numpy():
                -300.25, -100.0, -45.0, -40.0]
     got = f(np.concatenate([np.zeros((len(tiny), 1)), tiny], axis=1))
     assert (got[:, 0] == 1.0).all()
-    want = np.exp(tiny)
-    err = np.abs(got[:, 1:] - want)
-    normal = want >= np.finfo(np.float64).tiny
-    assert (err[normal] <= np.spacing(want[normal])).all()
-    assert (err[~normal] <= np.finfo(np.float64).smallest_subnormal).all()
-    assert ((got[:, 1:] == 0) == (want == 0)).all()
+    exact = np.exp(tiny.astype(np.longdouble))
+    assert ulp_error(got[:, 1:], exact).max() <= bound
+    assert (got[:, 1:][exact < np.finfo(np.float64).smallest_subnormal / 4] == 0).all()
     near = RNG.uniform(-40.0, 0.0, size=(5000, 1))
     got = f(np.concatenate([np.zeros_like(near), near], axis=1))
-    e = np.exp(near[:, 0])
-    np.testing.assert_allclose(got[:, 1], e / (1 + e), rtol=1e-15, atol=0)
-    np.testing.assert_allclose(got[:, 0], 1 / (1 + e), rtol=1e-15, atol=0)
+    e = np.exp(near[:, 0].astype(np.longdouble))
+    rtol = (2 * bound + 2) * np.finfo(np.float64).eps
+    np.testing.assert_allclose(got[:, 1], e / (1 + e), rtol=rtol, atol=0)
+    np.testing.assert_allclose(got[:, 0], 1 / (1 + e), rtol=rtol, atol=0)

@@ -33,6 +33,7 @@ from workbench.core.scalar import math as sm
 from workbench.core.scalar.basic import get_scalar_type
 from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.testing.accuracy import ulp_error
 
 pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
 
@@ -132,8 +133,9 @@ def binary_inputs(name: str, dtype: str, seed: int = 1) -> tuple[np.ndarray, np.
 
 
 @cache
-def vector_function(dtype: str) -> Any:
-    """One compiled node computing every function, each on its own input."""
+def vector_function(dtype: str, isa: str) -> Any:
+    """One compiled node computing every function, each on its own input (compiled for the
+    code path `isa`, which the `isa` fixture has selected)."""
     st = get_scalar_type(dtype)
     names = [*UNARY, *BINARY]
     scalars: list[Any] = []
@@ -154,12 +156,12 @@ def vector_function(dtype: str) -> Any:
     return f, names
 
 
-def computed(dtype: str, strided: bool) -> dict[str, tuple[np.ndarray, ...]]:
+def computed(dtype: str, strided: bool, isa: str) -> dict[str, tuple[np.ndarray, ...]]:
     """name -> (C result, NumPy's result, a more precise one rounded to `dtype`).
 
     The precise reference is NumPy in float64 for float32, and in long double (x87,
     64-bit mantissa) for float64; erf/erfc use the C library's scalar functions."""
-    f, names = vector_function(dtype)
+    f, names = vector_function(dtype, isa)
     wide = np.float64 if dtype == "float32" else np.longdouble
     args: list[np.ndarray] = []
     wants: list[np.ndarray] = []
@@ -185,15 +187,6 @@ def computed(dtype: str, strided: bool) -> dict[str, tuple[np.ndarray, ...]]:
     return {name: values for name, *values in zip(names, gots, wants, truths)}
 
 
-def ulp_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """|got - want| in units of the spacing of `want`, where both are finite."""
-    finite = np.isfinite(want) & np.isfinite(got)
-    w = want[finite]
-    with np.errstate(over="ignore"):  # the spacing of the largest finite value is inf
-        spacing = np.spacing(np.abs(w)).astype(np.float64)
-    return np.abs(got[finite].astype(np.float64) - w.astype(np.float64)) / spacing
-
-
 def check_specials(name: str, got: np.ndarray, want: np.ndarray) -> None:
     label = f"{name}[{got.dtype}]"
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{label}: NaNs")
@@ -208,8 +201,8 @@ def check_specials(name: str, got: np.ndarray, want: np.ndarray) -> None:
 
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous_libmvec", "strided_libm"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_max_ulp_error_and_special_values(dtype: str, strided: bool) -> None:
-    results = computed(dtype, strided)
+def test_max_ulp_error_and_special_values(dtype: str, strided: bool, isa: str) -> None:
+    results = computed(dtype, strided, isa)
     against_numpy, against_precise = {}, {}
     for name, (got, want, precise) in results.items():
         assert got.dtype == want.dtype == np.dtype(dtype), name
@@ -224,11 +217,11 @@ def test_max_ulp_error_and_special_values(dtype: str, strided: bool) -> None:
     assert all(len(got) == 2 * N for got, _, _ in results.values())
 
 
-def _node_library(dtype: str) -> str:
+def _node_library(dtype: str, isa: str) -> str:
     from workbench.core.link.c.bundle import module_file
     from workbench.core.link.c.cache import default_cache
 
-    f, _ = vector_function(dtype)
+    f, _ = vector_function(dtype, isa)
     src = f.linker.report.sources[f.linker.report.c_nodes[0]]
     path = module_file(default_cache(), src)
     assert path is not None, "the compiled node's module is not in the cache"
@@ -238,11 +231,13 @@ def _node_library(dtype: str) -> str:
 @pytest.mark.skipif(not vector_math_libraries(), reason="no libmvec on this machine")
 @pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm")
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_compiled_loop_calls_libmvec(dtype: str) -> None:
-    symbols = subprocess.run(["nm", "-D", _node_library(dtype)], capture_output=True,
+def test_the_compiled_loop_calls_libmvec(dtype: str, isa: str) -> None:
+    symbols = subprocess.run(["nm", "-D", _node_library(dtype, isa)], capture_output=True,
                              text=True, check=True).stdout
     vector = {line.split()[-1].split("@")[0] for line in symbols.splitlines()
               if "_ZGV" in line}
+    # the x86-64 vector ABI names the ISA: 'e' AVX-512, 'd' AVX2, 'c' AVX, 'b' SSE4
+    assert any(s.startswith("_ZGVe") for s in vector) == (isa == "avx512"), sorted(vector)
     suffix = "f" if dtype == "float32" else ""
     for fname in ("exp", "log", "sin", "cos", "tan", "tanh", "expm1", "log1p", "asin", "acos",
                   "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",

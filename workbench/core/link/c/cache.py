@@ -164,7 +164,7 @@ class ModuleCache:
         memo_key = (repr(key_parts), source, module_name, tuple(version),
                     None if flags is None else tuple(flags), tuple(extra_flags),
                     tuple(libraries), tuple(lib_dirs), tuple(include_dirs),
-                    os.environ.get("CC"))
+                    os.environ.get("CC"), os.environ.get(cc.AVX512_ENV))
         found = self._prepared.get(memo_key)
         if found is None:
             found = self._prepared[memo_key] = self._prepare_uncached(

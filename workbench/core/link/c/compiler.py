@@ -5,6 +5,10 @@ Python was built with (sysconfig's CC), else `cc`, `gcc` or `clang` on PATH. Fla
 are chosen once per compiler for this machine (`-O3 -fPIC`, `-march=native` when
 the compiler accepts it) and keep IEEE semantics: no `-ffast-math`, no
 `-fno-math-errno` tricks, so NaN and infinities behave as in NumPy.
+`WORKBENCH_C_AVX512=off` adds `-mno-avx512f`: generated code then takes the code paths
+of a CPU without AVX-512 (libmvec's AVX2 exp instead of the AVX-512 one, ...), so a
+machine that has AVX-512 can run and test both. The flag is one of the default flags,
+hence part of every cache key: modules of both kinds coexist in one cache.
 
 This module knows nothing about Ops or caching: `compile_module(source, name)`
 builds `name<EXT_SUFFIX>` in a directory and returns its path, `load_module`
@@ -34,10 +38,16 @@ from types import ModuleType
 from typing import Any
 
 __all__ = [
-    "CompileError", "CompilerInfo", "CompilerUnavailableError", "compile_module",
-    "compiler_info", "cpu_features", "extension_suffix", "has_compiler", "load_module",
-    "openmp_flags", "python_include_dirs",
+    "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError", "avx512_choice",
+    "compile_module", "compiler_info", "cpu_features", "extension_suffix", "has_compiler",
+    "load_module", "openmp_flags", "python_include_dirs", "targets_avx512",
 ]  # fmt: skip
+
+#: The environment variable that keeps AVX-512 out of generated code: "off" compiles every
+#: module with `-mno-avx512f` (the code paths of a CPU without it); "auto" (the default)
+#: uses whatever `-march=native` allows on this CPU.
+AVX512_ENV = "WORKBENCH_C_AVX512"
+_AVX512_CHOICES = ("auto", "off")
 
 #: How many lines of compiler output a CompileError shows (the full text is kept on it).
 STDERR_LINES = 40
@@ -188,6 +198,9 @@ def _link_flags() -> tuple[str, ...]:
     return ("-shared",)
 
 
+_PROBE = "int workbench_probe(void) { return 0; }\n"
+
+
 def _accepts(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
     """Whether the compiler builds a tiny shared object with `flags` silently (the answer
     is remembered on disk)."""
@@ -223,29 +236,55 @@ def _version_of(command: tuple[str, ...]) -> str:
     return text.splitlines()[0] if text else "unknown"
 
 
+def avx512_choice() -> str:
+    """The value of WORKBENCH_C_AVX512 ("auto" when unset or empty); ValueError naming the
+    variable for any other value than "auto" or "off"."""
+    choice = os.environ.get(AVX512_ENV, "").strip().lower() or "auto"
+    if choice not in _AVX512_CHOICES:
+        raise ValueError(f"{AVX512_ENV} must be one of {', '.join(_AVX512_CHOICES)}; got "
+                         f"{os.environ[AVX512_ENV]!r}")
+    return choice
+
+
 @functools.lru_cache(maxsize=8)
-def _info_for(cc_env: str | None) -> CompilerInfo:
+def _info_for(cc_env: str | None, avx512: str = "auto") -> CompilerInfo:
     command = _find_command()
     version = _probed(command, ("version",), lambda: _version_of(command))
-    if not _accepts(command, (), "int workbench_probe(void) { return 0; }\n"):
+    if not _accepts(command, (), _PROBE):
         raise CompilerUnavailableError(
             f"the C compiler {' '.join(command)} ({version}) cannot build a shared library. "
             "Fix: install a complete toolchain (compiler and linker) or set CC.")
-    march = _accepts(command, ("-march=native",), "int workbench_probe(void) { return 0; }\n")
+    march = _accepts(command, ("-march=native",), _PROBE)
     flags = ["-O3", "-fPIC", *_link_flags(), "-fvisibility=hidden", "-fno-strict-aliasing"]
     if march:
         flags.append("-march=native")
+    if avx512 == "off" and _accepts(command, ("-mno-avx512f",), _PROBE):
+        flags.append("-mno-avx512f")  # after -march=native, which it overrides
     flags += _QUIET_WARNINGS
     return CompilerInfo(command=command, path=command[0], version=version,
                         default_flags=tuple(flags), march_native=march)
 
 
 def compiler_info() -> CompilerInfo:
-    """The C compiler for this process (per value of `CC`), probed once and cached.
+    """The C compiler for this process (per value of `CC` and of WORKBENCH_C_AVX512),
+    probed once and cached.
 
     Raises CompilerUnavailableError when there is none.
     """
-    return _info_for(os.environ.get("CC"))
+    return _info_for(os.environ.get("CC"), avx512_choice())
+
+
+@functools.lru_cache(maxsize=8)
+def _targets_avx512_for(info: CompilerInfo) -> bool:
+    code = "#ifndef __AVX512F__\n#error no AVX-512F\n#endif\n" + _PROBE
+    return _accepts(info.command, [f for f in info.default_flags if f not in _link_flags()],
+                    code)
+
+
+def targets_avx512(info: CompilerInfo | None = None) -> bool:
+    """Whether generated code is compiled for AVX-512 (the compiler defines __AVX512F__
+    under its default flags): true on a CPU that has it, unless WORKBENCH_C_AVX512=off."""
+    return _targets_avx512_for(info or compiler_info())
 
 
 @functools.lru_cache(maxsize=8)
