@@ -1,10 +1,10 @@
 """Fixtures for driving the widgets in a real browser: Voila and JupyterLab served
 on 127.0.0.1, headless Debian Chromium through Python Playwright.
 
-Written from the recipe in ../shared/recipes/jupyter-browser (see its README for the
-failures these fixtures avoid). Nothing is downloaded: Playwright drives the
-system Chromium through `executable_path` (never `playwright install`); every
-Jupyter config, data, runtime, settings and workspace dir lives in a temp dir.
+The failures these fixtures avoid, and how, are in README.md beside this file.
+Nothing is downloaded: Playwright drives the system Chromium through `executable_path`
+(never `playwright install`); every Jupyter config, data, runtime, settings and
+workspace dir lives in a temp dir.
 
 One server of each kind and one Chromium per session; a fresh browser context
 per test. Screenshots go to `artifacts/screenshots/` (or $WB_ARTIFACTS).

@@ -1,0 +1,47 @@
+"""The README does what it says on a fresh clone: its first graph runs with the comments
+true, its install lines match CI, and nothing it or the tests refer to lies outside the
+repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.core.link.c.compiler import has_compiler
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def code_block(after_heading: str, language: str = "python") -> str:
+    """The first ```language block of the README after the heading `after_heading`."""
+    section = README.split(f"\n## {after_heading}\n", 1)[1]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_first_graph_runs_and_its_comments_say_which_linker_compiled_it(capsys):
+    block = code_block("A first graph")
+    namespace: dict = {}
+    exec(compile(block, "README.md: A first graph", "exec"), namespace)
+    capsys.readouterr()
+    comment = next(line for line in block.splitlines()
+                   if line.startswith("f = wb.function(")).split("#", 1)[1]
+    assert "C linker" in comment and "Python VM" not in comment
+    assert namespace["f"].linker.name == ("c" if has_compiler() else "py")
+
+
+def test_the_torch_the_readme_names_is_the_one_ci_installs():
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    wanted = re.findall(r"pip install (torch==[\d.]+)", ci)
+    assert wanted and wanted == re.findall(r"pip install (torch==[\d.]+)", README)
+
+
+@pytest.mark.parametrize("folder", ["tests", "workbench", "tutorials", "benchmarks"])
+def test_no_file_refers_to_a_path_outside_the_repository(folder):
+    outside = re.compile(r"\.\./shared/|/work/(main|wt|shared)\b")
+    for path in sorted((REPO / folder).rglob("*")):
+        if path.suffix in (".py", ".md", ".ipynb", ".toml") and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert not outside.search(text), f"{path.relative_to(REPO)} points outside the repo"
