@@ -80,23 +80,84 @@ def test_show_png_to_a_file(tmp_path):
     assert target.read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_INPUT = [  # (arguments, what the one line on stderr says)
     (["show", "exp(x"], "malformed expression"),
-    (["show", "foo(x)"], "unknown function 'foo'"),
+    (["show", "blah(x)"], "unknown function 'blah'; `workbench functions` lists them"),
+    (["show", "tnah(x)"], "unknown function 'tnah' (did you mean tanh?)"),
     (["show", "__import__('os')"], "unknown function '__import__'"),
     (["show", "x.__class__"], "attribute .__class__ is not allowed"),
     (["show", "x", "--var", "x=float64[a]"], "bad --var"),
     (["show", "x", "--var", "x=notatype[3]"], "bad --var"),
+    (["show", "x", "--var", "x=flaot64[3]"], "unknown dtype 'flaot64' (did you mean float64?)"),
     (["show", "missing.json"], "not found"),
     (["show", "--example", "nope"], "unknown example"),
+    (["show", "--example", "mpl"], "unknown example 'mpl' (did you mean mlp?)"),
     (["show", "x", "--format", "gif"], "unknown format"),
-])
+    (["show", "x @ w"], "w, x were not declared, so they were taken as float64 scalars: "
+                        "declare them, e.g. --var w=float64[?,?] --var x=float64[?,?]"),
+    (["show", "x @ w", "--var", "x=float64[2,4]", "--var", "w=float64[3,?]"],
+     "matmul: x has shape (2, 4) and w has shape (3, ?): inner dimensions 4 and 3 differ"),
+    (["show", "-x"], "an expression that starts with '-' goes after --"),
+    (["show", "x", "--bogus"], "No such option: --bogus"),
+    (["compile", "x", "--linker", "cuda"], "unknown linker 'cuda'"),
+    (["profile", "exp(x)", "--var", "x=float64[?]", "--input", "x=float64[?]"],
+     "bad --input 'x=float64[?]': dimension '?' is not a length"),
+    (["profile", "exp(x)", "--var", "x=float64[2]", "--input", "x=float64[3]"],
+     "--input x: expected an array of shape (2,)"),
+    (["profile", "exp(x)", "--var", "x=float64[2]", "--input", "y=float64[2]"],
+     "unknown input 'y'"),
+    (["profile", "exp(x)", "--var", "x=float64[2]", "--linker", "cuda"], "unknown linker"),
+    (["grad", "tanh(x)", "--var", "x=float64[?]", "--wrt", "x"],
+     "pass --sum to differentiate its sum, or wrap it in sum()"),
+    (["grad", "sum(x)", "--var", "x=float64[?]", "--wrt", "nope"], "no input named 'nope'"),
+    (["demo", "--rows", "-1"], "--rows -1: the demo needs at least 1"),
+    (["demo", "--cols", "0"], "--cols 0: the demo needs at least 1"),
+    (["demo", "--rows", "abc"], "Invalid value for '--rows'"),
+    (["rewrite", "log(1 + exp(x))", "--exclude", "local_lgo1p"],
+     "unknown rewrite or tag 'local_lgo1p' (did you mean local_log1p?)"),
+    (["rewrite", "x + 1", "--at", "99"], "--at 99"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
 def test_bad_input_exits_2_with_one_line(args, message):
     code, out, err = run(*args)
-    assert code == 2
-    assert message in err
+    assert code == 2, err
+    assert err.startswith("error: ") and message in err
     assert len(err.strip().splitlines()) == 1
     assert "Traceback" not in err + out
+    assert err.count(message) == 1
+
+
+def test_demo_refuses_bad_sizes_before_printing_anything():
+    code, out, _ = run("demo", "--rows", "-1")
+    assert code == 2 and out == ""
+
+
+def test_an_expression_starting_with_a_minus_goes_after_double_dash():
+    code, out, err = run("show", "--", "-x")
+    assert code == 0, err
+    assert "Elemwise{neg}" in out
+
+
+def test_grad_of_a_non_scalar_with_sum():
+    code, out, err = run("grad", "tanh(x)", "--var", "x=float64[?]", "--wrt", "x", "--sum")
+    assert code == 0, err
+    assert out.startswith("d(cost)/dx =")
+
+
+def test_functions_lists_what_expressions_may_call():
+    code, out, err = run("functions")
+    assert code == 0, err
+    names = [line.split()[0] for line in out.splitlines()]
+    assert {"tanh", "exp", "sum", "matmul", "softmax"} <= set(names)
+    assert names == sorted(names)
+
+
+def test_help_says_undeclared_names_are_scalars():
+    code, out, _ = run("show", "--help")
+    assert code == 0
+    assert "float64 scalars" in " ".join(out.split())
 
 
 def test_broken_graph_file_exits_2(tmp_path, graph_file):

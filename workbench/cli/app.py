@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -19,11 +20,54 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from workbench.cli.sources import UsageError, parse_input_spec, resolve
+from workbench.cli.errors import UsageError, unknown
+from workbench.cli.sources import parse_input_spec, resolve
+
+#: click's exceptions, from the click typer uses (its own copy in recent versions)
+click_errors = sys.modules[typer.BadParameter.__module__]
+
+
+class OneLineErrors(TyperGroup):
+    """The `workbench` group: a usage error (unknown option, bad value) is one line on
+    stderr with exit code 2, like every other bad input, instead of click's box."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click_errors.ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # the help, as click shows it
+                exc.show()
+            else:
+                typer.echo(f"error: {_usage_message(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_message(exc: Exception) -> str:
+    """click's message on one line, with where to look (or, for an expression that
+    starts with '-', how to pass it)."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    takes_graph = any(p.name == "graph" for p in ctx.command.params)
+    option = getattr(exc, "option_name", "") or ""
+    if isinstance(exc, click_errors.NoSuchOption) and takes_graph and option[1:2] != "-":
+        return (f"{message}; an expression that starts with '-' goes after --, e.g. "
+                f"{ctx.command_path} -- \"{exc.option_name}\"")
+    return f"{message} (see {ctx.command_path} --help)"
+
 
 app = typer.Typer(
     name="workbench",
+    cls=OneLineErrors,
     help="A symbolic graph engine you can see into: show, differentiate, rewrite, "
          "compile and profile graphs.",
     no_args_is_help=True,
@@ -35,8 +79,9 @@ app.add_typer(cache_app, name="cache")
 
 _state = {"debug": False}
 
-GRAPH_HELP = ("The graph: an expression (\"exp(x) * y\"), FILE.py:NAME, FILE.json, "
-              "or omit it and use --example NAME.")
+GRAPH_HELP = ("The graph: an expression (\"exp(x) * y\"; names not declared with --var are "
+              "float64 scalars; `workbench functions` lists the functions), FILE.py:NAME, "
+              "FILE.json, or omit it and use --example NAME.")
 VAR_HELP = "Declare a variable of an expression: NAME=DTYPE[SHAPE], e.g. x=float64[?,3]."
 
 GraphArg = typer.Argument(None, help=GRAPH_HELP, show_default=False)
@@ -77,6 +122,12 @@ def _errors() -> Iterator[None]:
     except UsageError as exc:
         if _state["debug"]:
             traceback.print_exc()
+        _fail(str(exc), 2)
+    except NotImplementedError as exc:
+        from workbench.core.compile.mode import LinkerUnavailableError
+
+        if not isinstance(exc, LinkerUnavailableError):
+            raise
         _fail(str(exc), 2)
     except (FileNotFoundError, IsADirectoryError) as exc:
         if _state["debug"]:
@@ -128,6 +179,24 @@ def examples() -> None:
 
 
 @app.command()
+def functions() -> None:
+    """List the tensor functions an expression may call.
+
+    Example: workbench show "softplus(x) - log1p(exp(x))" --var x=float64[?]
+    """
+    from workbench.cli.sources import expression_functions
+
+    for name, function in sorted(expression_functions().items()):
+        paragraph = " ".join((function.__doc__ or "").strip().split("\n\n")[0].split())
+        sentence = paragraph.split(". ")[0].rstrip(".")
+        line = f"{name:22s} {sentence}".rstrip()
+        if sys.stdout.isatty():  # one row per function in a terminal
+            width = shutil.get_terminal_size().columns
+            line = line if len(line) <= width else line[:width - 1] + "…"
+        typer.echo(line)
+
+
+@app.command()
 def demo(
     rows: int = typer.Option(3, help="Rows of the generated matrix x."),
     cols: int = typer.Option(4, help="Columns of x (and length of y)."),
@@ -137,9 +206,12 @@ def demo(
 
     Example: workbench demo --rows 2 --cols 5
     """
-    from workbench.examples import quickstart
-
     with _errors():
+        for flag, value in (("--rows", rows), ("--cols", cols)):
+            if value < 1:
+                raise UsageError(f"{flag} {value}: the demo needs at least 1")
+        from workbench.examples import quickstart
+
         quickstart.main(rows=rows, cols=cols, seed=seed)
 
 
@@ -214,6 +286,8 @@ def grad(
     example: Optional[str] = ExampleOpt,  # noqa: UP045
     simplify: bool = typer.Option(False, "--simplify",
                                   help="Also show the gradient after FAST_RUN rewriting."),
+    sum_: bool = typer.Option(False, "--sum",
+                              help="Differentiate the sum of a graph that is not a scalar."),
     steps: bool = typer.Option(False, "--steps", help="Show the recorded backward pass."),
 ) -> None:
     """The gradient graph of a scalar graph, before (and with --simplify after) rewriting.
@@ -234,6 +308,12 @@ def grad(
                                  f"{', '.join(n for n in by_name if n)})")
             targets.append(by_name[name])
         cost = source.outputs[0]
+        if cost.type.ndim != 0:
+            if not sum_:
+                raise UsageError(f"the graph is not a scalar (type {cost.type}): the gradient "
+                                 "needs one; pass --sum to differentiate its sum, or wrap it "
+                                 "in sum()")
+            cost = cost.sum()
         if steps:
             grads, record = wb.grad(cost, targets, trace=True)
         else:
@@ -273,6 +353,7 @@ def rewrite(
     from workbench.core.printing import dprint
 
     with _errors():
+        _check_rewrite_names(exclude)
         source = resolve(graph, example, var)
         try:
             _, trace = wb.rewrite_graph(source.outputs, mode=mode, exclude=exclude, trace=True)
@@ -290,6 +371,18 @@ def rewrite(
             _step_through(trace)
             return
         typer.echo(str(trace))
+
+
+def _check_rewrite_names(names: list[str]) -> None:
+    """Every --exclude name is a registered rewrite or tag (a typo would skip nothing)."""
+    from workbench.core.rewrite import rewrite_db
+
+    known = rewrite_db.names() + sorted(rewrite_db.all_tags())
+    for name in names:
+        if name not in known:
+            raise unknown("rewrite or tag", name, known,
+                          where=f"tags: {', '.join(sorted(rewrite_db.all_tags()))}; the "
+                                "rewrite names are in the step table of `workbench rewrite`")
 
 
 def _trace_json(trace: Any) -> list[dict[str, Any]]:
@@ -347,11 +440,22 @@ def _step_through(trace: Any) -> None:
 # -- compile and profile -------------------------------------------------------------------
 
 
+LINKER_HELP = "py, c, gpu or debug (default: the fastest available)."
+
+
 def _compile(source: Any, linker: str | None, mode: str | None = None) -> Any:
     import workbench as wb
 
+    _check_linker(linker)
     return wb.function(source.inputs, source.outputs, updates=source.updates or None,
-                       linker=linker, mode=mode, on_unused_input="ignore")
+                       linker=linker, mode=mode, on_unused_input="ignore", name=source.name)
+
+
+def _check_linker(linker: str | None) -> None:
+    from workbench.core.compile.mode import registered_linkers
+
+    if linker is not None and linker not in registered_linkers():
+        raise unknown("linker", linker, registered_linkers())
 
 
 @app.command(name="compile")
@@ -359,8 +463,7 @@ def compile_(
     graph: Optional[str] = GraphArg,  # noqa: UP045
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
-    linker: Optional[str] = typer.Option(None, "--linker",  # noqa: UP045
-                                         help="py, c or gpu (default: the fastest)."),
+    linker: Optional[str] = typer.Option(None, "--linker", help=LINKER_HELP),  # noqa: UP045
     show_code: bool = typer.Option(False, "--show-code",
                                    help="Print the generated C code (C linker)."),
     as_json: bool = typer.Option(False, "--json",
@@ -444,6 +547,10 @@ def _make_inputs(source: Any, specs: list[str]) -> list[Any]:
             given[name] = np.load(path, allow_pickle=False)
         else:
             given[name] = _random(rng, dtypes.as_dtype(dtype), shape)
+    names = [var.name for var in source.inputs]
+    for name in given:
+        if name not in names:
+            raise unknown("input", name, names)
     values = []
     for var in source.inputs:
         if var.name in given:
@@ -457,6 +564,11 @@ def _make_inputs(source: Any, specs: list[str]) -> list[Any]:
                                  f"{var.type}: give --input {var.name}=DTYPE[SHAPE]")
             shape = tuple(static)
         values.append(_random(rng, dtypes.as_dtype(var.type.dtype), shape))
+    for var, value in zip(source.inputs, values):
+        try:
+            var.type.filter(value, allow_downcast=True)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--input {var.name}: {exc}") from None
     return values
 
 
@@ -471,7 +583,7 @@ def profile(
     graph: Optional[str] = GraphArg,  # noqa: UP045
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
-    linker: Optional[str] = typer.Option(None, "--linker", help="py, c or gpu."),  # noqa: UP045
+    linker: Optional[str] = typer.Option(None, "--linker", help=LINKER_HELP),  # noqa: UP045
     inputs: list[str] = typer.Option([], "--input",
                                      help="NAME=DTYPE[SHAPE] (random data) or NAME=FILE.npy."),
     calls: int = typer.Option(10, "--calls", min=1, help="Number of profiled calls."),

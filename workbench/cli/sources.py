@@ -3,7 +3,8 @@
 Expressions are parsed with Python's `ast` and built by walking the tree against
 a whitelist (the tensor library's functions, arithmetic operators, indexing,
 a few methods): nothing is ever passed to `eval`. Variables are declared with
-`--var x=float64[?,3]`; undeclared names are float64 scalars.
+`--var x=float64[?,3]`; undeclared names are float64 scalars, and an error that
+involves one says so.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import workbench.tensor as wt
+from workbench.cli.errors import UsageError, unknown
 from workbench.core.graph.basic import Variable, explicit_graph_inputs
 from workbench.examples import GraphSource
 
-
-class UsageError(ValueError):
-    """Bad input from the command line (exit code 2, one line on stderr)."""
+__all__ = ["UsageError", "parse_expression", "parse_input_spec", "parse_var_spec", "resolve"]
 
 
 # -- variable specs ---------------------------------------------------------------------
@@ -41,6 +41,7 @@ def parse_var_spec(spec: str) -> Variable:
     if not match:
         raise UsageError(f"bad --var {spec!r}: expected NAME=DTYPE[SHAPE], e.g. x=float64[?,3]")
     name, dtype, dims = match.groups()
+    _check_dtype(dtype, f"--var {spec!r}")
     shape: list[int | None] = []
     if dims:
         for part in dims.split(","):
@@ -68,8 +69,25 @@ def parse_input_spec(spec: str) -> tuple[str, str | None, tuple[int, ...] | None
     if not match:
         raise UsageError(f"bad --input {spec!r}: expected NAME=DTYPE[SHAPE], e.g. x=float64[10,3]")
     _, dtype, dims = match.groups()
-    shape = tuple(int(d) for d in (dims or "").split(",") if d.strip()) if dims else ()
-    return name.strip(), dtype, shape, None
+    _check_dtype(dtype, f"--input {spec!r}")
+    shape = []
+    for part in (dims or "").split(","):
+        part = part.strip()
+        if part and not part.isdigit():
+            raise UsageError(f"bad --input {spec!r}: dimension {part!r} is not a length; "
+                             "random data needs every length, e.g. x=float64[10,3]")
+        if part:
+            shape.append(int(part))
+    return name.strip(), dtype, tuple(shape), None
+
+
+def _check_dtype(dtype: str, where: str) -> None:
+    from workbench.core.dtypes import DTYPES, as_dtype
+
+    try:
+        as_dtype(dtype)
+    except TypeError:
+        raise UsageError(f"bad {where}: {unknown('dtype', dtype, DTYPES)}") from None
 
 
 # -- expressions ------------------------------------------------------------------------
@@ -109,6 +127,7 @@ class ExpressionBuilder(ast.NodeVisitor):
     def __init__(self, variables: dict[str, Variable]) -> None:
         self.variables = variables
         self.functions = expression_functions()
+        self.undeclared: set[str] = set()  # names taken as float64 scalars
 
     def build(self, text: str) -> Variable:
         try:
@@ -117,6 +136,31 @@ class ExpressionBuilder(ast.NodeVisitor):
             raise UsageError(f"malformed expression {text!r}: {exc.msg} "
                              f"(column {exc.offset})") from None
         return self.visit(tree.body)
+
+    def _apply(self, node: ast.AST, function: Callable[..., Any], *args: Any,
+               **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)` for `node`; its refusal as one UsageError line that
+        says which undeclared names (taken as scalars) it involves."""
+        try:
+            return function(*args, **kwargs)
+        except (TypeError, ValueError, IndexError) as exc:
+            if isinstance(exc, UsageError):
+                raise
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UsageError(f"cannot build {ast.unparse(node)!r}: {reason}"
+                             f"{self._scalar_hint(node)}") from None
+
+    def _scalar_hint(self, node: ast.AST) -> str:
+        names = sorted({n.id for n in ast.walk(node)
+                        if isinstance(n, ast.Name) and n.id in self.undeclared})
+        if not names:
+            return ""
+        declare = " ".join(f"--var {name}=float64[?,?]" for name in names)
+        if len(names) == 1:
+            return (f"; {names[0]} was not declared, so it was taken as a float64 scalar: "
+                    f"declare it, e.g. {declare}")
+        return (f"; {', '.join(names)} were not declared, so they were taken as float64 "
+                f"scalars: declare them, e.g. {declare}")
 
     def generic_visit(self, node: ast.AST) -> Any:
         raise UsageError(f"expressions cannot contain {type(node).__name__} "
@@ -132,19 +176,20 @@ class ExpressionBuilder(ast.NodeVisitor):
             if node.id in self.functions:
                 raise UsageError(f"{node.id} is a function: call it, e.g. {node.id}(x)")
             self.variables[node.id] = wt.dscalar(node.id)  # undeclared: a float64 scalar
+            self.undeclared.add(node.id)
         return self.variables[node.id]
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
         op = _BINARY.get(type(node.op))
         if op is None:
             raise UsageError(f"operator {type(node.op).__name__} is not supported")
-        return op(self.visit(node.left), self.visit(node.right))
+        return self._apply(node, op, self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         op = _UNARY.get(type(node.op))
         if op is None:
             raise UsageError(f"operator {type(node.op).__name__} is not supported")
-        return op(self.visit(node.operand))
+        return self._apply(node, op, self.visit(node.operand))
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:
@@ -153,7 +198,7 @@ class ExpressionBuilder(ast.NodeVisitor):
         if op is None:
             raise UsageError(f"comparison {type(node.ops[0]).__name__} is not supported "
                              "(use eq(a, b) / neq(a, b))")
-        return op(self.visit(node.left), self.visit(node.comparators[0]))
+        return self._apply(node, op, self.visit(node.left), self.visit(node.comparators[0]))
 
     def visit_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.visit(e) for e in node.elts)
@@ -166,23 +211,24 @@ class ExpressionBuilder(ast.NodeVisitor):
         return slice(*parts)
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        return self.visit(node.value)[self.visit(node.slice)]
+        return self._apply(node, operator.getitem, self.visit(node.value),
+                           self.visit(node.slice))
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         if node.attr not in _ATTRIBUTES:
             raise UsageError(f"attribute .{node.attr} is not allowed in expressions "
                              f"(allowed: {', '.join(sorted(_ATTRIBUTES))})")
-        return getattr(self.visit(node.value), node.attr)
+        return self._apply(node, getattr, self.visit(node.value), node.attr)
 
     def visit_Call(self, node: ast.Call) -> Any:
         func = node.func  # the callee is checked before any argument is looked at
         if isinstance(func, ast.Name):
             target = self.functions.get(func.id)
             if target is None:
-                raise UsageError(f"unknown function {func.id!r} in the expression "
-                                 "(see `workbench show --help` for the tensor functions)")
+                raise unknown("function", func.id, self.functions,
+                              where="`workbench functions` lists them")
         elif isinstance(func, ast.Attribute) and func.attr in _METHODS:
-            target = getattr(self.visit(func.value), func.attr)
+            target = self._apply(func, getattr, self.visit(func.value), func.attr)
         else:
             raise UsageError(f"cannot call {ast.unparse(func)!r} in an expression")
         args = [self.visit(a) for a in node.args]
@@ -191,10 +237,7 @@ class ExpressionBuilder(ast.NodeVisitor):
             if kw.arg is None:
                 raise UsageError("**kwargs are not supported in expressions")
             kwargs[kw.arg] = self.visit(kw.value)
-        try:
-            return target(*args, **kwargs)
-        except (TypeError, ValueError, IndexError) as exc:
-            raise UsageError(f"{ast.unparse(node)}: {exc}") from None
+        return self._apply(node, target, *args, **kwargs)
 
 
 def parse_expression(text: str, var_specs: Sequence[str] = ()) -> GraphSource:
@@ -261,14 +304,13 @@ def load_graph_file(path: str) -> GraphSource:
 def resolve(graph: str | None, example: str | None, var_specs: Sequence[str]) -> GraphSource:
     """The graph named on the command line, in any of the four forms."""
     if example is not None:
-        from workbench.examples import get_example
+        from workbench.examples import EXAMPLES, get_example
 
         if graph is not None:
             raise UsageError("give either a GRAPH or --example, not both")
-        try:
-            return get_example(example)
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
+        if example not in EXAMPLES:
+            raise unknown("example", example, EXAMPLES)
+        return get_example(example)
     if graph is None:
         raise UsageError("no graph given: pass an expression, FILE.py:NAME, FILE.json or "
                          "--example NAME")

@@ -165,10 +165,10 @@ def test_bad_inputs_name_the_input_and_keep_the_error_class():
     f = function([x], x * 2, name="f")
     with pytest.raises(ValueError) as info:
         f(np.ones((2, 4)))
-    assert str(info.value).startswith(
-        "Bad input argument 0 ('x') to function 'f': expected TensorType(float64, (?, 3)), "
-        "got array of shape (2, 4) and dtype float64: "
-    )
+    assert str(info.value) == (
+        "Bad input argument 0 ('x') to function 'f': expected an array of shape (?, 3) for "
+        "TensorType(float64, (?, 3)), got shape (2, 4)"
+    )  # said once, not restated around the type's own message
     y = wt.fvector("y")
     g = function([y], y * 2, name="g")
     with pytest.raises(TypeError, match=r"Bad input argument 0 \('y'\) to function 'g'.*float64"):

@@ -64,19 +64,19 @@ def test_dot_static_shapes(xshape, yshape, out):
 
 @pytest.mark.parametrize(
     ("xshape", "yshape", "message"),
-    [((2, 3), (4, 5), "shapes (2,3) and (4,5) not aligned: 3 (dim 1) != 4 (dim 0)"),
-     ((3,), (4,), "shapes (3,) and (4,) not aligned: 3 (dim 0) != 4 (dim 0)"),
-     ((2, 3), (4,), "shapes (2,3) and (4,) not aligned: 3 (dim 1) != 4 (dim 0)"),
-     ((2, 3, 4), (5, 6), "shapes (2,3,4) and (5,6) not aligned: 4 (dim 2) != 5 (dim 0)")],
+    [((2, 3), (4, 5), "dot: x has shape (2, 3) and y has shape (4, 5): inner dimensions 3 and 4 "
+                      "differ"),
+     ((3,), (4,), "dot: x has shape (3,) and y has shape (4,): inner dimensions 3 and 4 differ"),
+     ((2, 3), (4, None), "dot: x has shape (2, 3) and y has shape (4, ?): inner dimensions 3 "
+                         "and 4 differ"),
+     ((2, 3, 4), (5, 6), "dot: x has shape (2, 3, 4) and y has shape (5, 6): inner dimensions "
+                         "4 and 5 differ")],
 )
-def test_dot_refuses_misaligned_static_shapes(xshape, yshape, message):
-    x, y = TensorType("float64", xshape)(), TensorType("float64", yshape)()
+def test_dot_refuses_misaligned_static_shapes_naming_the_operands(xshape, yshape, message):
+    x, y = TensorType("float64", xshape)("x"), TensorType("float64", yshape)("y")
     with pytest.raises(ValueError) as info:
         wt.dot(x, y)
     assert str(info.value) == message
-    with pytest.raises(ValueError) as info:
-        np.dot(np.ones(xshape), np.ones(yshape))
-    assert str(info.value) == message  # the same words as numpy
 
 
 def test_dot_op_takes_only_vectors_and_matrices():
@@ -198,27 +198,28 @@ def test_matmul_static_shapes(xshape, yshape, out):
     assert z.type == TensorType("float32", out)
 
 
-def test_matmul_refusals_use_numpys_words():
+def test_matmul_refusals_name_the_op_the_operands_and_their_shapes():
     with pytest.raises(ValueError) as info:
-        wt.matmul(wt.dscalar(), wt.dvector())
+        wt.matmul(wt.dscalar("a"), wt.dvector("v"))
     assert str(info.value) == (
-        "matmul: Input operand 0 does not have enough dimensions (has 0, gufunc core with "
-        "signature (n?,k),(k,m?)->(n?,m?) requires 1)"
+        "matmul: a has shape () and v has shape (?,): a is a scalar, and matmul needs at "
+        "least one dimension (use * to multiply by a scalar)"
     )
-    with pytest.raises(ValueError, match="Input operand 1 does not have enough dimensions"):
+    with pytest.raises(ValueError, match="the right operand is a scalar"):
         wt.dvector() @ 2.0
-    x, y = TensorType("float64", (2, 3))(), TensorType("float64", (4, 5))()
+    x, w = TensorType("float64", (2, 4))("x"), TensorType("float64", (3, None))("w")
     with pytest.raises(ValueError) as info:
-        x @ y
+        x @ w
     assert str(info.value) == (
-        "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
-        "(n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"
+        "matmul: x has shape (2, 4) and w has shape (3, ?): inner dimensions 4 and 3 differ"
     )
     with pytest.raises(ValueError) as info:
         TensorType("float64", (2, 2, 3))() @ TensorType("float64", (5, 3, 5))()
-    with pytest.raises(ValueError) as numpy_info:
-        np.ones((2, 2, 3)) @ np.ones((5, 3, 5))
-    assert str(info.value) == "matmul: " + str(numpy_info.value)
+    assert str(info.value) == (
+        "matmul: the left operand has shape (2, 2, 3) and the right operand has shape "
+        "(5, 3, 5): the batch dimensions (2,) and (5,) cannot be broadcast together"
+    )
+    assert "gufunc" not in str(info.value)
 
 
 def test_matmul_infer_shape_with_unknown_batch_lengths(inferred_shape):
@@ -367,18 +368,14 @@ def test_matvec_and_vecmat(evaluate):
 
 def test_matvec_and_vecmat_refusals():
     with pytest.raises(ValueError) as info:
-        wt.matvec(wt.dvector(), wt.dvector())
+        wt.matvec(wt.dvector("a"), wt.dvector("v"))
     assert str(info.value) == (
-        "matvec: Input operand 0 does not have enough dimensions (has 1, gufunc core with "
-        "signature (m,n),(n)->(m) requires 2)"
+        "matvec: a has shape (?,) and v has shape (?,): a needs at least 2 dimensions"
     )
     with pytest.raises(ValueError) as info:
-        wt.matvec(TensorType("float64", (2, 3))(), TensorType("float64", (4,))())
-    with pytest.raises(ValueError) as numpy_info:
-        np.matvec(np.ones((2, 3)), np.ones(4))
-    assert str(info.value) == str(numpy_info.value)
-    with pytest.raises(ValueError) as info:
+        wt.matvec(TensorType("float64", (2, 3))("a"), TensorType("float64", (4,))("v"))
+    assert str(info.value) == (
+        "matvec: a has shape (2, 3) and v has shape (4,): inner dimensions 3 and 4 differ"
+    )
+    with pytest.raises(ValueError, match="vecmat: .*inner dimensions 3 and 4 differ"):
         wt.vecmat(TensorType("float64", (3,))(), TensorType("float64", (4, 2))())
-    with pytest.raises(ValueError) as numpy_info:
-        np.vecmat(np.ones(3), np.ones((4, 2)))
-    assert str(info.value) == str(numpy_info.value)

@@ -740,8 +740,10 @@ class Function:
     def _bad_input(self, position: int, value: Any, exc: Exception) -> Exception:
         spec = self.maker.inputs[self._arg_index[position]]
         name = f" ({spec.name!r})" if spec.name else ""
-        message = (f"Bad input argument {position}{name} to {self.maker.label}: expected "
-                   f"{spec.variable.type}, got {describe_value(value)}: {exc}")
+        reason = str(exc)
+        if str(spec.variable.type) not in reason:  # the type's own words say expected/got
+            reason = f"expected {spec.variable.type}, got {describe_value(value)}: {reason}"
+        message = f"Bad input argument {position}{name} to {self.maker.label}: {reason}"
         if isinstance(exc, (TypeError, ValueError)):
             return _refiled(exc, message)
         return TypeError(message)

@@ -286,6 +286,11 @@ def register_linker(name: str, factory: Callable[[], Linker] | None,
         _unavailable_reason.pop(name, None)
 
 
+def registered_linkers() -> list[str]:
+    """Names of every registered linker, whether it can be used here or not."""
+    return list(_linkers)
+
+
 def available_linkers() -> list[str]:
     """Names of the linkers that can be used now, the one linker=None picks first."""
     ordered = [n for n in _linker_preference if n in _linkers]

@@ -8,7 +8,9 @@ product of operands of rank 1 or 2 becomes a `Dot`, whichever function built it:
 the summed axes together with a DimShuffle, reshapes both operands to matrices
 and reshapes the product back). `MatMul` is only used when there are batch
 dimensions. Both compute in the promoted dtype (``float32 @ int32`` is float64,
-as in numpy) and check static core lengths at build time with numpy's messages.
+as in numpy) and check static core lengths at build time, naming the operands and
+their shapes (``matmul: x has shape (2, 4) and w has shape (3, ?): inner dimensions
+4 and 3 differ``); at run time the messages are numpy's.
 
 Gradients: ``gx = gz @ y^T``, ``gy = x^T @ gz`` (outer products for the 1-d
 cases); `MatMul` sums each gradient over the batch dimensions its operand was
@@ -33,15 +35,12 @@ from workbench.core.tensor.elemwise import broadcast_static_shapes, dimshuffle
 from workbench.core.tensor.join import length_product
 from workbench.core.tensor.math import conj, eq, mul, switch
 from workbench.core.tensor.shape import format_numpy_shape, normalize_axis, shape_tuple
-from workbench.core.tensor.type import StaticShape, TensorType
+from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = ["Dot", "MatMul", "dot", "matmul", "matvec", "outer", "tensordot", "vecmat"]
 
 TensorLike = Any  # a tensor Variable, a number, a (nested) list or a numpy array
-
-_MATMUL_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
-
 
 def _compute(func: Any, node: Apply, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """`func(x, y)` in the output dtype: inputs converted first (so BLAS sees one
@@ -63,7 +62,7 @@ class Dot(Op):
 
     The output dtype is the promotion of the input dtypes; its static shape drops
     the summed dimension (``(?, ?) . (3, 4)`` is ``(?, 4)``). A static mismatch of
-    the summed lengths is refused at build time with numpy's message. `perform`
+    the summed lengths is refused at build time, naming both operands. `perform`
     runs `np.dot` (BLAS for float and complex dtypes).
     """
 
@@ -77,7 +76,7 @@ class Dot(Op):
                     f"Dot takes operands of rank 1 or 2, got input {position} {var} of type "
                     f"{var.type} (rank {var.type.ndim}); use dot() or tensordot() for other ranks"
                 )
-        _check_dot_aligned(x.type.shape, y.type.shape)
+        _check_dot_aligned(x, y)
         shape = x.type.shape[:-1] + y.type.shape[1:]
         out = TensorType(promote_types(x.type.dtype, y.type.dtype), shape)()
         return Apply(self, [x, y], [out])
@@ -130,15 +129,19 @@ class Dot(Op):
         return [_product_rule(_dot, inputs, eval_points)]
 
 
-def _check_dot_aligned(x_shape: StaticShape, y_shape: StaticShape) -> None:
-    """numpy.dot's build-time check: last axis of x against the second-to-last (or only) of y."""
-    y_axis = max(len(y_shape) - 2, 0)
-    xk, yk = x_shape[-1], y_shape[y_axis]
+def _operands(name: str, x: Variable, y: Variable) -> str:
+    """The start of a build-time refusal: `name`, both operands and their static shapes."""
+    left, right = x.name or "the left operand", y.name or "the right operand"
+    return (f"{name}: {left} has shape {format_shape(x.type.shape)} and {right} has shape "
+            f"{format_shape(y.type.shape)}")
+
+
+def _check_dot_aligned(x: Variable, y: Variable, name: str = "dot") -> None:
+    """The build-time check of a product: the last axis of x against the second-to-last
+    (or only) axis of y."""
+    xk, yk = x.type.shape[-1], y.type.shape[max(y.type.ndim - 2, 0)]
     if xk is not None and yk is not None and xk != yk:
-        raise ValueError(
-            f"shapes {format_numpy_shape(x_shape)} and {format_numpy_shape(y_shape)} not aligned: "
-            f"{xk} (dim {len(x_shape) - 1}) != {yk} (dim {y_axis})"
-        )
+        raise ValueError(f"{_operands(name, x, y)}: inner dimensions {xk} and {yk} differ")
 
 
 _dot = Dot()
@@ -159,7 +162,7 @@ def dot(x: TensorLike, y: TensorLike) -> Variable:
         return mul(x, y)
     if x.type.ndim <= 2 and y.type.ndim <= 2:
         return _dot(x, y)
-    _check_dot_aligned(x.type.shape, y.type.shape)
+    _check_dot_aligned(x, y)
     return tensordot(x, y, axes=([x.type.ndim - 1], [max(y.type.ndim - 2, 0)]))
 
 
@@ -168,20 +171,13 @@ def dot(x: TensorLike, y: TensorLike) -> Variable:
 
 def _matmul_static_shape(x: Variable, y: Variable, name: str = "matmul") -> StaticShape:
     """The static output shape of numpy.matmul(x, y), refusing what numpy refuses."""
-    for position, var in enumerate((x, y)):
+    for var in (x, y):
         if var.type.ndim == 0:
-            raise ValueError(
-                f"{name}: Input operand {position} does not have enough dimensions (has 0, "
-                f"gufunc core with signature {_MATMUL_SIGNATURE} requires 1)"
-            )
+            what = var.name or ("the left operand" if var is x else "the right operand")
+            raise ValueError(f"{_operands(name, x, y)}: {what} is a scalar, and {name} needs "
+                             "at least one dimension (use * to multiply by a scalar)")
+    _check_dot_aligned(x, y, name)
     xs, ys = x.type.shape, y.type.shape
-    xk = xs[-1]
-    yk = ys[-2] if len(ys) >= 2 else ys[0]
-    if xk is not None and yk is not None and xk != yk:
-        raise ValueError(
-            f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-            f"signature {_MATMUL_SIGNATURE} (size {yk} is different from {xk})"
-        )
     x_batch, y_batch = xs[:-2], ys[:-2]
     ndim = max(len(x_batch), len(y_batch))
     padded = [(1,) * (ndim - len(b)) + b for b in (x_batch, y_batch)]
@@ -189,14 +185,9 @@ def _matmul_static_shape(x: Variable, y: Variable, name: str = "matmul") -> Stat
     core = (xs[-2],) if len(xs) >= 2 else ()
     core += (ys[-1],) if len(ys) >= 2 else ()
     if batch is None:
-        remapped = " ".join(
-            f"{format_numpy_shape(s)}->{format_numpy_shape(b + ('newaxis',) * min(len(s), 2))}"
-            for s, b in ((xs, x_batch), (ys, y_batch))
-        )
-        raise ValueError(
-            f"{name}: operands could not be broadcast together with remapped shapes "
-            f"[original->remapped]: {remapped}  and requested shape {format_numpy_shape(core)}"
-        )
+        raise ValueError(f"{_operands(name, x, y)}: the batch dimensions "
+                         f"{format_shape(x_batch)} and {format_shape(y_batch)} cannot be "
+                         "broadcast together")
     return batch + core
 
 
@@ -408,7 +399,7 @@ def matvec(a: TensorLike, v: TensorLike) -> Variable:
     """numpy.matvec: matrix-vector products over broadcast batch dimensions,
     ``a`` (..., m, n) and ``v`` (..., n) giving (..., m)."""
     a, v = as_tensor_variable(a), as_tensor_variable(v)
-    _check_vector_product("matvec", "(m,n),(n)->(m)", a, v, matrix_first=True)
+    _check_vector_product("matvec", a, v, matrix_first=True)
     if a.type.ndim == 2 and v.type.ndim == 1:
         return _dot(a, v)
     column = dimshuffle(v, (*range(v.type.ndim), "x"))  # (..., n, 1)
@@ -420,7 +411,7 @@ def vecmat(v: TensorLike, a: TensorLike) -> Variable:
     """numpy.vecmat: vector-matrix products over broadcast batch dimensions,
     ``conj(v)`` (..., n) times ``a`` (..., n, m) giving (..., m)."""
     v, a = as_tensor_variable(v), as_tensor_variable(a)
-    _check_vector_product("vecmat", "(n),(n,m)->(m)", v, a, matrix_first=False)
+    _check_vector_product("vecmat", v, a, matrix_first=False)
     if v.type.dtype.is_complex:
         v = conj(v)
     if v.type.ndim == 1 and a.type.ndim == 2:
@@ -431,23 +422,20 @@ def vecmat(v: TensorLike, a: TensorLike) -> Variable:
     return dimshuffle(product, (*range(nd - 2), nd - 1))
 
 
-def _check_vector_product(name: str, signature: str, first: Variable, second: Variable,
+def _check_vector_product(name: str, first: Variable, second: Variable,
                           matrix_first: bool) -> None:
-    """numpy's gufunc checks for matvec / vecmat: ranks and the shared core length."""
+    """The build-time checks of matvec / vecmat: ranks and the shared core length."""
     required = (2, 1) if matrix_first else (1, 2)
     for position, (var, need) in enumerate(zip((first, second), required)):
         if var.type.ndim < need:
-            raise ValueError(
-                f"{name}: Input operand {position} does not have enough dimensions (has "
-                f"{var.type.ndim}, gufunc core with signature {signature} requires {need})"
-            )
+            what = var.name or ("the left operand", "the right operand")[position]
+            raise ValueError(f"{_operands(name, first, second)}: {what} needs at least "
+                             f"{need} dimension{'s' if need > 1 else ''}")
     n_first = first.type.shape[-1]
     n_second = second.type.shape[-1] if matrix_first else second.type.shape[-2]
     if n_first is not None and n_second is not None and n_first != n_second:
-        raise ValueError(
-            f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-            f"signature {signature} (size {n_second} is different from {n_first})"
-        )
+        raise ValueError(f"{_operands(name, first, second)}: inner dimensions {n_first} and "
+                         f"{n_second} differ")
 
 
 # -- tensordot and outer -----------------------------------------------------------
