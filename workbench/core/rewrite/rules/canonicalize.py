@@ -11,6 +11,8 @@ collected, constant exponents, exp/log) live in `elemwise_algebra`, imported
 here so that importing this module registers the whole family.
 
 Each rule looks only at its node and the node's direct inputs (O(1) per node).
+Domain: these rules move, drop or merge no arithmetic (a lossless cast, sums
+over axes merged up to rounding), so they hold for every input value.
 """
 
 from __future__ import annotations

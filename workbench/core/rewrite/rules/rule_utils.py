@@ -48,15 +48,21 @@ def owner_scalar_op(var: Variable, *classes: type) -> ScalarOp | None:
     return scalar_op_of(var.owner, *classes)
 
 
-def uniform_constant(var: Variable) -> Any:
-    """The value of every element of `var` if it is a constant (possibly behind
-    DimShuffles) whose elements all have one value; None otherwise."""
+def constant_data(var: Variable) -> np.ndarray | None:
+    """The array of `var` if it is a tensor constant, possibly behind DimShuffles
+    (which only broadcast or drop length-1 axes, so the values are the same)."""
     while var.owner is not None and isinstance(var.owner.op, DimShuffle):
         var = var.owner.inputs[0]
     if not isinstance(var, Constant) or not isinstance(var.type, TensorType):
         return None
-    data = np.asarray(var.data)
-    if data.size == 0 or data.size > UNIFORM_CHECK_LIMIT:
+    return np.asarray(var.data)
+
+
+def uniform_constant(var: Variable) -> Any:
+    """The value of every element of `var` if it is a constant (possibly behind
+    DimShuffles) whose elements all have one value; None otherwise."""
+    data = constant_data(var)
+    if data is None or data.size == 0 or data.size > UNIFORM_CHECK_LIMIT:
         return None
     first = data.reshape(-1)[0]
     if data.size > 1 and not np.all(data == first):

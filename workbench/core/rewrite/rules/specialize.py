@@ -58,7 +58,13 @@ def _power_by_products(x: Variable, n: int) -> Variable:
 @register_specialize
 @node_rewriter([tm.pow.op])
 def local_pow_specialize(fgraph: Any, node: Apply) -> Any:
-    """``x**n -> products of x`` for small integer n (negative n: the reciprocal, floats only)."""
+    """``x**n -> products of x`` for small integer n (negative n: the reciprocal, floats only).
+
+    Domain: every x. Signs, zeros (``(-0.0)**-3`` is -inf), infinities and NaN
+    give pow's values; integers wrap around as pow's repeated products do. Float
+    results may differ from pow's by the rounding of one or two more products (a
+    subnormal result may round to 0).
+    """
     x, exponent = node.inputs
     value = uniform_constant(exponent)
     if value is None or isinstance(value, (bool, complex)) or value != int(value):

@@ -43,7 +43,9 @@ __all__ = [
 @register_stabilize
 @node_rewriter([tm.log.op])
 def local_log1p(fgraph: Any, node: Apply) -> Any:
-    """``log(1 + x) -> log1p(x)`` (and ``log(x + 1)``): exact for tiny x."""
+    """``log(1 + x) -> log1p(x)`` (and ``log(x + 1)``): exact for tiny x.
+
+    Domain: every x (both are NaN below -1 and -inf at -1)."""
     (arg,) = node.inputs
     if owner_scalar_op(arg, smath.Add) is None or not is_float(node.outputs[0]):
         return None
@@ -58,7 +60,8 @@ def local_log1p(fgraph: Any, node: Apply) -> Any:
 @register_stabilize
 @node_rewriter([tm.sub.op])
 def local_expm1(fgraph: Any, node: Apply) -> Any:
-    """``exp(x) - 1 -> expm1(x)``: no cancellation for small x."""
+    """``exp(x) - 1 -> expm1(x)``: no cancellation for small x. Domain: every x
+    (-1 at -inf, inf at inf, NaN at NaN)."""
     e, one = node.inputs
     if not is_constant_value(one, 1) or owner_scalar_op(e, smath.Exp) is None:
         return None
@@ -71,7 +74,9 @@ def local_expm1(fgraph: Any, node: Apply) -> Any:
 @register_stabilize
 @node_rewriter([tm.log.op])
 def local_log_sigmoid(fgraph: Any, node: Apply) -> Any:
-    """``log(sigmoid(x)) -> -softplus(-x)``: finite (about x) for very negative x."""
+    """``log(sigmoid(x)) -> -softplus(-x)``: finite (about x) for very negative x.
+
+    Domain: every x (-inf at -inf, 0 at inf, NaN at NaN)."""
     (arg,) = node.inputs
     if owner_scalar_op(arg, smath.Sigmoid) is None:
         return None
@@ -83,7 +88,9 @@ def local_log_sigmoid(fgraph: Any, node: Apply) -> Any:
 @register_stabilize
 @node_rewriter([tm.sub.op])
 def local_one_minus_sigmoid(fgraph: Any, node: Apply) -> Any:
-    """``1 - sigmoid(x) -> sigmoid(-x)``: keeps the tiny values 1 - s rounds to 0."""
+    """``1 - sigmoid(x) -> sigmoid(-x)``: keeps the tiny values 1 - s rounds to 0.
+
+    Domain: every x."""
     one, s = node.inputs
     if not is_constant_value(one, 1) or owner_scalar_op(s, smath.Sigmoid) is None:
         return None
@@ -98,7 +105,9 @@ def local_log_sum_exp(fgraph: Any, node: Apply) -> Any:
     """``log(sum(exp(x), axis)) -> logsumexp(x, axis)`` (max-shifted: no overflow).
 
     Also through the DimShuffle that ``keepdims=True`` (or any reshuffle)
-    puts between the Sum and the log: it is applied to the LogSumExp.
+    puts between the Sum and the log: it is applied to the LogSumExp. Domain:
+    every x (LogSumExp shifts by finite maxima only: -inf for empty or all -inf
+    rows, inf where an element is inf, NaN where one is NaN, as the naive form).
     """
     (arg,) = node.inputs
     shuffle = None
@@ -128,6 +137,9 @@ def local_log_softmax(fgraph: Any, node: Apply) -> Any:
     """``log(softmax(x)) -> log_softmax(x)``: finite where a probability underflows.
 
     This also stabilizes the softmax cross-entropy ``-sum(y * log(softmax(x)))``.
+    Domain: every x. A row holding NaN is NaN either way; a row holding +inf is
+    NaN throughout as a softmax, while its log_softmax keeps -inf for the finite
+    entries (their limit, as scipy's log_softmax).
     """
     (arg,) = node.inputs
     if arg.owner is None or type(arg.owner.op) is not Softmax:
@@ -163,6 +175,8 @@ def local_log_softmax_grad(fgraph: Any, node: Apply) -> Any:
     This is what backpropagating through ``log(softmax(x))`` builds: the gradient of
     log divides by the probabilities, and one that underflowed to 0 makes it
     ``0 * inf = NaN`` for the whole row, although the cost (log_softmax) is finite.
+    Domain: every s = softmax(x) and g; the NaN it removes came from rounding
+    only (a softmax is never 0 in exact arithmetic).
     """
     if len(node.inputs) != 2 or not is_float(node.outputs[0]):
         return None
