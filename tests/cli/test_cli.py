@@ -51,7 +51,7 @@ def test_version_and_examples():
 def test_show_accepts_every_graph_form(form, graph_file, python_file):
     args = {
         "expression": ["exp(x) * y", "--var", "x=float64[?,3]"],
-        "python": [python_file],
+        "python": ["--python", python_file],
         "json": [graph_file],
         "example": ["--example", "logistic_regression"],
     }[form]
@@ -158,6 +158,49 @@ def test_help_says_undeclared_names_are_scalars():
     code, out, _ = run("show", "--help")
     assert code == 0
     assert "float64 scalars" in " ".join(out.split())
+
+
+def test_a_python_file_runs_only_when_asked_for_with_python(tmp_path):
+    canary = tmp_path / "ran"
+    model = tmp_path / "model.py"
+    model.write_text(f"open({str(canary)!r}, 'w').close()\n"
+                     "import workbench.tensor as wt\ncost = wt.dvector('x').sum()\n")
+    code, _, err = run("show", f"{model}:cost")
+    assert code == 2 and f"ask for it with --python {model}:cost" in err
+    assert not canary.exists()
+    code, out, err = run("show", "--python", f"{model}:cost")
+    assert code == 0, err
+    assert canary.exists() and "Sum" in out
+    code, out, _ = run("show", "--help")
+    assert "RUNS FILE.py as Python code" in " ".join(out.split())
+
+
+BOMBS = [  # expressions whose constants or nesting would hang, eat memory or crash Python
+    ("2**2**2**99", "would have more than 64 bits"),
+    ("sum([[0.0]*10**5]*10**5)", "would have more than 100000 items"),
+    ("x.reshape((1,)*10**8)", "would have more than 100000 items"),
+    ("-" * 1000 + "x", "nested 1002 levels deep; the limit is 200"),
+    ("x" + "[0]" * 3000, "nested too deeply"),
+    ("2.0**10000", "too large for a float64"),
+]
+
+
+@pytest.mark.parametrize("expression, message", BOMBS, ids=[e[:24] for e, _ in BOMBS])
+def test_expressions_are_bounded_and_refused_quickly(expression, message):
+    """In a child process with a timeout: a regression fails instead of hanging the suite."""
+    done = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "--", expression],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, NO_COLOR="1"))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_expressions_within_the_bounds_still_build():
+    code, out, err = run("show", "+".join(["x"] * 150), "--var", "x=float64[?]", "-f", "pprint")
+    assert code == 0, err
+    code, out, err = run("show", "x.reshape((1,) * 3) * sum([1.0] * 1000) + 2**62",
+                         "--var", "x=float64[1]")
+    assert code == 0, err
 
 
 def test_broken_graph_file_exits_2(tmp_path, graph_file):

@@ -1,7 +1,8 @@
 """The Typer application behind the `workbench` command.
 
 Every command takes a graph as an expression (`"exp(x) * y" --var x=float64[?,3]`),
-a Python file (`model.py:cost`), a graph file (`graph.json`) or `--example NAME`.
+a graph file (`graph.json`), `--example NAME` or `--python model.py:cost` (which runs
+the file, so it is never guessed from the positional argument).
 Exit codes: 0 success, 1 a failure while running, 2 bad usage or bad input (one
 line on stderr; `--debug` shows the traceback).
 """
@@ -60,8 +61,8 @@ def _usage_message(exc: Exception) -> str:
     takes_graph = any(p.name == "graph" for p in ctx.command.params)
     option = getattr(exc, "option_name", "") or ""
     if isinstance(exc, click_errors.NoSuchOption) and takes_graph and option[1:2] != "-":
-        return (f"{message}; an expression that starts with '-' goes after --, e.g. "
-                f"{ctx.command_path} -- \"{exc.option_name}\"")
+        return (f"{message}; an expression that starts with '-' goes after -- (options "
+                f"first): {ctx.command_path} [OPTIONS] -- \"{option}\"")
     return f"{message} (see {ctx.command_path} --help)"
 
 
@@ -80,13 +81,17 @@ app.add_typer(cache_app, name="cache")
 _state = {"debug": False}
 
 GRAPH_HELP = ("The graph: an expression (\"exp(x) * y\"; names not declared with --var are "
-              "float64 scalars; `workbench functions` lists the functions), FILE.py:NAME, "
-              "FILE.json, or omit it and use --example NAME.")
+              "float64 scalars; `workbench functions` lists the functions) or a graph file "
+              "FILE.json. Or omit it and use --example NAME or --python FILE.py:NAME.")
 VAR_HELP = "Declare a variable of an expression: NAME=DTYPE[SHAPE], e.g. x=float64[?,3]."
 
 GraphArg = typer.Argument(None, help=GRAPH_HELP, show_default=False)
 VarOpt = typer.Option([], "--var", help=VAR_HELP)
 ExampleOpt = typer.Option(None, "--example", "-e", help="A bundled example (see `examples`).")
+PythonOpt = typer.Option(None, "--python", metavar="FILE.py:NAME",
+                         help="RUNS FILE.py as Python code (trust it first) and takes the "
+                              "graph NAME from it: a Variable, a list of them or a function "
+                              "returning them.")
 
 
 def _version_callback(value: bool) -> None:
@@ -225,6 +230,7 @@ def show(
     graph: Optional[str] = GraphArg,  # noqa: UP045 (typer needs Optional here)
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
+    python: Optional[str] = PythonOpt,  # noqa: UP045
     format: str = typer.Option("dprint", "--format", "-f",
                                help=f"One of {', '.join(FORMATS)} (graph = the graph file "
                                     "format)."),
@@ -239,7 +245,7 @@ def show(
     with _errors():
         if format not in FORMATS:
             raise UsageError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
-        source = resolve(graph, example, var)
+        source = resolve(graph, example, var, python)
         outputs = source.outputs
         if format == "dprint":
             from workbench.core.printing import dprint
@@ -284,6 +290,7 @@ def grad(
     wrt: list[str] = typer.Option(..., "--wrt", help="Input(s) to differentiate with respect to."),
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
+    python: Optional[str] = PythonOpt,  # noqa: UP045
     simplify: bool = typer.Option(False, "--simplify",
                                   help="Also show the gradient after FAST_RUN rewriting."),
     sum_: bool = typer.Option(False, "--sum",
@@ -298,7 +305,7 @@ def grad(
     from workbench.core.printing import dprint, pprint
 
     with _errors():
-        source = resolve(graph, example, var)
+        source = resolve(graph, example, var, python)
         by_name = {v.name: v for v in source.inputs}
         by_name.update({getattr(t, "name", None): t for t, _ in source.updates})
         targets = []
@@ -338,6 +345,7 @@ def rewrite(
     graph: Optional[str] = GraphArg,  # noqa: UP045
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
+    python: Optional[str] = PythonOpt,  # noqa: UP045
     mode: str = typer.Option("FAST_RUN", "--mode", help="FAST_RUN, FAST_COMPILE or DEBUG."),
     exclude: list[str] = typer.Option([], "--exclude", help="Rewrite name or tag to skip."),
     at: Optional[int] = typer.Option(None, "--at",  # noqa: UP045
@@ -354,7 +362,7 @@ def rewrite(
 
     with _errors():
         _check_rewrite_names(exclude)
-        source = resolve(graph, example, var)
+        source = resolve(graph, example, var, python)
         try:
             _, trace = wb.rewrite_graph(source.outputs, mode=mode, exclude=exclude, trace=True)
         except (KeyError, ValueError) as exc:
@@ -463,6 +471,7 @@ def compile_(
     graph: Optional[str] = GraphArg,  # noqa: UP045
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
+    python: Optional[str] = PythonOpt,  # noqa: UP045
     linker: Optional[str] = typer.Option(None, "--linker", help=LINKER_HELP),  # noqa: UP045
     show_code: bool = typer.Option(False, "--show-code",
                                    help="Print the generated C code (C linker)."),
@@ -477,7 +486,7 @@ def compile_(
     from workbench.core.printing import dprint
 
     with _errors():
-        source = resolve(graph, example, var)
+        source = resolve(graph, example, var, python)
         start = time.perf_counter()
         with _progress("compiling"):
             fn = _compile(source, linker)
@@ -583,6 +592,7 @@ def profile(
     graph: Optional[str] = GraphArg,  # noqa: UP045
     var: list[str] = VarOpt,
     example: Optional[str] = ExampleOpt,  # noqa: UP045
+    python: Optional[str] = PythonOpt,  # noqa: UP045
     linker: Optional[str] = typer.Option(None, "--linker", help=LINKER_HELP),  # noqa: UP045
     inputs: list[str] = typer.Option([], "--input",
                                      help="NAME=DTYPE[SHAPE] (random data) or NAME=FILE.npy."),
@@ -602,7 +612,7 @@ def profile(
     from workbench.core.compile.profiling import profile as run_profile
 
     with _errors():
-        source = resolve(graph, example, var)
+        source = resolve(graph, example, var, python)
         values = _make_inputs(source, inputs)
         if compare_with:
             names = [n.strip() for n in compare_with.split(",") if n.strip()]

@@ -2,9 +2,11 @@
 
 Expressions are parsed with Python's `ast` and built by walking the tree against
 a whitelist (the tensor library's functions, arithmetic operators, indexing,
-a few methods): nothing is ever passed to `eval`. Variables are declared with
-`--var x=float64[?,3]`; undeclared names are float64 scalars, and an error that
-involves one says so.
+a few methods): nothing is ever passed to `eval`, and what Python itself computes
+(constant arithmetic, repeated lists) is bounded, as is the nesting depth.
+Variables are declared with `--var x=float64[?,3]`; undeclared names are float64
+scalars, and an error that involves one says so. A Python file runs only when asked
+for with --python.
 """
 
 from __future__ import annotations
@@ -110,6 +112,12 @@ _METHODS = {"sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin
             "cumsum", "cumprod", "squeeze", "repeat", "round", "conj"}
 _ATTRIBUTES = {"T", "shape", "real", "imag", "ndim"}
 
+#: Bounds on what an expression may make Python compute before any graph exists.
+MAX_EXPRESSION_CHARS = 10_000
+MAX_DEPTH = 200  # nesting of the parsed expression (deeper graphs: build them in Python)
+MAX_CONSTANT_ITEMS = 100_000  # numbers in one (nested) list or tuple
+MAX_INT_BITS = 64  # an int constant beyond int64/uint64 cannot become a tensor anyway
+
 
 def expression_functions() -> dict[str, Callable[..., Any]]:
     """The functions an expression may call: the tensor library's, by name."""
@@ -130,12 +138,60 @@ class ExpressionBuilder(ast.NodeVisitor):
         self.undeclared: set[str] = set()  # names taken as float64 scalars
 
     def build(self, text: str) -> Variable:
+        if len(text) > MAX_EXPRESSION_CHARS:
+            raise UsageError(f"the expression has {len(text)} characters; the limit is "
+                             f"{MAX_EXPRESSION_CHARS} (build bigger graphs with --python)")
         try:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
-            raise UsageError(f"malformed expression {text!r}: {exc.msg} "
+            raise UsageError(f"malformed expression {text[:80]!r}: {exc.msg} "
                              f"(column {exc.offset})") from None
+        except (RecursionError, MemoryError):
+            raise UsageError(f"the expression is nested too deeply; the limit is {MAX_DEPTH} "
+                             "levels (build deeper graphs with --python)") from None
+        depth = _depth(tree.body)
+        if depth > MAX_DEPTH:
+            raise UsageError(f"the expression is nested {depth} levels deep; the limit is "
+                             f"{MAX_DEPTH} (build deeper graphs with --python)")
+        self._item_counts: dict[int, tuple[Any, int]] = {}
         return self.visit(tree.body)
+
+    def _check_constant(self, node: ast.AST, op: Any, left: Any, right: Any) -> None:
+        """Refuse Python arithmetic on constants whose result would be huge, before it
+        runs: big int powers and products, long repeated lists and tuples."""
+        ints = [isinstance(v, int) and not isinstance(v, bool) for v in (left, right)]
+        if all(ints) and op is operator.pow and right > 0 and abs(left) > 1:
+            if (abs(left).bit_length() - 1) * right >= MAX_INT_BITS:
+                raise self._too_big(node, f"more than {MAX_INT_BITS} bits")
+        if op is operator.mul and any(isinstance(v, (list, tuple)) for v in (left, right)):
+            sequence, times = (left, right) if isinstance(left, (list, tuple)) else (right, left)
+            if isinstance(times, int) and self._items(sequence) * times > MAX_CONSTANT_ITEMS:
+                raise self._too_big(node, f"more than {MAX_CONSTANT_ITEMS} items")
+
+    def _checked_value(self, node: ast.AST, value: Any) -> Any:
+        """`value` if its size is within the bounds (int bits, items of a sequence)."""
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise self._too_big(node, f"more than {MAX_INT_BITS} bits")
+        if isinstance(value, (list, tuple)) and self._items(value) > MAX_CONSTANT_ITEMS:
+            raise self._too_big(node, f"more than {MAX_CONSTANT_ITEMS} items")
+        return value
+
+    def _too_big(self, node: ast.AST, what: str) -> UsageError:
+        text = ast.unparse(node)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        return UsageError(f"the constant {text!r} would have {what}; expressions are for "
+                          "graphs, not for big constants")
+
+    def _items(self, value: Any) -> int:
+        """How many numbers a (nested, possibly shared) list or tuple holds."""
+        if not isinstance(value, (list, tuple)):
+            return 1
+        known = self._item_counts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        count = sum(self._items(v) for v in value)
+        self._item_counts[id(value)] = (value, count)
+        return count
 
     def _apply(self, node: ast.AST, function: Callable[..., Any], *args: Any,
                **kwargs: Any) -> Any:
@@ -143,10 +199,12 @@ class ExpressionBuilder(ast.NodeVisitor):
         says which undeclared names (taken as scalars) it involves."""
         try:
             return function(*args, **kwargs)
-        except (TypeError, ValueError, IndexError) as exc:
+        except (TypeError, ValueError, IndexError, ArithmeticError) as exc:
             if isinstance(exc, UsageError):
                 raise
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, OverflowError):
+                reason = "the result is too large for a float64"
             raise UsageError(f"cannot build {ast.unparse(node)!r}: {reason}"
                              f"{self._scalar_hint(node)}") from None
 
@@ -168,7 +226,7 @@ class ExpressionBuilder(ast.NodeVisitor):
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         if isinstance(node.value, (bool, int, float)) or node.value is None:
-            return node.value
+            return self._checked_value(node, node.value)
         raise UsageError(f"unsupported constant {node.value!r} in the expression")
 
     def visit_Name(self, node: ast.Name) -> Any:
@@ -183,13 +241,15 @@ class ExpressionBuilder(ast.NodeVisitor):
         op = _BINARY.get(type(node.op))
         if op is None:
             raise UsageError(f"operator {type(node.op).__name__} is not supported")
-        return self._apply(node, op, self.visit(node.left), self.visit(node.right))
+        left, right = self.visit(node.left), self.visit(node.right)
+        self._check_constant(node, op, left, right)
+        return self._checked_value(node, self._apply(node, op, left, right))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         op = _UNARY.get(type(node.op))
         if op is None:
             raise UsageError(f"operator {type(node.op).__name__} is not supported")
-        return self._apply(node, op, self.visit(node.operand))
+        return self._checked_value(node, self._apply(node, op, self.visit(node.operand)))
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:
@@ -201,10 +261,10 @@ class ExpressionBuilder(ast.NodeVisitor):
         return self._apply(node, op, self.visit(node.left), self.visit(node.comparators[0]))
 
     def visit_Tuple(self, node: ast.Tuple) -> Any:
-        return tuple(self.visit(e) for e in node.elts)
+        return self._checked_value(node, tuple(self.visit(e) for e in node.elts))
 
     def visit_List(self, node: ast.List) -> Any:
-        return [self.visit(e) for e in node.elts]
+        return self._checked_value(node, [self.visit(e) for e in node.elts])
 
     def visit_Slice(self, node: ast.Slice) -> Any:
         parts = [None if p is None else self.visit(p) for p in (node.lower, node.upper, node.step)]
@@ -240,6 +300,16 @@ class ExpressionBuilder(ast.NodeVisitor):
         return self._apply(node, target, *args, **kwargs)
 
 
+def _depth(root: ast.AST) -> int:
+    """How deeply the parsed expression nests (without recursion: it may be deep)."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def parse_expression(text: str, var_specs: Sequence[str] = ()) -> GraphSource:
     """Build the graph of an expression with the declared variables."""
     variables: dict[str, Variable] = {}
@@ -264,8 +334,8 @@ def parse_expression(text: str, var_specs: Sequence[str] = ()) -> GraphSource:
 
 
 def load_python(spec: str) -> GraphSource:
-    """`path.py:name`: the user's own file, imported as a module; `name` a Variable,
-    a list of Variables, or a function returning them."""
+    """`path.py:name`: the user's own file, imported as a module (so its code RUNS);
+    `name` a Variable, a list of Variables, or a function returning them."""
     path_text, _, attribute = spec.rpartition(":")
     path = Path(path_text)
     if not path.is_file():
@@ -301,8 +371,16 @@ def load_graph_file(path: str) -> GraphSource:
     return GraphSource(inputs=loaded.inputs, outputs=loaded.outputs, name=Path(path).name)
 
 
-def resolve(graph: str | None, example: str | None, var_specs: Sequence[str]) -> GraphSource:
-    """The graph named on the command line, in any of the four forms."""
+def resolve(graph: str | None, example: str | None, var_specs: Sequence[str],
+            python: str | None = None) -> GraphSource:
+    """The graph named on the command line, in any of the four forms. A Python file is
+    run only when asked for with --python (never guessed from the positional argument)."""
+    if python is not None:
+        if graph is not None or example is not None:
+            raise UsageError("give one of a GRAPH, --example or --python")
+        if not re.match(r"^.+\.py:\w+$", python):
+            raise UsageError(f"--python {python!r}: expected FILE.py:NAME")
+        return load_python(python)
     if example is not None:
         from workbench.examples import EXAMPLES, get_example
 
@@ -312,10 +390,11 @@ def resolve(graph: str | None, example: str | None, var_specs: Sequence[str]) ->
             raise unknown("example", example, EXAMPLES)
         return get_example(example)
     if graph is None:
-        raise UsageError("no graph given: pass an expression, FILE.py:NAME, FILE.json or "
-                         "--example NAME")
+        raise UsageError("no graph given: pass an expression, FILE.json, --example NAME or "
+                         "--python FILE.py:NAME")
     if graph.endswith(".json"):
         return load_graph_file(graph)
     if re.match(r"^[^\s:]+\.py:\w+$", graph):
-        return load_python(graph)
+        raise UsageError(f"{graph} names a Python file: running it executes its code, so "
+                         f"ask for it with --python {graph}")
     return parse_expression(graph, var_specs)
