@@ -3,7 +3,6 @@ three times collect three contributions, and compare with finite differences."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,14 +14,16 @@ from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
 from workbench.inspector import node_key
 from workbench.widgets import GradExplorer
+from workbench.widgets.graph_canvas import GraphCanvas, short_value
 
 SELECTED, RECEIVED, PRODUCED = "#ff9800", "#d32f2f", "#2e7d32"
 X0, W0 = np.array([1.0, 2.0]), np.array([0.5, -0.3])
 
 
-def outlined(svg: str, colour: str) -> set[str]:
-    return set(re.findall(r'<g class="node [a-z]+" id="([^"]+)"[^>]*><title>[^<]*</title>'
-                          rf'<rect[^>]*stroke="{colour}" stroke-width="3"', svg))
+def outlined(canvas: GraphCanvas, colour: str) -> set[str]:
+    """Keys of the nodes the drawing outlines in `colour`."""
+    colours = canvas.graph["highlight_colours"]
+    return {key for key, kind in canvas.highlight.items() if colours[kind] == colour}
 
 
 def classroom_graph():
@@ -56,7 +57,7 @@ def test_starts_at_the_forward_pass_with_values(explorer):
     np.testing.assert_allclose(explorer.value(explorer.cost), expected)
     assert f"{expected:.4f}" in explorer.forward_table.value
     assert 'data-kind="forward"' in explorer.step_panel.value
-    assert outlined(explorer.svg.value, SELECTED) == {node_key(explorer.cost)}
+    assert outlined(explorer.canvas, SELECTED) == {node_key(explorer.cost)}
     assert explorer.check is None and explorer.check_output.value == ""
 
 
@@ -69,9 +70,9 @@ def test_each_step_outlines_its_node_and_what_it_received_and_produced(explorer)
         if kind != "step":
             continue
         node = item.node
-        assert outlined(explorer.svg.value, SELECTED) == {node_key(node)}
-        assert outlined(explorer.svg.value, RECEIVED) == {node_key(o) for o in node.outputs}
-        assert outlined(explorer.svg.value, PRODUCED) == {
+        assert outlined(explorer.canvas, SELECTED) == {node_key(node)}
+        assert outlined(explorer.canvas, RECEIVED) == {node_key(o) for o in node.outputs}
+        assert outlined(explorer.canvas, PRODUCED) == {
             node_key(i) for i, g in zip(node.inputs, item.input_grads) if g is not None}
         seen.append(node)
     # reverse mode: the nodes in reverse topological order, the cost's node first
@@ -102,7 +103,7 @@ def test_the_sum_adds_the_three_contributions_to_the_right_gradient(explorer):
     kind, acc = explorer.entry
     assert kind == "sum" and acc.variable is x and len(acc.terms) == 3
     assert "x is used 3 times" in explorer.step_panel.value
-    assert outlined(explorer.svg.value, SELECTED) == {node_key(x)}
+    assert outlined(explorer.canvas, SELECTED) == {node_key(x)}
     expected_x = W0 * (1 - np.tanh(X0 * W0) ** 2) + 2 * X0
     total = sum(explorer.value(t) for _, t in explorer.contributions(x))
     np.testing.assert_allclose(total, expected_x)
@@ -200,3 +201,24 @@ def test_float32_inputs_are_checked_with_a_float32_step():
     explorer.last()
     assert explorer.check is not None and explorer.check.passed, explorer.check_output.value
     assert max(explorer.check.max_abs_error) < 1e-3
+
+
+def test_nodes_show_values_and_the_gradients_so_far_and_never_move(explorer):
+    x, w = explorer.wrt
+
+    def lines(var: Variable) -> list[str]:
+        box = next(n for n in explorer.canvas.graph["nodes"] if n["key"] == node_key(var))
+        return [line["text"] for line in box["lines"]]
+
+    def places() -> dict[str, tuple[float, ...]]:
+        return {n["key"]: (n["x"], n["y"], n["w"], n["h"]) for n in explorer.canvas.graph["nodes"]}
+
+    start = places()
+    assert lines(x) == ["x", "data " + short_value(X0)]  # no gradient reached x yet
+    assert lines(explorer.cost)[-1] == "grad 1"  # the seed d cost / d cost
+    explorer.last()
+    expected_x = W0 * (1 - np.tanh(X0 * W0) ** 2) + 2 * X0
+    assert lines(x) == ["x", "data " + short_value(X0), "grad " + short_value(expected_x)]
+    assert places() == start  # relabelled in place: the eye sees only the numbers change
+    explorer.values_toggle.value = False
+    assert all(len(n["lines"]) == 1 for n in explorer.canvas.graph["nodes"])

@@ -49,10 +49,11 @@ from workbench.core.grad import (
 )
 from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace
 from workbench.core.printing import pprint
-from workbench.inspector import node_key, to_networkx, to_svg
+from workbench.inspector import node_key, to_networkx
 from workbench.inspector.graph import _graph_parts
 from workbench.widgets._common import html_table, pre, run_with_status, status_label, styled
-from workbench.widgets.rewrite_stepper import StepNavigator, svg_for_widget
+from workbench.widgets.graph_canvas import GraphCanvas, graph_data, relabel
+from workbench.widgets.rewrite_stepper import StepNavigator
 
 __all__ = ["GradCheck", "GradExplorer"]
 
@@ -120,9 +121,14 @@ class GradExplorer(widgets.VBox):
         self.first_button, self.prev_button = self.nav.first_button, self.nav.prev_button
         self.next_button, self.last_button = self.nav.next_button, self.nav.last_button
         self.slider = self.nav.slider
-        self.svg = styled(widgets.HTML(layout=widgets.Layout(
-            height=f"{height}px", overflow="auto", border="1px solid #ccc", width="55%")),
-            "wb-grad-svg")
+        self.values_toggle = styled(widgets.Checkbox(
+            value=True, description="values and gradients in nodes", indent=False,
+            layout=widgets.Layout(width="240px")), "wb-values-toggle")
+        self._drawings: dict[bool, dict[str, Any]] = {}  # laid out once per toggle state
+        self.svg = styled(GraphCanvas(self._drawing(0), height=height,
+                                      layout=widgets.Layout(width="55%")), "wb-grad-svg")
+        self.canvas = self.svg  # the drawing: values and gradients so far inside the nodes
+        self.values_toggle.observe(lambda _: self._show(self.position), names="value")
         self.step_panel = styled(widgets.HTML(layout=widgets.Layout(width="45%")),
                                  "wb-grad-step")
         self.so_far = styled(widgets.HTML(), "wb-grad-sofar")
@@ -138,7 +144,8 @@ class GradExplorer(widgets.VBox):
             "entry</b>, <b style='color:#d32f2f'>gradients it received</b>, "
             "<b style='color:#2e7d32'>gradients it produced / contributions</b></small>")
         super().__init__([
-            self.title, widgets.HBox([self.nav, self.status]), legend,
+            self.title, widgets.HBox([self.nav, self.status]),
+            widgets.HBox([legend, self.values_toggle]),
             widgets.HBox([self.svg, self.step_panel]), self.so_far,
             widgets.HBox([self.check_button]), self.check_output,
             widgets.HTML("<b>forward pass: values at the point</b>"), self.forward_table,
@@ -326,8 +333,8 @@ class GradExplorer(widgets.VBox):
             f'data-node="{key}" data-label="{html.escape(label)}" '
             f'data-received="{",".join(highlight.get("removed", []))}" '
             f'data-produced="{",".join(highlight.get("introduced", []))}">{body}</div>')
-        svg = to_svg(self.nx_graph, highlight={k: v for k, v in highlight.items() if v})
-        self.svg.value = svg_for_widget(svg)
+        self.svg.graph = self._drawing(position)
+        self.svg.highlight = {k: kind for kind, keys in highlight.items() for k in keys}
         self.so_far.value = self._so_far_html(position)
         if position == len(self.entries):  # the end: the gradient vs finite differences
             if self.check is None:
@@ -411,18 +418,40 @@ class GradExplorer(widgets.VBox):
                 "contributions</b>"
                 + html_table(["", "from", "value"], rows, css="wb-table wb-sum"))
 
+    def _running_sums(self, position: int) -> dict[Variable, tuple[int, np.ndarray]]:
+        """Per variable: how many gradient terms it received up to `position`, and their sum."""
+        sums = {}
+        for var, terms in self._contributions.items():
+            got = [t for p, t in terms if p <= position]
+            if got:
+                sums[var] = (len(got), sum(np.asarray(self.value(t), dtype=np.float64)
+                                           for t in got))
+        return sums
+
+    def _drawing(self, position: int) -> dict[str, Any]:
+        """The graph with forward values and the gradients so far inside the nodes; laid
+        out once with the final gradients, so no box moves from one step to the next."""
+        show = self.values_toggle.value
+        if show not in self._drawings:
+            final = {v: total for v, (_, total) in self._running_sums(len(self.entries)).items()}
+            self._drawings[show] = graph_data(self.nx_graph, values=self.values, grads=final,
+                                              show_values=show, merge=False)
+        grads = {v: total for v, (_, total) in self._running_sums(position).items()}
+        return relabel(self._drawings[show], self.nx_graph, values=self.values, grads=grads,
+                       show_values=show)
+
     def _so_far_html(self, position: int) -> str:
         rows = []
+        sums = self._running_sums(position)
         for var, terms in self._contributions.items():
-            got = [(p, t) for p, t in terms if p <= position]
-            if not got:
+            if var not in sums:
                 continue
-            total = sum(np.asarray(self.value(t), dtype=np.float64) for _, t in got)
+            count, total = sums[var]
             summed = any(e[0] == "sum" and e[1].variable is var
                          for e in self.entries[:position])
-            state = (f"{len(got)} of {len(terms)} terms"
+            state = (f"{count} of {len(terms)} terms"
                      + (", summed" if summed else "")
-                     + (" — complete" if len(got) == len(terms) else ""))
+                     + (" — complete" if count == len(terms) else ""))
             name = self._name(var) + (" (wrt)" if var in self.wrt else "")
             rows.append((name, state, _brief(total)))
         css = "wb-table wb-sofar"

@@ -163,20 +163,11 @@ def _place(g: nx.DiGraph, sizes: Mapping[str, tuple[float, float]]
     return centres, edges
 
 
-def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
-               grads: Mapping[Variable, Any] | None = None, show_values: bool = True
-               ) -> dict[str, Any]:
-    """What the browser draws: node boxes, edge polylines, styles (plain JSON data).
-
-    One box per `drawn_nodes` group; each lists its graph nodes in `members`.
-    `values` / `grads`: per Variable, its value / gradient at a point; they are
-    written inside the boxes when `show_values`, and always in the hover text.
-    """
-    values, grads = values or {}, grads or {}
-    groups = drawn_nodes(g)
-    head_of = {member: head for head, members in groups.items() for member in members}
-    prepared: dict[str, dict[str, Any]] = {}
-    sizes: dict[str, tuple[float, float]] = {}
+def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
+              values: Mapping[Variable, Any], grads: Mapping[Variable, Any],
+              show_values: bool) -> dict[str, dict[str, Any]]:
+    """Per drawn box: its kind, letter, text lines and hover text (no geometry)."""
+    contents: dict[str, dict[str, Any]] = {}
     for head, members in groups.items():
         data = g.nodes[head]
         shown = g.nodes[members[-1]]  # the variable whose value the box shows, if any
@@ -191,22 +182,42 @@ def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
                             show_values)
         hover = _hover(data, None, None) if len(members) > 1 else []
         hover += _hover(shown, value, grad)
-        width = max(_text_width(line["text"], line["size"]) for line in lines) + 2 * PAD_X
-        height = (sum(line["size"] * LINE_HEIGHT for line in lines)
-                  + LINE_GAP * (len(lines) - 1) + 2 * PAD_Y)
-        sizes[head] = (round(width, 1), round(height, 1))
-        kind = OUTPUT if shown["kind"] == OUTPUT else data["kind"]
-        prepared[head] = {"key": head, "members": members, "kind": kind,
+        contents[head] = {"key": head, "members": members,
+                          "kind": OUTPUT if shown["kind"] == OUTPUT else data["kind"],
                           "letter": data["label"], "lines": lines, "hover": "\n".join(hover),
                           "rounded": data["kind"] != APPLY}
+    return contents
+
+
+def _box_size(lines: list[dict[str, Any]]) -> tuple[float, float]:
+    width = max(_text_width(line["text"], line["size"]) for line in lines) + 2 * PAD_X
+    height = (sum(line["size"] * LINE_HEIGHT for line in lines)
+              + LINE_GAP * (len(lines) - 1) + 2 * PAD_Y)
+    return round(width, 1), round(height, 1)
+
+
+def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
+               grads: Mapping[Variable, Any] | None = None, show_values: bool = True,
+               merge: bool = True) -> dict[str, Any]:
+    """What the browser draws: node boxes, edge polylines, styles (plain JSON data).
+
+    One box per `drawn_nodes` group (per graph node when not `merge`); each lists
+    its graph nodes in `members`. `values` / `grads`: per Variable, its value /
+    gradient at a point; they are written inside the boxes when `show_values`,
+    and always in the hover text. Boxes are sized to what they show.
+    """
+    groups = drawn_nodes(g) if merge else {key: [key] for key in g.nodes}
+    contents = _contents(g, groups, values or {}, grads or {}, show_values)
+    sizes = {head: _box_size(box["lines"]) for head, box in contents.items()}
+    head_of = {member: head for head, members in groups.items() for member in members}
     drawn = nx.DiGraph()
-    drawn.add_nodes_from(groups)
+    drawn.add_nodes_from((head, g.nodes[head]) for head in groups)
     drawn.add_edges_from((head_of[s], head_of[t]) for s, t in g.edges if head_of[s] != head_of[t])
     centres, polylines = _place(drawn, sizes)
     nodes = []
-    for key, node in prepared.items():
+    for key, box in contents.items():
         (cx, cy), (w, h) = centres[key], sizes[key]
-        nodes.append({**node, "x": round(cx, 1), "y": round(cy, 1), "w": w, "h": h})
+        nodes.append({**box, "x": round(cx, 1), "y": round(cy, 1), "w": w, "h": h})
     edges = [{"source": s, "target": t, "points": [[round(a, 1), round(b, 1)] for a, b in pts]}
              for (s, t), pts in polylines.items()]
     right = max((cx + sizes[k][0] / 2 for k, (cx, _) in centres.items()), default=0.0)
@@ -220,6 +231,22 @@ def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
         "min_font_px": MIN_FONT_PX,
         "line_height": LINE_HEIGHT, "line_gap": LINE_GAP,
     }
+
+
+def relabel(data: Mapping[str, Any], g: nx.DiGraph,
+            values: Mapping[Variable, Any] | None = None,
+            grads: Mapping[Variable, Any] | None = None, show_values: bool = True
+            ) -> dict[str, Any]:
+    """`data` with new text (values, gradients) in the same boxes at the same places.
+
+    For pictures that change step by step (the backward pass): lay out once with
+    the most text any step shows, then relabel per step, so no box ever moves.
+    """
+    groups = {node["key"]: node["members"] for node in data["nodes"]}
+    contents = _contents(g, groups, values or {}, grads or {}, show_values)
+    nodes = [{**node, "lines": contents[node["key"]]["lines"],
+              "hover": contents[node["key"]]["hover"]} for node in data["nodes"]]
+    return {**data, "nodes": nodes}
 
 
 class GraphCanvas(anywidget.AnyWidget):

@@ -1,12 +1,16 @@
 """GraphView's drawing handled like a teacher at a 1280x800 projector would, in
 Voila: the logistic-regression cost fits with every label at least 11 px tall,
 dragging pans, the wheel zooms around the pointer, hovering shows a node's type
-and clicking a node selects it in the kernel.
+and clicking a node selects it in the kernel. The GradExplorer's drawing shows
+values and gradients in the nodes and keeps the current step's node in view.
 
 Screenshots: artifacts/screenshots/ (or $WB_ARTIFACTS).
 """
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 try:
     from playwright.sync_api import expect
@@ -14,6 +18,7 @@ except ImportError:  # conftest's autouse fixture skips (or, under CI, fails) th
     expect = None
 
 PROJECTOR = {"width": 1280, "height": 800}
+STEPPER_NOTEBOOKS = Path(__file__).parent / "stepper_notebooks"
 
 #: Rendered size of every text of the drawing: bounding-box height and font size
 #: times the screen scale, with whether it lies inside the drawing's view.
@@ -62,7 +67,7 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
     # every label at least 11 px at the default size, and all of them in view
     sizes = holder.evaluate(JS_TEXT_SIZES)
     assert len(sizes) >= nodes.count() > 20
-    small = [s for s in sizes if s["height"] < 11 or s["font"] < 11 - 1e-6]
+    small = [s for s in sizes if s["height"] < 11 or s["font"] < 11 - 1e-3]
     assert not small, f"labels under 11 px: {small[:5]}"
     outside = [s["text"] for s in sizes if not s["inside"]]
     assert not outside, f"labels out of view at 'fit': {outside}"
@@ -114,4 +119,34 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
     expect(holder).to_have_attribute("data-zoom", "1")
     assert all(s["inside"] for s in holder.evaluate(JS_TEXT_SIZES))
     assert page.get_by_text("Error displaying widget").count() == 0
+    assert not page.js_errors, page.js_errors
+
+
+def test_grad_explorer_shows_gradients_in_the_nodes_and_follows_the_step(
+        page, voila_app, notebook_root, screenshot_dir):
+    shutil.copy(STEPPER_NOTEBOOKS / "grad_explorer.ipynb", notebook_root)
+    page.set_viewport_size(PROJECTOR)
+    voila_app("grad_explorer.ipynb")
+    explorer = page.locator(".wb-grad-explorer")
+    expect(explorer).to_be_visible(timeout=90_000)
+    expect(explorer.locator(".wb-status")).to_have_text("done")
+    holder = explorer.locator(".wb-graph-canvas .wb-svg-holder")
+    x_node = holder.locator("g.node", has=page.locator("text.wb-label", has_text="x"))
+    expect(x_node.first).to_be_visible()
+    expect(x_node.locator("text.wb-value").first).to_have_text("data [1 2]")
+    expect(x_node.locator("text.wb-grad")).to_have_count(0)  # nothing reached x yet
+
+    explorer.locator(".wb-last").click()
+    body = explorer.locator(".wb-grad-step-body")
+    expect(body).to_have_attribute("data-kind", "sum")
+    x_key = body.get_attribute("data-node")
+    # the sum of x's three contributions: w (1 - tanh(x w)^2) + 2 x at x = [1, 2], w = [.5, -.3]
+    expect(holder.locator(f"g.node[id='{x_key}'] text.wb-grad")).to_have_text("grad [2.39 3.79]")
+    current = holder.locator("g.node:has(rect[stroke='#ff9800'][stroke-width='3'])")
+    expect(current).to_have_count(1)
+    box, view = current.bounding_box(), holder.bounding_box()
+    assert view["y"] <= box["y"] and box["y"] + box["height"] <= view["y"] + view["height"]
+    sizes = holder.evaluate(JS_TEXT_SIZES)
+    assert all(s["height"] >= 11 and s["font"] >= 11 - 1e-3 for s in sizes), sizes
+    explorer.screenshot(path=str(screenshot_dir / "grad-explorer-gradients-in-nodes.png"))
     assert not page.js_errors, page.js_errors

@@ -64,7 +64,7 @@ function render({ model, el }) {
 
   function applyTransform() {
     viewport.setAttribute("transform",
-      `translate(${state.tx.toFixed(2)},${state.ty.toFixed(2)}) scale(${scale().toFixed(5)})`);
+      `translate(${state.tx.toFixed(2)},${state.ty.toFixed(2)}) scale(${scale()})`);
     holder.dataset.zoom = formatZoom(state.zoom);
     holder.dataset.scale = scale().toFixed(4);
     updateScrollbars();
@@ -137,6 +137,13 @@ function render({ model, el }) {
     if (left < pad) state.tx += pad - left; else if (right > vw - pad) state.tx -= right - vw + pad;
     if (top < pad) state.ty += pad - top; else if (bottom > vh - pad) state.ty -= bottom - vh + pad;
     applyTransform();
+  }
+
+  function focusKey() {
+    // what the view keeps in sight: the clicked node, else the node a host outlines
+    // as "selected" (e.g. the GradExplorer's current step)
+    const highlight = model.get("highlight") || {};
+    return model.get("selected") || Object.keys(highlight).find((k) => highlight[k] === "selected");
   }
 
   function outline(node) {
@@ -279,17 +286,16 @@ function render({ model, el }) {
   };
   const onSelected = () => {
     paintOutlines();
-    const key = model.get("selected");
+    const key = focusKey();
     if (key) reveal(key);
   };
   const onZoom = () => {
     const zoom = model.get("zoom");
     if (Math.abs(zoom - state.zoom) < 1e-9) return;
     // zoom around the selection when there is one, else around the middle of the view
-    const anchor = centreOf(model.get("selected"))
-      || [holder.clientWidth / 2, holder.clientHeight / 2];
+    const key = focusKey();
+    const anchor = centreOf(key) || [holder.clientWidth / 2, holder.clientHeight / 2];
     zoomAt(zoom, anchor[0], anchor[1]);
-    const key = model.get("selected");
     if (key) reveal(key);
   };
   const onHeight = () => { holder.style.height = `${model.get("height")}px`; };
@@ -297,7 +303,7 @@ function render({ model, el }) {
     if (message && message.command === "fit") fit();
   };
   const handlers = {
-    "change:graph": onGraph, "change:selected": onSelected, "change:highlight": paintOutlines,
+    "change:graph": onGraph, "change:selected": onSelected, "change:highlight": onSelected,
     "change:zoom": onZoom, "change:height": onHeight, "msg:custom": onMessage,
   };
   for (const [event, handler] of Object.entries(handlers)) model.on(event, handler);
@@ -316,7 +322,7 @@ function render({ model, el }) {
       const zoom = model.get("zoom") || 1;
       fit();
       if (Math.abs(zoom - 1) > 1e-9) zoomAt(zoom, holder.clientWidth / 2, holder.clientHeight / 2);
-      const key = model.get("selected");
+      const key = focusKey();
       if (key) reveal(key);
     } else applyTransform();
   });
