@@ -150,3 +150,22 @@ def test_grad_explorer_shows_gradients_in_the_nodes_and_follows_the_step(
     assert all(s["height"] >= 11 and s["font"] >= 11 - 1e-3 for s in sizes), sizes
     explorer.screenshot(path=str(screenshot_dir / "grad-explorer-gradients-in-nodes.png"))
     assert not page.js_errors, page.js_errors
+
+
+def test_clicking_a_node_selects_it_in_jupyterlab(page, lab_notebook, screenshot_dir):
+    """JupyterLab runs widget callbacks on a kernel subshell thread: the click must
+    still reach GraphView.selected, the dropdown and the details."""
+    page.set_viewport_size(PROJECTOR)
+    lab_notebook("graph_view_logistic.ipynb")
+    view = page.locator(".wb-graph-view")
+    holder = view.locator(".wb-graph-canvas .wb-svg-holder")
+    expect(holder.locator("g.node").first).to_be_visible(timeout=60_000)
+    view.scroll_into_view_if_needed()
+    node = holder.locator("g.node").filter(has_text="Dot")
+    key = node.get_attribute("id")
+    node.click()
+    expect(page.locator(".wb-kernel-echo")).to_have_text(f"kernel: selected {key}")
+    expect(view.locator(".wb-node-select select")).to_have_value("J: Dot")  # [id J] in dprint
+    expect(view.locator(f".wb-details-body[data-key='{key}']")).to_contain_text("Dot")
+    page.screenshot(path=str(screenshot_dir / "lab-graph-view-logistic-1280x800.png"))
+    assert not page.js_errors, page.js_errors
