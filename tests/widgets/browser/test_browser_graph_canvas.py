@@ -118,6 +118,15 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
     view.locator(".wb-zoom-fit").click()
     expect(holder).to_have_attribute("data-zoom", "1")
     assert all(s["inside"] for s in holder.evaluate(JS_TEXT_SIZES))
+    # so does a double-click on the background after zooming with the wheel
+    x, y = holder.evaluate(JS_BLANK_POINT)
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -300)
+    expect(holder).not_to_have_attribute("data-zoom", "1")
+    x, y = holder.evaluate(JS_BLANK_POINT)
+    page.mouse.dblclick(x, y)
+    expect(holder).to_have_attribute("data-zoom", "1")
+    expect(echo).to_have_text(f"kernel: selected {key}")  # a background click selects nothing
     assert page.get_by_text("Error displaying widget").count() == 0
     assert not page.js_errors, page.js_errors
 

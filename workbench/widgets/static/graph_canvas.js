@@ -43,7 +43,7 @@ function render({ model, el }) {
   holder.append(hbar, vbar);
   const hint = document.createElement("div");
   hint.className = "wb-hint";
-  hint.textContent = "drag to move · wheel to zoom · click a node to select it";
+  hint.textContent = "drag to move · wheel to zoom · double-click to fit · click a node to select it";
   el.appendChild(hint);
 
   const state = { base: 1, zoom: model.get("zoom") || 1, tx: 0, ty: 0, fitted: false };
@@ -269,6 +269,11 @@ function render({ model, el }) {
   holder.addEventListener("pointerup", endDrag);
   holder.addEventListener("pointercancel", endDrag);
   holder.addEventListener("pointerleave", () => { if (!drag) tooltip.style.display = "none"; });
+  holder.addEventListener("dblclick", (event) => {
+    if (event.target.closest && event.target.closest("g.node")) return;
+    fit();  // double-click the background: back to "fit"
+    saveZoom();
+  });
   holder.addEventListener("wheel", (event) => {
     event.preventDefault();
     const box = holder.getBoundingClientRect();
