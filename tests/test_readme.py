@@ -32,6 +32,21 @@ def test_the_first_graph_runs_and_its_comments_say_which_linker_compiled_it(caps
     assert namespace["f"].linker.name == ("c" if has_compiler() else "py")
 
 
+def test_the_first_and_last_graphs_of_the_trace_stay_at_their_steps(capsys):
+    import workbench as wb
+
+    namespace: dict = {}
+    exec(compile(code_block("A first graph"), "README.md: A first graph", "exec"), namespace)
+    capsys.readouterr()
+    first, last, trace, fgraph = (namespace[k] for k in ("first", "last", "trace", "fgraph"))
+    first_text = wb.dprint(first, file="str")
+    assert first_text != wb.dprint(last, file="str") == wb.dprint(fgraph, file="str")
+    assert len(first.apply_nodes) > len(last.apply_nodes)
+    for k in range(len(trace) + 1):
+        trace.view_at(k)
+    assert wb.dprint(first, file="str") == first_text
+
+
 def test_the_torch_the_readme_names_is_the_one_ci_installs():
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     wanted = re.findall(r"pip install (torch==[\d.]+)", ci)

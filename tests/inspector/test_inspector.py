@@ -162,20 +162,22 @@ def test_diff_names_removed_and_introduced_nodes():
 
 @pytest.mark.parametrize("expression", ["log(1 + exp(x))", "x * y / y + exp(log(x))"])
 def test_diff_of_consecutive_trace_steps_names_the_steps_nodes(expression):
-    """What the rewrite stepper shows: diff(graph_at(k-1), graph_at(k)) == the step's record."""
+    """What the rewrite stepper shows: diff(graph_at(k-1), graph_at(k)) == the step's record,
+    and the same from the live view (view_at) turned into DiGraphs step by step."""
     from workbench.cli.sources import parse_expression
 
     source = parse_expression(expression, ["x=float64[?]", "y=float64[?]"])
     _, trace = wb.rewrite_graph(source.outputs, mode="FAST_RUN", trace=True)
     assert len(trace) >= 2
     for k, step in enumerate(trace.steps, start=1):
-        before = to_networkx(trace.graph_at(k - 1))  # a snapshot: graph_at is a live view
-        after = to_networkx(trace.graph_at(k))
-        d = diff(before, after)
-        removed = {trace.node_id(n) for n in d.removed_applies()}
-        introduced = {trace.node_id(n) for n in d.introduced_applies()}
-        assert removed == set(step.removed_ids), step
-        assert introduced == set(step.introduced_ids), step
+        kept_graphs = diff(trace.graph_at(k - 1), trace.graph_at(k))  # graphs of their own
+        before = to_networkx(trace.view_at(k - 1))  # the live view, read before it moves on
+        after = to_networkx(trace.view_at(k))
+        for d in (kept_graphs, diff(before, after)):
+            removed = {trace.node_id(n) for n in d.removed_applies()}
+            introduced = {trace.node_id(n) for n in d.introduced_applies()}
+            assert removed == set(step.removed_ids), step
+            assert introduced == set(step.introduced_ids), step
 
 
 def test_profile_times_and_memory_on_the_networkx_nodes():

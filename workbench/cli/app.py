@@ -412,7 +412,6 @@ def _trace_json(trace: Any) -> list[dict[str, Any]]:
 def _step_through(trace: Any) -> None:
     """Enter = next step, b = back, q = quit; each step shows what changed."""
     from workbench.core.printing import dprint
-    from workbench.inspector import diff
 
     position = 0
     total = len(trace)
@@ -435,11 +434,11 @@ def _step_through(trace: Any) -> None:
         else:
             typer.echo("Enter = next, b = back, q = quit")
             continue
-        if position > 0:
+        if position > 0:  # the step's record: the same counts as the table
             record = trace.steps[position - 1]
-            name = getattr(record, "rewrite", None) or getattr(record, "name", "?")
-            changed = diff(trace.graph_at(position - 1), trace.graph_at(position))
-            typer.echo(f"step {position}: {name}: {changed.summary()}")
+            removed = ", ".join(sorted(str(n.op) for n in record.removed)) or "-"
+            introduced = ", ".join(sorted(str(n.op) for n in record.introduced)) or "-"
+            typer.echo(f"{record} (removed {removed}; introduced {introduced})")
         else:
             typer.echo("step 0: the input graph")
         typer.echo(dprint(trace.graph_at(position), file="str"))

@@ -29,6 +29,16 @@ def node_key(obj: Apply | Variable) -> str:
     return f"{prefix}{id(obj):x}"
 
 
+def _keys_for(fgraph: FunctionGraph | None) -> Any:
+    """node_key, except in a graph copied by `RewriteTrace.graph_at`: there an object is
+    keyed as the trace's live object it copies, so graphs of two steps share the keys of
+    what the step between them kept (and `diff` finds what it changed)."""
+    copied_from = getattr(fgraph, "copied_from", None)
+    if not copied_from:
+        return node_key
+    return lambda obj: node_key(copied_from.get(id(obj), obj))
+
+
 def _graph_parts(graph: Any) -> tuple[list[Variable], list[Variable], FunctionGraph | None]:
     """(outputs, inputs, fgraph) of anything `dprint` accepts, or a rewrite step."""
     fgraph_of = getattr(graph, "fgraph", None)
@@ -68,7 +78,8 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
     Apply) is given. Edges carry `index`, the input or output position, and
     `indices`, every position (a Variable used twice by one node has one edge).
     """
-    outputs, inputs, _ = _graph_parts(graph)
+    outputs, inputs, fgraph = _graph_parts(graph)
+    key_of = _keys_for(fgraph)
     labels = IdLabels()
     dprint(outputs, file="str", ids=labels)  # assigns the same ids dprint shows
     output_set = {id(v) for v in outputs}
@@ -80,7 +91,7 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
     stack = list(outputs)
 
     def add_variable(var: Variable) -> str:
-        key = node_key(var)
+        key = key_of(var)
         if key in g:
             return key
         if id(var) in output_set:
@@ -110,7 +121,7 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
         node = var.owner
         if node is None:
             continue
-        apply_key = node_key(node)
+        apply_key = key_of(node)
         if apply_key not in g:
             op = node.op
             attrs = dict(

@@ -340,7 +340,7 @@ class RewriteStepper(widgets.VBox):
             slots.setdefault((key, i), None)
 
         def texts(k: int) -> list[str]:
-            view = self.trace.graph_at(k)
+            view = self.trace.view_at(k)  # read at once: the live view is cheapest
             out = []
             for key, i in slots:
                 var = view.outputs[i] if key == OUTPUT else self.trace.node(key).inputs[i]
@@ -456,7 +456,7 @@ class RewriteStepper(widgets.VBox):
             self.nav.label.value = ("<span class='wb-step-current' data-step='0'>"
                                     "no step matches the filters</span>")
             self.step_info.value = "<i>no rewrite step to show (see the filters)</i>"
-            graph = self.trace.graph_at(len(self.trace)) if self.trace.steps else self.fgraph
+            graph = self.trace.view_at(len(self.trace)) if self.trace.steps else self.fgraph
             self.before_svg.value = svg_for_widget(to_svg(graph))
             self.after_svg.value = ""
             self.region.value = ""
@@ -466,8 +466,8 @@ class RewriteStepper(widgets.VBox):
         self.check_button.disabled = False
         self.position = position
         step = self.steps[position - 1]
-        before = to_networkx(self.trace.graph_at(step.index - 1))  # a snapshot: live view
-        after = to_networkx(self.trace.graph_at(step.index))
+        before = to_networkx(self.trace.view_at(step.index - 1))  # copied out of the live
+        after = to_networkx(self.trace.view_at(step.index))  # view before it moves on
         self.diff = d = diff(before, after)
         self.nav.label.value = (f"<span class='wb-step-current' data-step='{step.index}' "
                                 f"data-rewrite='{html.escape(step.rewrite)}'>step {step.index}"

@@ -1,4 +1,4 @@
-"""RewriteTrace: steps, graph_at back and forth, filters, failed steps, printing."""
+"""RewriteTrace: steps, graph_at and view_at back and forth, filters, failed steps, printing."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from workbench.core.rewrite import (
     run_rewriter,
 )
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.testing.cost import lines_executed
 
 MUL, DIV = wt.mul.op, wt.true_div.op
 MUL_DIV = PatternNodeRewriter((DIV, (MUL, "x", "y"), "y"), "x", name="trace_mul_div_same")
@@ -82,23 +83,55 @@ def test_graph_at_steps_back_and_forth():
     sizes = {k: len(trace.graph_at(k).apply_nodes) for k in (0, 1, 2)}
     assert sizes == {0: 6, 1: 4, 2: 2}
     for k in (2, 0, 1, 2, 1, 0, 2):  # back and forth in any order
-        view = trace.graph_at(k)
-        assert len(view.apply_nodes) == sizes[k]
-        view.check_integrity()
+        for graph in (trace.graph_at(k), trace.view_at(k)):
+            assert len(graph.apply_nodes) == sizes[k]
+            graph.check_integrity()
     assert text(trace.graph_at(2)) == text(fg)
-    # the view is a separate graph: the rewritten one is untouched
+    # the views are separate graphs: the rewritten one is untouched
     assert len(fg.apply_nodes) == 2
-    kept = trace.graph_at(0).clone()
-    trace.graph_at(2)
-    assert len(kept.apply_nodes) == 6
     # values along the way are those of the input graph
     v = np.array([0.5, 2.0])
     for k in range(3):
-        view = trace.graph_at(k)
-        f = wb.function(view.inputs, view.outputs[0], mode=wb.Mode("py", None))
+        graph = trace.graph_at(k)
+        f = wb.function(graph.inputs, graph.outputs[0], mode=wb.Mode("py", None))
         np.testing.assert_allclose(f(v), v * 2)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"0 <= k <= 2, got 3"):
         trace.graph_at(3)
+
+
+def test_graph_at_returns_a_graph_that_stays_at_its_step():
+    x = wt.dvector("x")
+    fg = FunctionGraph([x], [wt.exp(wt.log(wt.neg(wt.neg(x)))) * 2.0])
+    trace = run_rewriter(EquilibriumGraphRewriter([DOUBLE_NEG, EXP_LOG]), fg)
+    first, last = trace.graph_at(0), trace.graph_at(len(trace))  # the README's line
+    assert first is not last
+    assert len(first.apply_nodes) == 6 and len(last.apply_nodes) == 2
+    middle_text = text(trace.graph_at(1))
+    kept = trace.graph_at(1)
+    for k in (0, 2, 0):
+        trace.view_at(k)
+        trace.graph_at(k)
+    assert text(kept) == middle_text and text(first) != text(last) == text(fg)
+    first.check_integrity()
+    kept.check_integrity()
+
+
+def test_the_live_view_steps_one_step_at_the_cost_of_one_step():
+    x = wt.dvector("x")
+    out = x
+    for _ in range(400):
+        out = wt.neg(wt.neg(wt.exp(out)))
+    trace = run_rewriter(EquilibriumGraphRewriter([DOUBLE_NEG]), FunctionGraph([x], [out]))
+    assert len(trace) == 400
+    trace.view_at(400)
+    one_step = max(lines_executed(trace.view_at, k)[1] for k in (399, 398, 399, 400))
+    _, all_steps = lines_executed(trace.view_at, 0)
+    assert all_steps > 100 * one_step, (one_step, all_steps)
+    assert len(trace.view_at(0).apply_nodes) == 1200
+    # a graph to keep costs one copy of the graph at that step on top
+    _, copy = lines_executed(trace.graph_at, 0)
+    _, copy_after_one_step = lines_executed(trace.graph_at, 1)
+    assert copy_after_one_step < copy
 
 
 def test_removed_and_introduced_nodes_are_identifiable_in_the_views():
@@ -112,12 +145,13 @@ def test_removed_and_introduced_nodes_are_identifiable_in_the_views():
     (step,) = trace.steps
     (new_id,) = step.introduced_ids
     (old_id,) = step.removed_ids
-    after = trace.graph_at(1)
-    assert trace.node(new_id) in after.apply_nodes
-    assert str(trace.node(new_id).op) == "Elemwise{sqr}"
-    before = trace.graph_at(0)
-    assert trace.node(old_id) in before.apply_nodes
-    assert trace.node(new_id) not in before.apply_nodes
+    before, after = trace.graph_at(0), trace.graph_at(1)
+    assert str(trace.node(new_id, after).op) == "Elemwise{sqr}"
+    assert str(trace.node(old_id, before).op) == "Elemwise{exp}"
+    with pytest.raises(KeyError, match=f"no node with id {new_id}"):
+        trace.node(new_id, before)
+    assert trace.node_id(trace.node(old_id, before)) == old_id
+    assert trace.node(new_id) in trace.view_at(1).apply_nodes  # the live view
     assert trace.node_id(trace.node(old_id)) == old_id
 
 
@@ -173,19 +207,3 @@ def test_trace_attaches_once_and_exposes_itself_on_the_graph():
     assert len(trace) == 0 and text(trace.graph_at(0)) == text(fg)
 
 
-def test_graph_at_on_a_long_chain_is_cheap():
-    import time
-
-    x = wt.dvector("x")
-    out = x
-    for _ in range(400):
-        out = wt.neg(wt.neg(wt.exp(out)))
-    fg = FunctionGraph([x], [out])
-    trace = run_rewriter(EquilibriumGraphRewriter([DOUBLE_NEG]), fg)
-    assert len(trace) == 400
-    trace.graph_at(400)
-    start = time.perf_counter()
-    for k in (399, 398, 397, 398, 399, 400):
-        trace.graph_at(k)
-    assert time.perf_counter() - start < 0.5
-    assert len(trace.graph_at(0).apply_nodes) == 1200

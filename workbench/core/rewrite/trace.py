@@ -7,19 +7,23 @@ callbacks and groups them into steps opened by the engine (`begin_step` /
 after the `reason` given to `fgraph.replace`.
 
 Every input change is journaled as (node, i, old_var, new_var), like History.
-`graph_at(k)` moves a dedicated copy of the graph to step k by undoing or
-replaying journal entries, never by re-running rewrites, so stepping is cheap.
+`view_at(k)` moves one dedicated copy of the graph (the live view) to step k by
+undoing or replaying journal entries, never by re-running rewrites, so stepping is
+cheap. `graph_at(k)` copies the view at step k into a graph of its own, which stays
+at step k however the trace moves afterwards; its nodes keep the trace's ids, and
+the inspector matches them with the same nodes at other steps (`diff`).
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.basic import Apply, Constant, Variable, clone_get_equiv
 from workbench.core.graph.features import AlreadyThere, Feature
 from workbench.core.graph.fg import OUTPUT, FunctionGraph
 
@@ -118,7 +122,8 @@ class RewriteTrace(Feature):
     """Records the steps of a rewrite of a FunctionGraph (attach it before rewriting).
 
     `trace.steps` (also iteration and `len`), `trace.graph_at(k)` (k=0: the input
-    graph), `trace.filter(pass_=, rewrite=, changed_only=)`, `print(trace)`.
+    graph; a graph of its own), `trace.view_at(k)` (one live view, for stepping),
+    `trace.filter(pass_=, rewrite=, changed_only=)`, `print(trace)`.
     After attaching, `fgraph.rewrite_trace` is this trace; `close()` ends recording.
     """
 
@@ -139,6 +144,9 @@ class RewriteTrace(Feature):
         self._view: FunctionGraph | None = None
         self._copy: dict[Any, Any] = {}
         self._by_id: dict[int, Apply] = {}
+        #: node of a graph_at copy -> the live view's node it copies (for its id)
+        self._copied_from: weakref.WeakKeyDictionary[Apply, Apply] = \
+            weakref.WeakKeyDictionary()
         self._position = 0
         self.total_time = 0.0
 
@@ -358,12 +366,22 @@ class RewriteTrace(Feature):
         return f"<RewriteTrace {len(self.steps)} steps>"
 
     def node_id(self, node: Apply) -> int:
-        """The stable id of a node (an original node or its copy in `graph_at` views)."""
-        return self._ids[node]
+        """The stable id of a node: an original node, its copy in the live view, or in a
+        graph returned by `graph_at`."""
+        found = self._ids.get(node)
+        if found is None:
+            found = self._ids[self._copied_from[node]]
+        return found
 
-    def node(self, node_id: int) -> Apply:
-        """The node with this id in the graph returned by `graph_at`."""
+    def node(self, node_id: int, graph: FunctionGraph | None = None) -> Apply:
+        """The node with this id in `graph` (one that `graph_at` returned), else in the
+        live view (`view_at`). KeyError when it has none."""
         self._build_view()
+        if graph is not None:
+            for node in graph.apply_nodes:
+                if self._ids.get(self._copied_from.get(node, node)) == node_id:
+                    return node
+            raise KeyError(f"no node with id {node_id} in this graph of the trace")
         found = self._by_id.get(node_id)
         if found is None:
             raise KeyError(f"no node with id {node_id} in this trace")
@@ -421,14 +439,36 @@ class RewriteTrace(Feature):
         return 0 if k == 0 else self.steps[k - 1].journal_end
 
     def graph_at(self, k: int) -> FunctionGraph:
-        """The graph after step k (0: the input graph, len(trace): the result).
+        """The graph after step k (0: the input graph, len(trace): the result), as a graph
+        of its own: it stays at step k whatever the trace does next.
 
-        The result is a live view shared between calls (moving to another step
-        changes it): `.clone()` it to keep one. Moving between steps undoes or
-        replays the recorded input changes only.
+        The live view moves to step k (undoing or replaying the recorded input changes
+        only), then is copied (one pass over its nodes). The copy's nodes have the
+        trace's ids (`node_id`, `node(id, graph)`), and `workbench.inspector` keys them
+        as the view's, so `diff(graph_at(k - 1), graph_at(k))` is what step k changed.
+        """
+        view = self.view_at(k)
+        equiv = clone_get_equiv(view.inputs, view.outputs, copy_inputs=True,
+                                copy_orphans=False)
+        graph = FunctionGraph([equiv[v] for v in view.inputs],
+                              [equiv[v] for v in view.outputs], clone=False)
+        # id of each copied object -> the view's object it copies (see inspector.graph)
+        graph.copied_from = {id(new): old  # type: ignore[attr-defined]
+                             for old, new in equiv.items()}
+        for old, new in equiv.items():
+            if isinstance(old, Apply):
+                self._copied_from[new] = old
+        return graph
+
+    def view_at(self, k: int) -> FunctionGraph:
+        """The trace's one live view of the graph, moved to step k: the cheapest way to
+        step (only the recorded input changes between its step and k are undone or
+        replayed), but shared: the next `view_at` or `graph_at` moves it. Read it
+        (dprint, to_networkx, node) before moving on; `graph_at(k)` gives a graph to keep.
         """
         if not isinstance(k, int) or not 0 <= k <= len(self.steps):
-            raise IndexError(f"graph_at(k) needs 0 <= k <= {len(self.steps)}, got {k!r}")
+            raise IndexError(f"graph_at(k) and view_at(k) need 0 <= k <= {len(self.steps)}, "
+                             f"got {k!r}")
         view = self._build_view()
         copy = self._copy
         here, there = self._mark(self._position), self._mark(k)
