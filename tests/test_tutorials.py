@@ -124,6 +124,14 @@ def _no_errors(book, name: str) -> None:
                 assert "Traceback" not in out.text, f"{name} cell {k}: {out.text}"
 
 
+def _stray_values(book) -> list[str]:
+    """The values a cell echoed by accident (its last line returned something, like
+    `Add.0` after a dprint): every execute_result that is not a widget."""
+    return [out.get("data", {}).get("text/plain", "") for c in book.cells
+            if c.cell_type == "code" for out in c.outputs
+            if out.output_type == "execute_result" and WIDGET_VIEW not in out.get("data", {})]
+
+
 def _widgets_shown(book) -> int:
     return sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
                if WIDGET_VIEW in o.get("data", {}))
@@ -191,14 +199,23 @@ def test_03_rewrites_step_by_step(executed):
 def test_04_compiling_and_profiling_covers_every_available_linker(executed):
     book, texts = executed("04_compiling_and_profiling")
     _no_errors(book, "04")
+    assert _stray_values(book) == []
     text = _all_text(texts)
     linkers = available_linkers()
     assert f"available linkers: {', '.join(linkers)}" in text
     for name in linkers:
-        assert re.search(rf"linker +{re.escape(name)}: +[\d.]+ us per call, agrees with py: True",
-                         text), name
+        # timed by the profiler's repeated calls, with their spread
+        assert re.search(rf"linker +{re.escape(name)}: +[\d.]+ us per call \(median of 50\), "
+                         rf"fastest [\d.]+, slowest [\d.]+; agrees with py: True", text), name
         assert re.search(rf"== linker {re.escape(name)}: [\d.]+ us per call", text), name
+        assert re.search(rf"linker +{re.escape(name)}: Gemm +[\d.]+ us per call, "
+                         rf"all other nodes +-?[\d.]+ us", text), name
     assert "Gemm" in text and "Elemwise" in text  # the by-Op-class tables
+    assert "% of the time in nodes" in text
+    if "c" in linkers:  # which BLAS the C linker's Gemm calls, and whether NumPy's
+        assert re.search(r"Gemm in both py and c: OpenBLAS [\d.]+, the library bundled "
+                         r"with NumPy|Gemm: py calls NumPy's BLAS, c calls|the C linker has "
+                         r"no BLAS here", text)
     others = [n for n in linkers if n != "py"]
     for name in others:
         assert f"---- py vs {name} ----" in text and f"function: py vs {name}" in text
@@ -211,6 +228,7 @@ def test_04_compiling_and_profiling_covers_every_available_linker(executed):
 def test_05_your_own_type_and_op(executed):
     book, texts = executed("05_your_own_type_and_op")
     _no_errors(book, "05")
+    assert _stray_values(book) == []  # no `Out: Add.0` after the gradient's dprint
     text = _all_text(texts)
     assert "refused: expected a float, got int 2" in text
     assert "refused: a double cannot hold 1152921504606846977 exactly" in text
@@ -229,6 +247,7 @@ def test_05_your_own_type_and_op(executed):
 def test_06_dtypes_and_promotion(executed):
     book, texts = executed("06_dtypes_and_promotion")
     _no_errors(book, "06")
+    assert _stray_values(book) == []
     text = _all_text(texts)
     assert "promote_types(int8, uint8) = int16" in text
     assert "promote_types(int32, float32) = float64" in text
@@ -247,3 +266,8 @@ def test_06_dtypes_and_promotion(executed):
     assert "Elemwise{Cast{float32}}" in text and "Elemwise{Cast{bfloat16}}" in text
     assert "result dtype: bfloat16" in text
     assert "resolve_unsupported('bfloat16', 'toy', mode='upcast') = float32" in text
+    # every backend, with what it lacks, in a fresh kernel (c and gpu declare lazily)
+    assert "backend 'py' lacks: nothing" in text
+    assert "backend 'c' lacks: bfloat16, float16" in text
+    if importlib.util.find_spec("torch") is not None:
+        assert re.search(r"backend 'gpu' lacks: \w", text)

@@ -629,3 +629,40 @@ def test_settings_are_process_wide_and_overrides_are_per_thread():
         assert in_other_thread(dtypes.default_float_dtype) is float32
     finally:
         dtypes.set_default_float_dtype(float64)
+
+
+def test_a_backend_declared_later_is_listed_and_declared_when_first_asked():
+    calls = []
+
+    def declare():
+        calls.append(1)
+        dtypes.register_backend_dtypes("later", [float32, float64])
+
+    dtypes.declare_backend_later("later", declare)
+    dtypes.declare_backend_later("absent", declare, available=lambda: False)
+    try:
+        assert "later" in dtypes.registered_backends() and not calls
+        assert "absent" not in dtypes.registered_backends()
+        assert dtypes.unsupported_dtypes("later")[0] == dtypes.bool_ and calls == [1]
+        assert dtypes.is_supported("later", float32) and calls == [1]
+        with pytest.raises(KeyError, match=r"'absent'.*'later'"):
+            dtypes.supported_dtypes("absent")
+    finally:
+        dtypes.unregister_backend_dtypes("later")
+        dtypes.unregister_backend_dtypes("absent")
+    assert "later" not in dtypes.registered_backends()
+
+
+def test_a_fresh_process_lists_every_backend_with_what_it_lacks():
+    import importlib.util
+    import subprocess
+    import sys
+
+    code = ("import workbench\nfrom workbench.core import dtypes\n"
+            "print(dtypes.registered_backends())\n"
+            "print([str(d) for d in dtypes.unsupported_dtypes('c')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    gpu = ("gpu",) if importlib.util.find_spec("torch") is not None else ()
+    assert eval(out[0]) == ("py", "c", *gpu)
+    assert eval(out[1]) == ["bfloat16", "float16"]  # the C linker has no half arithmetic

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 import workbench.tensor as wt
 
 from workbench.core.compile import function
@@ -51,6 +52,8 @@ def test_workbench_profile_json_chrome_trace_and_text():
     f = function(inputs, cost)
     stats = profile(f, np.ones((20, 10)), np.ones((10, 5)), calls=4)
     assert stats.calls == 4 and stats.call_time > 0
+    assert len(stats.call_times) == 4  # each call: the spread says how noisy the machine is
+    assert sum(stats.call_times) == pytest.approx(stats.call_time)
     summary = stats.summary()
     assert summary["per_call"] > 0 and summary["overhead"] >= 0
     data = json.loads(stats.to_json())

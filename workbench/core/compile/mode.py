@@ -16,6 +16,7 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
+from workbench.core import dtypes
 from workbench.core.link.vm import Linker, VMLinker
 
 __all__ = [
@@ -360,3 +361,21 @@ register_mode("GPU", Mode(linker="gpu", rewriter=RewriteQuery(("fast_run",)), na
 from workbench.core.graph.basic import register_transfer  # noqa: E402
 
 register_transfer(_gpu_transfer)
+
+
+# -- the backends' dtypes: declared when first asked for (listing them needs no import) --
+
+
+def _declare_c_dtypes() -> None:
+    import workbench.core.link.c.types  # noqa: F401  (declares backend "c")
+
+
+def _declare_gpu_dtypes() -> None:
+    from workbench.core.link.gpu.device import resolve_device
+    from workbench.core.link.gpu.dtype_support import register_torch_dtypes
+
+    register_torch_dtypes(resolve_device(None))  # the device a GpuLinker() runs on
+
+
+dtypes.declare_backend_later("c", _declare_c_dtypes)
+dtypes.declare_backend_later("gpu", _declare_gpu_dtypes, available=_gpu_available)

@@ -73,6 +73,8 @@ class ProfileStats:
         self.calls = 0
         self.run_time = 0.0  # time inside the VM (thunks plus the VM loop)
         self.call_time = 0.0  # whole calls, when measured from outside (workbench.profile)
+        #: each whole call's seconds, when measured from outside: the spread shows the noise
+        self.call_times: list[float] = []
         self.compile_time: dict[str, float] = dict(getattr(fn.maker, "compile_times", {}) or {})
         #: the C linker's CompileReport as a dict (modules compiled, cache hits, seconds)
         self.linker_report: dict[str, Any] | None = _linker_report(fn)
@@ -402,12 +404,13 @@ def measure(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,
         vm.node_calls[node] = 0
     vm.events.clear()
     clock = time.perf_counter
-    total = 0.0
+    times = []
     for i in range(calls):
         start = clock()
         fn(*args, **kwargs)
-        total += clock() - start
+        times.append(clock() - start)
         if on_call is not None:
             on_call(i + 1)
-    stats.call_time = total
+    stats.call_time = sum(times)
+    stats.call_times = times
     return stats

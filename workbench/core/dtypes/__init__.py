@@ -22,6 +22,7 @@ from workbench.core.dtypes.backends import (
     casting_mode,
     casting_mode_as,
     check_supported,
+    declare_backend_later,
     is_supported,
     register_backend_dtypes,
     registered_backends,
@@ -102,6 +103,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "default_int_dtype", "set_default_int_dtype", "default_int_dtype_as", "default_complex_dtype",
     # backends and casting modes
     "register_backend_dtypes", "unregister_backend_dtypes", "registered_backends",
+    "declare_backend_later",
     "supported_dtypes", "unsupported_dtypes", "is_supported", "check_supported",
     "UnsupportedDtypeError", "CASTING_MODES", "casting_mode", "set_casting_mode",
     "casting_mode_as", "resolve_unsupported",

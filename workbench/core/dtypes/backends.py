@@ -11,7 +11,7 @@ a per-block override, like the default dtypes), or raises
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from workbench.core.dtypes.base import (
@@ -40,6 +40,8 @@ class _BackendDtypes(NamedTuple):
 
 
 _BACKENDS: dict[str, _BackendDtypes] = {}
+#: backend -> (whether it can run here, what declares its dtypes): see declare_backend_later
+_LATER: dict[str, tuple[Callable[[], bool], Callable[[], None]]] = {}
 
 
 def register_backend_dtypes(
@@ -59,22 +61,40 @@ def register_backend_dtypes(
     )
 
 
+def declare_backend_later(backend: str, declare: Callable[[], None],
+                          available: Callable[[], bool] = lambda: True) -> None:
+    """Name ``backend`` now, and let ``declare()`` (which calls `register_backend_dtypes`)
+    declare its dtypes when they are first asked for: for a backend whose declaration
+    needs a heavy import or a device probe. ``available()`` says whether the backend can
+    run here (e.g. its library is installed); one that cannot is not listed."""
+    _LATER[backend] = (available, declare)
+
+
 def unregister_backend_dtypes(backend: str) -> None:
-    """Forget a backend's dtype declaration (``KeyError`` if unknown)."""
+    """Forget a backend's dtype declaration, made or to be made (``KeyError`` if unknown)."""
+    if _LATER.pop(backend, None) is not None:
+        _BACKENDS.pop(backend, None)
+        return
     _lookup_backend(backend)
     del _BACKENDS[backend]
 
 
 def registered_backends() -> tuple[str, ...]:
-    """Names of the backends with a dtype declaration."""
-    return tuple(_BACKENDS)
+    """Names of the backends with a dtype declaration: those declared, and those to be
+    declared on first use (`declare_backend_later`) that can run here."""
+    later = [b for b, (available, _) in _LATER.items() if b not in _BACKENDS and available()]
+    return (*_BACKENDS, *later)
 
 
 def _lookup_backend(backend: str) -> _BackendDtypes:
+    if backend not in _BACKENDS and backend in _LATER:
+        available, declare = _LATER[backend]
+        if available():
+            declare()
     try:
         return _BACKENDS[backend]
     except KeyError:
-        known = ", ".join(repr(b) for b in _BACKENDS)
+        known = ", ".join(repr(b) for b in registered_backends())
         raise KeyError(f"unknown backend {backend!r}; registered backends: {known}") from None
 
 
