@@ -6,8 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from workbench.core.graph.basic import Constant, Variable, io_toposort
+
+# No time limit per Hypothesis example (its default is 200 ms): on a loaded machine (CI,
+# shared cores) one example may take longer with nothing wrong, and fail as "too slow".
+settings.register_profile("portable", deadline=None)
+settings.load_profile("portable")
 
 
 def evaluate_graph(outputs: Variable | Sequence[Variable],
