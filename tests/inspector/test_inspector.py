@@ -19,7 +19,7 @@ from workbench.inspector import (
     diff,
     draw,
     find,
-    layered_layout,
+    layout,
     subgraph_between,
     to_dot,
     to_json,
@@ -94,13 +94,13 @@ def test_critical_path_follows_measured_time():
     assert total == 6.0
 
 
-def test_layered_layout_puts_inputs_on_top_and_each_node_below_its_inputs():
+def test_layout_puts_each_node_below_its_inputs():
     x, w, h, cost = small_graph()
     g = to_networkx(cost)
-    pos = layered_layout(g)
+    boxes = layout(g).boxes
     for source, target in g.edges:
-        assert pos[source][1] > pos[target][1]
-    assert pos[find(g, "x")][1] == 0.0
+        assert boxes[source].y < boxes[target].y
+    assert boxes[find(g, "x")].y == min(b.y for b in boxes.values())
 
 
 def test_layout_of_a_few_hundred_nodes_is_quick_and_distinct():
@@ -109,8 +109,8 @@ def test_layout_of_a_few_hundred_nodes_is_quick_and_distinct():
     for i in range(150):
         y = wt.tanh(y) * 0.5 + x if i % 2 else y * 1.01
     g = to_networkx(y)
-    pos = layered_layout(g)
-    assert len(set(pos.values())) == len(g)
+    boxes = layout(g).boxes
+    assert len({(b.x, b.y) for b in boxes.values()}) == len(g)
 
 
 def test_svg_is_valid_xml_with_one_element_per_node():

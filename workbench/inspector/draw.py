@@ -1,21 +1,21 @@
-"""Drawing a graph: to a matplotlib Axes, or to standalone SVG text.
+"""Drawing a graph: to standalone SVG text, or to a matplotlib Axes.
 
-The legend follows seed 001's diagram: Apply nodes are boxes, Variables are
-rounded boxes, constants, graph inputs and outputs have their own colours.
-Nodes to highlight (e.g. what a rewrite step removed and introduced) get a
-thick coloured outline. No Graphviz is needed.
+Both draw the one layered layout (`workbench.inspector.layout`): boxes sized to
+their captions, edges routed around boxes. The legend follows seed 001's
+diagram: Apply nodes are boxes, Variables are rounded boxes, constants, graph
+inputs and outputs have their own colours. Highlighted nodes (what a rewrite
+step removed or introduced) are filled in their highlight colour, so they stand
+out at a glance. No Graphviz is needed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
-import networkx as nx
-
-from workbench.inspector.graph import APPLY, CONSTANT, INPUT, OUTPUT, VARIABLE, to_networkx
-from workbench.inspector.layout import layered_layout
+from workbench.inspector.graph import APPLY, CONSTANT, INPUT, OUTPUT, VARIABLE
+from workbench.inspector.layout import FONT_SIZE, GraphLayout, _as_digraph, layout
 
 #: Fill colours by node kind (seed 001: Apply blue, Variables red-ish, ...).
 KIND_STYLE: dict[str, dict[str, str]] = {
@@ -25,14 +25,18 @@ KIND_STYLE: dict[str, dict[str, str]] = {
     INPUT: {"fill": "#fff3c4", "stroke": "#9c7a00", "legend": "graph input"},
     OUTPUT: {"fill": "#eadcff", "stroke": "#5b2c9c", "legend": "graph output"},
 }
-HIGHLIGHT = {"removed": "#d32f2f", "introduced": "#2e7d32", "selected": "#ff9800"}
-
-
-def _as_digraph(graph: Any) -> nx.DiGraph:
-    return graph if isinstance(graph, nx.DiGraph) else to_networkx(graph)
+#: Highlight kind -> (outline colour, fill colour or None to keep the kind's fill).
+HIGHLIGHT: dict[str, tuple[str, str | None]] = {
+    "removed": ("#d32f2f", "#ef9a9a"),
+    "introduced": ("#2e7d32", "#81c784"),
+    "selected": ("#ff9800", None),
+}
+_LEGEND_H = 24.0
+__all__ = ["HIGHLIGHT", "KIND_STYLE", "draw", "node_title", "to_svg"]
 
 
 def _caption(data: Mapping[str, Any], limit: int = 28) -> str:
+    """A one-line caption (DOT labels, tables): the text cut at `limit`, `[X]` for Applies."""
     text = str(data.get("text", ""))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -40,126 +44,161 @@ def _caption(data: Mapping[str, Any], limit: int = 28) -> str:
     return f"{text} [{label}]" if label and data["kind"] == APPLY else text
 
 
-def draw(graph: Any, ax: Any = None, highlight: Mapping[str, Iterable[str]] | None = None,
-         legend: bool = True, font_size: float = 8.0) -> Any:
-    """Draw `graph` on a matplotlib Axes (a new Figure's if none); return the Axes.
+def node_title(data: Mapping[str, Any]) -> str:
+    """The hover text of a node: its full text (a fused Composite's whole formula),
+    type and `[id X]`."""
+    parts = [str(data.get("text", ""))]
+    if data.get("type"):
+        parts.append(str(data["type"]))
+    if data.get("label"):
+        parts.append(f"[id {data['label']}]")
+    return " ".join(p for p in parts if p)
 
-    `highlight` maps a highlight kind ("removed", "introduced", "selected") to
-    node keys. Uses `matplotlib.figure.Figure` (not pyplot) so it also works in
-    widget callbacks running on a kernel thread.
+
+def _highlights(highlight: Mapping[str, Iterable[str]] | None) -> dict[str, str]:
+    """node key -> highlight kind (checked against HIGHLIGHT)."""
+    kinds: dict[str, str] = {}
+    for kind, keys in (highlight or {}).items():
+        if kind not in HIGHLIGHT:
+            raise ValueError(f"unknown highlight kind {kind!r}; use one of {sorted(HIGHLIGHT)}")
+        for key in keys:
+            kinds[key] = kind
+    return kinds
+
+
+def _style(data: Mapping[str, Any], kind: str | None) -> tuple[str, str, float]:
+    """(fill, stroke, stroke width) of a node given its highlight kind."""
+    style = KIND_STYLE[data["kind"]]
+    if kind is None:
+        return style["fill"], style["stroke"], 1.0
+    stroke, fill = HIGHLIGHT[kind]
+    return fill or style["fill"], stroke, 3.0
+
+
+def _legend_svg(kinds: Iterable[str]) -> tuple[list[str], float]:
+    parts, x = [], 10.0
+    entries = [(s["legend"], s["fill"], s["stroke"]) for s in KIND_STYLE.values()]
+    entries += [(kind, HIGHLIGHT[kind][1] or "white", HIGHLIGHT[kind][0]) for kind in kinds]
+    for text, fill, stroke in entries:
+        parts.append(
+            f'<g class="legend"><rect x="{x:.0f}" y="6" width="12" height="12" '
+            f'fill="{fill}" stroke="{stroke}"/>'
+            f'<text x="{x + 16:.0f}" y="16" font-size="11">{escape(text)}</text></g>'
+        )
+        x += 26.0 + 6.7 * len(text)
+    return parts, x
+
+
+def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
+           legend: bool = True, positions: GraphLayout | None = None,
+           frame: Iterable[str] | None = None) -> str:
+    """A standalone SVG document of `graph`: one `<g class="node ...">` per node.
+
+    `positions` is a layout to draw from (e.g. one over the union of a rewrite
+    step's before and after, so shared nodes stay put); by default the graph's own.
+    `frame` names nodes to draw a dashed frame around (the changed region).
+    Each node group has `id` = its DiGraph key, `data-label` = its `[id X]` letter
+    and a `<title>` with its full text, so a browser can find, select and explain it.
+    """
+    g = _as_digraph(graph)
+    lay = (positions or layout(g)).restrict(g.nodes)
+    marks = _highlights(highlight)
+    legend_parts, legend_w = _legend_svg(sorted(set(marks.values()))) if legend else ([], 0.0)
+    dy = _LEGEND_H if legend else 0.0
+    width, height = max(lay.width, legend_w), lay.height + dy
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
+        f'font-size="{FONT_SIZE:g}">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
+        *legend_parts,
+    ]
+    region = lay.bounds(frame or ())
+    if region is not None:
+        x0, y0, x1, y1 = region
+        parts.append(f'<rect class="changed-region" x="{x0 - 8:.1f}" y="{y0 - 8 + dy:.1f}" '
+                     f'width="{x1 - x0 + 16:.1f}" height="{y1 - y0 + 16:.1f}" rx="6" '
+                     'fill="#fff8e1" stroke="#f9a825" stroke-width="2" stroke-dasharray="6 4"/>')
+    parts.append('<g class="edges">')
+    for edge in lay.edges:
+        d = " ".join(f"{'M' if i == 0 else 'L'} {x:.1f} {y + dy:.1f}"
+                     for i, (x, y) in enumerate(edge.points))
+        parts.append(f'<path class="edge" data-source="{edge.source}" '
+                     f'data-target="{edge.target}" d="{d}" fill="none" stroke="#555" '
+                     'stroke-width="1.2" marker-end="url(#arrow)"/>')
+    parts.append("</g>")
+    for key, box in lay.boxes.items():
+        data = g.nodes[key]
+        fill, stroke, stroke_width = _style(data, marks.get(key))
+        mark = f' data-highlight="{marks[key]}"' if key in marks else ""
+        rx = 0 if data["kind"] == APPLY else 8
+        parts.append(
+            f'<g class="node {data["kind"]}" id="{key}" '
+            f'data-label={quoteattr(str(data["label"]))}{mark}>'
+            f"<title>{escape(node_title(data))}</title>"
+            f'<rect x="{box.left:.1f}" y="{box.top + dy:.1f}" width="{box.width:.1f}" '
+            f'height="{box.height:.1f}" rx="{rx}" fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="{stroke_width:g}"/>'
+        )
+        first = box.y + dy - (len(box.lines) - 1) * lay.line_height / 2
+        for i, line in enumerate(box.lines):
+            parts.append(f'<text x="{box.x:.1f}" y="{first + i * lay.line_height:.1f}" '
+                         f'text-anchor="middle" dominant-baseline="central">'
+                         f"{escape(line)}</text>")
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def draw(graph: Any, ax: Any = None, highlight: Mapping[str, Iterable[str]] | None = None,
+         legend: bool = True, positions: GraphLayout | None = None) -> Any:
+    """Draw `graph` on a matplotlib Axes (a new Figure's, sized to the layout, if none).
+
+    The same layout and captions as `to_svg`, at 100 pixels per inch; `highlight`
+    maps "removed" / "introduced" / "selected" to node keys. Uses
+    `matplotlib.figure.Figure` (not pyplot) so it works in widget callbacks that
+    run on a kernel thread.
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyBboxPatch, Patch
 
     g = _as_digraph(graph)
-    positions = layered_layout(g, layer_gap=1.0, node_gap=2.2)
+    lay = (positions or layout(g)).restrict(g.nodes)
+    marks = _highlights(highlight)
     if ax is None:
-        layers = {y for _, y in positions.values()}
-        width = max((x for x, _ in positions.values()), default=0.0) + 2.2
-        fig = Figure(figsize=(max(4.0, width * 1.1), max(3.0, len(layers) * 0.7)))
-        ax = fig.add_subplot()
-    outline = _outline_colours(highlight)
-    for source, target in g.edges:
-        (x0, y0), (x1, y1) = positions[source], positions[target]
-        ax.annotate("", xy=(x1, y1 + 0.18), xytext=(x0, y0 - 0.18),
-                    arrowprops={"arrowstyle": "->", "color": "#666666", "lw": 0.8})
-    for key, data in g.nodes(data=True):
-        x, y = positions[key]
-        style = KIND_STYLE[data["kind"]]
-        edge = outline.get(key, style["stroke"])
-        box = FancyBboxPatch(
-            (x - 0.95, y - 0.18), 1.9, 0.36,
-            boxstyle="square,pad=0.02" if data["kind"] == APPLY else "round,pad=0.02",
-            facecolor=style["fill"], edgecolor=edge, linewidth=2.5 if key in outline else 1.0,
-        )
-        ax.add_patch(box)
-        ax.text(x, y, _caption(data), ha="center", va="center", fontsize=font_size)
-    xs = [x for x, _ in positions.values()] or [0.0]
-    ys = [y for _, y in positions.values()] or [0.0]
-    ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
-    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+        extra = 2.2 if legend else 0.0
+        fig = Figure(figsize=(lay.width / 100 + extra, lay.height / 100), dpi=100)
+        ax = fig.add_axes((0, 0, lay.width / (lay.width + 100 * extra), 1))
+    points = FONT_SIZE * 72 / 100  # pixels at 100 dpi -> points
+    for edge in lay.edges:
+        xs, ys = zip(*edge.points)
+        ax.plot(xs[:-1], ys[:-1], color="#555555", lw=0.9, solid_capstyle="butt")
+        ax.annotate("", xy=edge.points[-1], xytext=edge.points[-2],
+                    arrowprops={"arrowstyle": "-|>", "color": "#555555", "lw": 0.9,
+                                "shrinkA": 0, "shrinkB": 0})
+    for key, box in lay.boxes.items():
+        data = g.nodes[key]
+        fill, stroke, stroke_width = _style(data, marks.get(key))
+        ax.add_patch(FancyBboxPatch(
+            (box.left, box.top), box.width, box.height,
+            boxstyle="square,pad=0" if data["kind"] == APPLY else "round,pad=0,rounding_size=8",
+            facecolor=fill, edgecolor=stroke, linewidth=stroke_width,
+        ))
+        ax.text(box.x, box.y, "\n".join(box.lines), ha="center", va="center",
+                fontsize=points, family="monospace", linespacing=1.2)
+    ax.set_xlim(0, lay.width)
+    ax.set_ylim(lay.height, 0)
+    ax.set_aspect("equal")
     ax.set_axis_off()
     if legend:
         handles = [Patch(facecolor=s["fill"], edgecolor=s["stroke"], label=s["legend"])
                    for s in KIND_STYLE.values()]
-        handles += [Patch(facecolor="white", edgecolor=c, linewidth=2.5, label=kind)
-                    for kind, c in HIGHLIGHT.items() if highlight and kind in highlight]
+        handles += [Patch(facecolor=HIGHLIGHT[k][1] or "white", edgecolor=HIGHLIGHT[k][0],
+                          linewidth=2.5, label=k) for k in sorted(set(marks.values()))]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                  fontsize=font_size, frameon=False)
+                  fontsize=points, frameon=False)
     return ax
 
-
-def _outline_colours(highlight: Mapping[str, Iterable[str]] | None) -> dict[str, str]:
-    colours: dict[str, str] = {}
-    for kind, keys in (highlight or {}).items():
-        if kind not in HIGHLIGHT:
-            raise ValueError(f"unknown highlight kind {kind!r}; use one of {sorted(HIGHLIGHT)}")
-        for key in keys:
-            colours[key] = HIGHLIGHT[kind]
-    return colours
-
-
-def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
-           legend: bool = True) -> str:
-    """A standalone SVG document of `graph`: one `<g class="node ...">` per node.
-
-    Each node group has `id` = its DiGraph key and `data-label` = its `[id X]`
-    letter, so a browser (and the GraphView widget) can find and select it.
-    """
-    g = _as_digraph(graph)
-    box_w, box_h, gap_x, gap_y = 150.0, 26.0, 170.0, 60.0
-    positions = layered_layout(g, layer_gap=gap_y, node_gap=gap_x)
-    outline = _outline_colours(highlight)
-    xs = [x for x, _ in positions.values()] or [0.0]
-    ys = [-y for _, y in positions.values()] or [0.0]
-    legend_h = 24.0 if legend else 0.0
-    width = max(xs) + box_w + 20.0
-    height = max(ys) + box_h + 20.0 + legend_h
-
-    def centre(key: str) -> tuple[float, float]:
-        x, y = positions[key]
-        return x + box_w / 2 + 10.0, -y + box_h / 2 + 10.0 + legend_h
-
-    parts = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="11">',
-        "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
-        "markerWidth=\"6\" markerHeight=\"6\" orient=\"auto-start-reverse\">"
-        "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#666\"/></marker></defs>",
-    ]
-    if legend:
-        x = 10.0
-        for style in KIND_STYLE.values():
-            parts.append(
-                f'<g class="legend"><rect x="{x:.0f}" y="6" width="12" height="12" '
-                f'fill="{style["fill"]}" stroke="{style["stroke"]}"/>'
-                f'<text x="{x + 16:.0f}" y="16">{escape(style["legend"])}</text></g>'
-            )
-            x += 24.0 + 7.0 * len(style["legend"])
-    parts.append('<g class="edges">')
-    for source, target in g.edges:
-        (x0, y0), (x1, y1) = centre(source), centre(target)
-        parts.append(
-            f'<line class="edge" x1="{x0:.1f}" y1="{y0 + box_h / 2:.1f}" x2="{x1:.1f}" '
-            f'y2="{y1 - box_h / 2:.1f}" stroke="#666" marker-end="url(#arrow)"/>'
-        )
-    parts.append("</g>")
-    for key, data in g.nodes(data=True):
-        cx, cy = centre(key)
-        style = KIND_STYLE[data["kind"]]
-        stroke = outline.get(key, style["stroke"])
-        stroke_width = 3 if key in outline else 1
-        rx = 0 if data["kind"] == APPLY else 10
-        title = escape(f"{data.get('text', '')} {data.get('type', '')}".strip())
-        parts.append(
-            f'<g class="node {data["kind"]}" id="{key}" data-label="{escape(data["label"])}">'
-            f"<title>{title}</title>"
-            f'<rect x="{cx - box_w / 2:.1f}" y="{cy - box_h / 2:.1f}" width="{box_w:.0f}" '
-            f'height="{box_h:.0f}" rx="{rx}" fill="{style["fill"]}" stroke="{stroke}" '
-            f'stroke-width="{stroke_width}"/>'
-            f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle">'
-            f"{escape(_caption(data, limit=20))}</text></g>"
-        )
-    parts.append("</svg>")
-    return "\n".join(parts)

@@ -1,60 +1,361 @@
-"""A layered layout: inputs on top, each node one layer below its deepest input.
+"""The one layered (Sugiyama) layout every picture of a graph is drawn from.
 
-Layers come from the topological generations of the DiGraph; within a layer,
-nodes are ordered by the mean position of their neighbours (a few up and down
-sweeps of the barycentre heuristic), which keeps edges short and crossings few
-for graphs of a few hundred nodes. Pure Python over networkx: no Graphviz.
+`layout(graph)` returns a `GraphLayout`: plain data, a box per node (centre, size,
+the caption lines it was sized for) and a polyline per edge, in pixels with y
+growing downwards (SVG's convention). The CLI's SVG/PNG, the matplotlib drawing,
+the widgets and the steppers all draw from it, so a node looks the same everywhere.
+
+The layered layout itself is grandalf's `SugiyamaLayout` (pure Python, no
+Graphviz): long edges get dummy vertices in every layer they cross, layers are
+ordered by barycentre sweeps to cut crossings, and Brandes-Koepf coordinate
+assignment keeps chains straight. Ranks are ours: each node one layer below its
+deepest input, and graph inputs and constants just above their first use, so an
+input used deep in the graph does not drag an edge across the whole drawing.
+
+Edges are routed so that they never cross a box: inside a layer's band an edge
+runs vertically (through its dummy vertex, which the layout keeps apart from
+the boxes like any vertex), and it only runs diagonally in the empty gaps between
+bands. `layout_union(graphs)` lays out several graphs that share nodes (the
+before/after of a rewrite step, the steps of a backward pass) once, so a node
+they share sits at the same place in every picture; `GraphLayout.restrict` cuts
+one picture out of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
 import networkx as nx
 
-Position = tuple[float, float]
+Point = tuple[float, float]
+
+#: Text metrics of the drawings: a monospace font (DejaVu Sans Mono's advance is
+#: 0.602 em) at FONT_SIZE px, lines LINE_HEIGHT px apart.
+FONT_SIZE = 12.0
+CHAR_WIDTH = 0.61 * FONT_SIZE
+LINE_HEIGHT = 15.0
+PAD_X, PAD_Y = 8.0, 5.0
+#: Space between boxes in a layer, between layers, and around the drawing.
+X_SPACE, Y_SPACE, MARGIN = 18.0, 34.0, 10.0
+#: The width a long edge takes in the layers it passes through.
+DUMMY_WIDTH = 8.0
+#: Caption lines wrap at this many characters; longer captions keep MAX_LINES.
+WRAP_CHARS, MAX_LINES = 26, 4
+
+
+@dataclass(frozen=True)
+class NodeBox:
+    """A node's box: centre (x, y), size, and the caption lines it was sized for."""
+
+    key: str
+    x: float
+    y: float
+    width: float
+    height: float
+    lines: tuple[str, ...]
+    rank: int
+
+    @property
+    def left(self) -> float:
+        return self.x - self.width / 2
+
+    @property
+    def right(self) -> float:
+        return self.x + self.width / 2
+
+    @property
+    def top(self) -> float:
+        return self.y - self.height / 2
+
+    @property
+    def bottom(self) -> float:
+        return self.y + self.height / 2
+
+
+@dataclass(frozen=True)
+class EdgeRoute:
+    """An edge's polyline, from the bottom of `source`'s box to the top of `target`'s."""
+
+    source: str
+    target: str
+    points: tuple[Point, ...]
+
+
+@dataclass
+class GraphLayout:
+    """Boxes and edge routes of a drawing, in pixels (y downwards), with its size."""
+
+    boxes: dict[str, NodeBox]
+    edges: list[EdgeRoute]
+    width: float
+    height: float
+    font_size: float = FONT_SIZE
+    line_height: float = LINE_HEIGHT
+    char_width: float = CHAR_WIDTH
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def restrict(self, keys: Iterable[str]) -> GraphLayout:
+        """The same layout with only `keys` (and edges between them): coordinates kept."""
+        keep = set(keys)
+        return GraphLayout(
+            boxes={k: b for k, b in self.boxes.items() if k in keep},
+            edges=[e for e in self.edges if e.source in keep and e.target in keep],
+            width=self.width, height=self.height, font_size=self.font_size,
+            line_height=self.line_height, char_width=self.char_width,
+        )
+
+    def bounds(self, keys: Iterable[str]) -> tuple[float, float, float, float] | None:
+        """(left, top, right, bottom) around the boxes of `keys` present here."""
+        boxes = [self.boxes[k] for k in keys if k in self.boxes]
+        if not boxes:
+            return None
+        return (min(b.left for b in boxes), min(b.top for b in boxes),
+                max(b.right for b in boxes), max(b.bottom for b in boxes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (what a browser-side view receives)."""
+        return {
+            "width": self.width, "height": self.height, "font_size": self.font_size,
+            "line_height": self.line_height, "char_width": self.char_width,
+            "nodes": [{"key": b.key, "x": b.x, "y": b.y, "width": b.width,
+                       "height": b.height, "lines": list(b.lines), "rank": b.rank}
+                      for b in self.boxes.values()],
+            "edges": [{"source": e.source, "target": e.target,
+                       "points": [list(p) for p in e.points]} for e in self.edges],
+        }
+
+
+# -- captions ---------------------------------------------------------------------------
+
+_BREAK_AFTER = "{},( "
+
+
+def wrap_text(text: str, width: int = WRAP_CHARS, max_lines: int = MAX_LINES) -> list[str]:
+    """`text` in lines of at most `width` characters, broken after `{},( ` where
+    possible; past `max_lines` the last line ends with an ellipsis."""
+    lines: list[str] = []
+    rest = text
+    while rest:
+        if len(rest) <= width:
+            lines.append(rest)
+            break
+        cut = max((i + 1 for i, ch in enumerate(rest[:width]) if ch in _BREAK_AFTER),
+                  default=width)
+        if cut < width // 2:
+            cut = width
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 1] + "…"
+    return lines or [""]
+
+
+def caption_lines(data: Mapping[str, Any]) -> list[str]:
+    """What a node's box shows: its text wrapped, and an Apply's `[id X]` letter."""
+    lines = wrap_text(str(data.get("text", "")))
+    label = data.get("label")
+    if label and data.get("kind") == "apply":
+        tag = f"[{label}]"
+        if len(lines[-1]) + 1 + len(tag) <= WRAP_CHARS:
+            lines[-1] = f"{lines[-1]} {tag}"
+        else:
+            lines.append(tag)
+    return lines
+
+
+def box_size(lines: Sequence[str]) -> tuple[float, float]:
+    """(width, height) of a box holding `lines` with padding."""
+    chars = max((len(line) for line in lines), default=0)
+    return (max(chars, 2) * CHAR_WIDTH + 2 * PAD_X,
+            max(len(lines), 1) * LINE_HEIGHT + 2 * PAD_Y)
+
+
+# -- ranks ------------------------------------------------------------------------------
 
 
 def layers(g: nx.DiGraph) -> list[list[str]]:
-    """Nodes grouped by longest distance from a source (inputs in layer 0)."""
-    level: dict[str, int] = {}
-    for key in nx.topological_sort(g):
-        level[key] = max((level[p] + 1 for p in g.predecessors(key)), default=0)
-    grouped: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    """Nodes grouped by layer (top first): each node one layer below its deepest
+    input; nodes without inputs one layer above their first use."""
+    order = list(nx.topological_sort(g))
+    rank: dict[str, int] = {}
+    for key in order:
+        rank[key] = max((rank[p] + 1 for p in g.predecessors(key)), default=0)
+    for key in reversed(order):  # sources move down next to their first consumer
+        if g.in_degree(key) == 0 and g.out_degree(key) > 0:
+            rank[key] = min(rank[s] for s in g.successors(key)) - 1
+    used = sorted(set(rank.values()))
+    renumber = {r: i for i, r in enumerate(used)}
+    grouped: list[list[str]] = [[] for _ in used]
     for key in g.nodes:  # insertion order: stable across calls
-        grouped[level[key]].append(key)
+        grouped[renumber[rank[key]]].append(key)
     return grouped
 
 
-def _order_by_barycentre(grouped: list[list[str]], g: nx.DiGraph, sweeps: int = 4) -> None:
-    position = {key: float(i) for layer in grouped for i, key in enumerate(layer)}
-
-    def sweep(layer_indices: range, neighbours: str) -> None:
-        for index in layer_indices:
-            layer = grouped[index]
-            keyed = []
-            for i, key in enumerate(layer):
-                others = list(g.predecessors(key) if neighbours == "up" else g.successors(key))
-                centre = (sum(position[o] for o in others) / len(others)) if others else float(i)
-                keyed.append((centre, i, key))
-            keyed.sort()
-            grouped[index] = [key for _, _, key in keyed]
-            for i, key in enumerate(grouped[index]):
-                position[key] = float(i)
-
-    for _ in range(sweeps):
-        sweep(range(1, len(grouped)), "up")
-        sweep(range(len(grouped) - 2, -1, -1), "down")
+# -- the layout -------------------------------------------------------------------------
 
 
-def layered_layout(g: nx.DiGraph, layer_gap: float = 1.0, node_gap: float = 1.0,
-                   sweeps: int = 4) -> dict[str, Position]:
-    """Positions (x, y) for every node; y decreases downwards from 0 (inputs on top)."""
+class _View:
+    """The view grandalf reads (w, h) and writes (xy) for each vertex."""
+
+    def __init__(self, w: float, h: float) -> None:
+        self.w, self.h = w, h
+        self.xy: Point = (0.0, 0.0)
+
+
+def layout(graph: Any, captions: Mapping[str, Sequence[str]] | None = None,
+           caption: Callable[[Mapping[str, Any]], list[str]] = caption_lines) -> GraphLayout:
+    """Lay `graph` (a DiGraph, or anything `to_networkx` takes) out in layers.
+
+    Each box is sized to its caption: `captions[key]` where given, else
+    `caption(node_data)`. Returns plain data both the SVG writer and the widgets draw.
+    """
+    from grandalf.graphs import Edge, Graph, Vertex
+
+    g = _as_digraph(graph)
+    lines = {key: tuple(captions[key]) if captions and key in captions else tuple(caption(d))
+             for key, d in g.nodes(data=True)}
     grouped = layers(g)
-    if sum(len(layer) for layer in grouped) > 1:
-        _order_by_barycentre(grouped, g, sweeps)
-    widest = max((len(layer) for layer in grouped), default=1)
-    positions: dict[str, Position] = {}
-    for depth, layer in enumerate(grouped):
-        offset = (widest - len(layer)) / 2.0  # centre each layer
-        for i, key in enumerate(layer):
-            positions[key] = ((offset + i) * node_gap, -depth * layer_gap)
-    return positions
+    rank_of = {key: r for r, layer in enumerate(grouped) for key in layer}
+    sizes = {key: box_size(lines[key]) for key in g.nodes}
+    bands, top = [], MARGIN
+    for layer in grouped:  # layer bands shared by all components
+        height = max([LINE_HEIGHT] + [sizes[key][1] for key in layer])
+        bands.append((top, top + height))
+        top += height + Y_SPACE
+    vertices = {}
+    for key in (key for layer in grouped for key in layer):
+        v = Vertex(key)
+        v.view = _View(*sizes[key])
+        vertices[key] = v
+    grid = Graph(list(vertices.values()), [Edge(vertices[s], vertices[t]) for s, t in g.edges])
+
+    boxes: dict[str, NodeBox] = {}
+    routes: list[EdgeRoute] = []
+    left = MARGIN
+    # grandalf lays out each connected component alone: place them side by side
+    for component in sorted(grid.C, key=lambda c: -len(c.sV)):
+        sug, ranks = _sugiyama(component, rank_of)
+        placed = [v for layer in sug.layers for v in layer]
+        shift = left - min(v.view.xy[0] - v.view.w / 2 for v in placed)
+        for v in placed:
+            top, bottom = bands[ranks[sug.grx[v].rank]]
+            v.view.xy = (v.view.xy[0] + shift, (top + bottom) / 2)
+        for v in component.sV:
+            x, y = v.view.xy
+            boxes[v.data] = NodeBox(v.data, x, y, v.view.w, v.view.h, lines[v.data],
+                                    rank_of[v.data])
+        routes.extend(_routes(sug, component, ranks, bands))
+        left = max(v.view.xy[0] + v.view.w / 2 for v in placed) + 2 * X_SPACE
+    order = {key: i for i, key in enumerate(g.nodes)}
+    boxes = dict(sorted(boxes.items(), key=lambda kv: order[kv[0]]))
+    width = left - 2 * X_SPACE + MARGIN if boxes else 2 * MARGIN
+    height = bands[-1][1] + MARGIN if bands else 2 * MARGIN
+    return GraphLayout(boxes, routes, width=width, height=height)
+
+
+def _sugiyama(component: Any, rank_of: dict[str, int]) -> tuple[Any, list[int]]:
+    """grandalf's Sugiyama layout of one connected component, on our ranks.
+
+    Returns the layout and the global rank of each of its layers.
+    """
+    import sys
+
+    from grandalf.layouts import Layer, SugiyamaLayout
+
+    sug = SugiyamaLayout(component)
+    sug.xspace, sug.yspace = X_SPACE, Y_SPACE
+    sug.dw, sug.dh = DUMMY_WIDTH, LINE_HEIGHT  # the size of a long edge's dummy vertices
+    ranks = sorted({rank_of[v.data] for v in component.sV})
+    local = {r: i for i, r in enumerate(ranks)}
+    sug.layers = [Layer([]) for _ in ranks]
+    for v in component.sV:
+        sug.grx[v].rank = local[rank_of[v.data]]
+        sug.layers[sug.grx[v].rank].append(v)
+    sug.alt_e = []  # a DAG: no edge to invert
+    for e in component.sE:
+        sug.setdummies(e)
+    for layer in sug.layers:
+        layer.setup(sug)
+    sug.initdone = True
+    limit = sys.getrecursionlimit()  # block placement recurses along a layer
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        sug.draw(N=3.5)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sug, ranks
+
+
+def _spread(centre: float, width: float, count: int) -> list[float]:
+    """x of `count` edge ends along a box side of `width` around `centre`."""
+    if count == 1:
+        return [centre]
+    span = min(width - 2 * PAD_X, 14.0 * (count - 1))
+    return [centre - span / 2 + span * i / (count - 1) for i in range(count)]
+
+
+def _routes(sug: Any, component: Any, ranks: list[int],
+            bands: list[tuple[float, float]]) -> list[EdgeRoute]:
+    """Polylines: vertical inside layer bands (at a box's port or a dummy vertex),
+    diagonal only in the empty gaps between bands, so no box is ever crossed."""
+    inner: dict[Any, list[Point]] = {}  # per edge: the dummy vertices' (x, band)
+    for e in component.sE:
+        ctrl = sug.ctrls.get(e, {})
+        r0, r1 = sug.grx[e.v[0]].rank, sug.grx[e.v[1]].rank
+        inner[e] = [(ctrl[r].view.xy[0], float(ranks[r])) for r in range(r0 + 1, r1)]
+
+    def next_x(e: Any) -> float:
+        return inner[e][0][0] if inner[e] else e.v[1].view.xy[0]
+
+    def previous_x(e: Any) -> float:
+        return inner[e][-1][0] if inner[e] else e.v[0].view.xy[0]
+
+    out_port: dict[Any, float] = {}
+    in_port: dict[Any, float] = {}
+    for v in component.sV:
+        for ports, edges, towards in ((out_port, v.e_out(), next_x),
+                                      (in_port, v.e_in(), previous_x)):
+            edges = sorted(edges, key=towards)
+            for e, x in zip(edges, _spread(v.view.xy[0], v.view.w, len(edges))):
+                ports[e] = x
+
+    routes = []
+    for e in component.sE:
+        source, target = e.v
+        (_, sy), (_, ty) = source.view.xy, target.view.xy
+        r0 = ranks[sug.grx[source].rank]
+        r1 = ranks[sug.grx[target].rank]
+        points = [(out_port[e], sy + source.view.h / 2), (out_port[e], bands[r0][1])]
+        for x, r in inner[e]:
+            points += [(x, bands[int(r)][0]), (x, bands[int(r)][1])]
+        points += [(in_port[e], bands[r1][0]), (in_port[e], ty - target.view.h / 2)]
+        deduped = [points[0]]
+        for p in points[1:]:
+            if p != deduped[-1]:
+                deduped.append(p)
+        routes.append(EdgeRoute(source.data, target.data, tuple(deduped)))
+    return routes
+
+
+def layout_union(graphs: Sequence[Any], **kwargs: Any) -> GraphLayout:
+    """One layout over the union of `graphs` (which share node keys): cut each
+    picture out of it with `restrict(graph.nodes)` and shared nodes stay put."""
+    union = nx.DiGraph()
+    for graph in graphs:
+        digraph = _as_digraph(graph)
+        for key, data in digraph.nodes(data=True):
+            if key not in union:
+                union.add_node(key, **data)
+        union.add_edges_from(digraph.edges(data=True))
+    return layout(union, **kwargs)
+
+
+def _as_digraph(graph: Any) -> nx.DiGraph:
+    if isinstance(graph, nx.DiGraph):
+        return graph
+    from workbench.inspector.graph import to_networkx
+
+    return to_networkx(graph)
