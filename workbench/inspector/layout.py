@@ -206,11 +206,14 @@ class _View:
 
 
 def layout(graph: Any, captions: Mapping[str, Sequence[str]] | None = None,
-           caption: Callable[[Mapping[str, Any]], list[str]] = caption_lines) -> GraphLayout:
+           caption: Callable[[Mapping[str, Any]], list[str]] = caption_lines,
+           sizes: Mapping[str, tuple[float, float]] | None = None) -> GraphLayout:
     """Lay `graph` (a DiGraph, or anything `to_networkx` takes) out in layers.
 
     Each box is sized to its caption: `captions[key]` where given, else
-    `caption(node_data)`. Returns plain data both the SVG writer and the widgets draw.
+    `caption(node_data)`; `sizes[key]` = (width, height) overrides that for a view
+    that draws its boxes with its own fonts. Returns plain data both the SVG
+    writer and the widgets draw.
     """
     from grandalf.graphs import Edge, Graph, Vertex
 
@@ -219,7 +222,8 @@ def layout(graph: Any, captions: Mapping[str, Sequence[str]] | None = None,
              for key, d in g.nodes(data=True)}
     grouped = layers(g)
     rank_of = {key: r for r, layer in enumerate(grouped) for key in layer}
-    sizes = {key: box_size(lines[key]) for key in g.nodes}
+    sizes = {key: tuple(sizes[key]) if sizes and key in sizes else box_size(lines[key])
+             for key in g.nodes}
     bands, top = [], MARGIN
     for layer in grouped:  # layer bands shared by all components
         height = max([LINE_HEIGHT] + [sizes[key][1] for key in layer])

@@ -32,7 +32,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.tensor.type import format_shape
 from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE, _caption
 from workbench.inspector.graph import APPLY, OUTPUT
-from workbench.inspector.layout import layered_layout
+from workbench.inspector.layout import layout
 
 STATIC = Path(__file__).parent / "static"
 
@@ -43,7 +43,7 @@ MIN_FONT_PX = 11.0
 #: Width of one character of the monospace font, in ems (DejaVu Sans Mono: 0.602).
 CHAR_EM = 0.62
 PAD_X, PAD_Y, LINE_GAP, LINE_HEIGHT = 10.0, 5.0, 1.0, 1.2
-LAYER_GAP, NODE_GAP, MARGIN = 20.0, 22.0, 12.0
+MARGIN = 12.0
 CAPTION_LIMIT = 36
 
 
@@ -132,34 +132,12 @@ def _place(g: nx.DiGraph, sizes: Mapping[str, tuple[float, float]]
            ) -> tuple[dict[str, tuple[float, float]], dict[tuple[str, str], list[list[float]]]]:
     """Box centres and edge polylines for boxes of the given sizes.
 
-    The one place that asks the inspector's layout engine where nodes go: it
-    gives each node a layer and an order within it; rows are packed with the
-    boxes' own widths and centred, edges run from the bottom of their source
-    box to the top of their target box.
+    The one place that asks the inspector's layout engine where nodes go: its
+    layered layout with our box sizes, edges routed around the boxes.
     """
-    grid = layered_layout(g)
-    rows: dict[float, list[str]] = {}
-    for key, (_, y) in sorted(grid.items(), key=lambda item: item[1][0]):
-        rows.setdefault(y, []).append(key)
-    row_widths = {y: sum(sizes[k][0] for k in keys) + NODE_GAP * (len(keys) - 1)
-                  for y, keys in rows.items()}
-    widest = max(row_widths.values(), default=0.0)
-    centres: dict[str, tuple[float, float]] = {}
-    top = MARGIN
-    for y in sorted(rows, reverse=True):  # layer 0 (y == 0) on top
-        keys = rows[y]
-        height = max(sizes[k][1] for k in keys)
-        x = MARGIN + (widest - row_widths[y]) / 2
-        for key in keys:
-            w = sizes[key][0]
-            centres[key] = (x + w / 2, top + height / 2)
-            x += w + NODE_GAP
-        top += height + LAYER_GAP
-    edges = {}
-    for source, target in g.edges:
-        (x0, y0), (x1, y1) = centres[source], centres[target]
-        edges[source, target] = [[x0, y0 + sizes[source][1] / 2],
-                                 [x1, y1 - sizes[target][1] / 2]]
+    lay = layout(g, sizes=sizes)
+    centres = {key: (box.x, box.y) for key, box in lay.boxes.items()}
+    edges = {(e.source, e.target): [list(p) for p in e.points] for e in lay.edges}
     return centres, edges
 
 
@@ -227,7 +205,8 @@ def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
         "nodes": nodes, "edges": edges,
         "styles": {kind: {"fill": s["fill"], "stroke": s["stroke"]}
                    for kind, s in KIND_STYLE.items()},
-        "highlight_colours": dict(HIGHLIGHT),
+        "highlight_colours": {kind: stroke for kind, (stroke, _) in HIGHLIGHT.items()},
+        "highlight_fills": {kind: fill for kind, (_, fill) in HIGHLIGHT.items() if fill},
         "min_font_px": MIN_FONT_PX,
         "line_height": LINE_HEIGHT, "line_gap": LINE_GAP,
     }
