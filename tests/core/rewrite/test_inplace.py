@@ -5,14 +5,17 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+import workbench.io as graph_io
 from workbench.core.compile.mode import Mode, RewriteQuery
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite import rewrite_graph
 from workbench.core.rewrite.rules.inplace import inplace_rewriter
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.core.tensor.subtensor import IncSubtensor
 
 ONLY_INPLACE = Mode(rewriter=inplace_rewriter)
 NO_FUSION = Mode(rewriter=RewriteQuery(exclude=("fusion",)))
@@ -184,3 +187,80 @@ def test_lazy_graphs_only_overwrite_values_nobody_else_reads() -> None:
         ga, gb = f(av, bv)
         np.testing.assert_allclose(ga, [1.0, 2.0, 3.0, 4.0])
         np.testing.assert_allclose(gb, [-1.0, -2.0, -3.0, -4.0])
+
+
+# -- inplace Ops the user made: the caller's arrays are protected ------------------------
+def _inplace_exp(x):
+    return Elemwise(wt.exp(x).owner.op.scalar_op, inplace_pattern={0: 0})(x)
+
+
+def _inplace_set(target, value):
+    node = wt.set_subtensor(target, value).owner
+    return IncSubtensor(node.op.idx_list, set_instead_of_inc=True, inplace=True)(*node.inputs)
+
+
+@pytest.mark.parametrize("linker", ["py", "c", "gpu", "debug"])
+def test_an_explicit_inplace_elemwise_leaves_the_callers_input_alone(linker: str) -> None:
+    x = wt.dvector("x")
+    f = wb.function([x], _inplace_exp(x), linker=linker)
+    v = np.array([0.0, 1.0])
+    for _ in range(2):
+        np.testing.assert_allclose(f(v), np.exp([0.0, 1.0]))
+    np.testing.assert_array_equal(v, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "DEBUG"])
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_an_explicit_inplace_set_subtensor_leaves_the_callers_input_alone(
+        mode: str, linker: str) -> None:
+    m, row = wt.dmatrix("m"), wt.dvector("row")
+    whole = _inplace_set(m[0], row)
+    through_view = _inplace_set(m[1:][0], row)  # m[1:] is a view of the input m
+    f = wb.function([m, row], [whole, through_view], mode=mode, linker=linker)
+    a = np.zeros((2, 2))
+    r1, r2 = f(a, np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(r1, [[1.0, 2.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(r2, [[1.0, 2.0]])
+    np.testing.assert_array_equal(a, np.zeros((2, 2)))
+
+
+def test_an_inplace_op_read_from_a_graph_file_leaves_the_input_alone(tmp_path) -> None:
+    x = wt.dvector("x")
+    graph_io.save([_inplace_exp(x)], tmp_path / "g.json", inputs=[x])
+    inputs, outputs = graph_io.load(tmp_path / "g.json")
+    assert outputs[0].owner.op.destroy_map == {0: [0]}
+    f = wb.function(inputs, outputs[0])
+    v = np.array([0.0, 1.0])
+    np.testing.assert_allclose(f(v), np.exp([0.0, 1.0]))
+    np.testing.assert_array_equal(v, [0.0, 1.0])
+
+
+def test_shared_values_and_constants_are_never_overwritten() -> None:
+    s = wb.shared(np.array([0.0, 1.0]), name="s")
+    c = wt.constant(np.array([2.0, 3.0]))
+    f = wb.function([], [_inplace_exp(s), _inplace_exp(c)])
+    for _ in range(2):
+        r_s, r_c = f()
+        np.testing.assert_allclose(r_s, np.exp([0.0, 1.0]))
+        np.testing.assert_allclose(r_c, np.exp([2.0, 3.0]))
+    np.testing.assert_array_equal(s.get_value(borrow=True), [0.0, 1.0])
+
+
+def test_an_explicit_inplace_op_on_a_value_read_afterwards_copies() -> None:
+    x = wt.dvector("x")
+    h = wt.exp(x)
+    destroyed = _inplace_exp(h)
+    f = wb.function([x], [destroyed + h, h])  # h is read after, and is an output
+    v = np.array([0.0, 0.5])
+    total, h_value = f(v)
+    np.testing.assert_allclose(total, np.exp(np.exp(v)) + np.exp(v))
+    np.testing.assert_allclose(h_value, np.exp(v))
+
+
+def test_an_input_marked_mutable_may_be_overwritten() -> None:
+    x = wt.dvector("x")
+    f = wb.function([wb.In(x, mutable=True)], _inplace_exp(x), linker="py")
+    assert _inplace_nodes(f.maker.fgraph)  # the user's inplace Op is kept
+    v = np.array([0.0, 1.0])
+    out = f(v)
+    np.testing.assert_allclose(out, np.exp([0.0, 1.0]))

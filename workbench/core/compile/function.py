@@ -41,6 +41,7 @@ from workbench.core.link.vm import (
     describe_value,
     may_share_memory,
 )
+from workbench.core.rewrite.rules.inplace import protect_inputs
 
 __all__ = [
     "Function", "FunctionMaker", "In", "MissingInputError", "Out", "UnusedInputError",
@@ -231,8 +232,15 @@ class FunctionMaker:
         # output index -> index of the input it updates (linkers may keep updates in place)
         self.fgraph.update_mapping = {n_out + u: self.inputs_index_of_update(u)
                                       for u in range(len(self.updates))}
+        # Ops may overwrite only the inputs marked In(mutable=True); user-made inplace
+        # Ops that would overwrite another copy instead (before rewriting, so the
+        # rewrites see a consistent graph, and after, in case one moved a destroyer)
+        mutable = [v for v, s in zip(self.fgraph.inputs, self.inputs) if s.mutable]
+        self.fgraph.mutable_inputs = tuple(mutable)
+        protect_inputs(self.fgraph, mutable)
         #: the RewriteTrace of this compilation (None if the mode records none)
         self.rewrite_trace = self.mode.rewrite(self.fgraph)
+        protect_inputs(self.fgraph, mutable, full_check=False)
         self._enforce_dtypes()
         self._alias_plan = self._plan_alias_checks()
 

@@ -270,6 +270,14 @@ class DestroyHandler(Feature):
         for root in view_roots(node.inputs[i]):
             self._check_root(root, extra=(node, i))
 
+    def check_destroyer(self, node: Apply) -> None:
+        """Raise InconsistencyError if destroyer `node`, already in the graph, is unsafe
+        (checks the roots of what it overwrites only, so it costs what `validate` does)."""
+        for ins in node.op.destroy_map.values():
+            for i in ins:
+                for root in view_roots(node.inputs[i]):
+                    self._check_root(root)
+
     def validate_all(self) -> None:
         """Check every destroyer from scratch (for tests and debugging)."""
         fgraph = self.fgraph

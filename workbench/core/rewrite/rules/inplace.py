@@ -13,13 +13,21 @@ input, a constant, a graph output, a value another Op still has to read
 afterwards, or a read-only view (BroadcastTo) is never overwritten. Each
 candidate is prechecked with `DestroyHandler.check_destroy`, then replaced
 through `replace_all_validate`, which reverts the change if validation fails.
+
+`protect_inputs` is the other side of the same contract for Ops the *user* made
+in place (``Elemwise(op, inplace_pattern=...)``, ``IncSubtensor(inplace=True)``,
+from the API or a graph file): `function` calls it before and after rewriting, and
+every destroyer that would overwrite a caller's input not marked ``In(mutable=True)``,
+a shared value or a constant (or, before rewriting, that the DestroyHandler finds
+unsafe otherwise) is replaced by its copying version, so the call computes the
+same values and leaves the caller's arrays alone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
 from workbench.core.graph.destroyhandler import DestroyHandler, view_roots
 from workbench.core.graph.features import ReplaceValidate
 from workbench.core.graph.fg import FunctionGraph, InconsistencyError
@@ -28,7 +36,7 @@ from workbench.core.rewrite.db import register_inplace
 from workbench.core.rewrite.engine import GraphRewriter
 from workbench.core.tensor.elemwise import Elemwise
 
-__all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter"]
+__all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter", "protect_inputs"]
 
 
 def attach_destroy_handler(fgraph: FunctionGraph) -> DestroyHandler:
@@ -105,6 +113,71 @@ def _inplace_node(handler: DestroyHandler, node: Apply) -> Apply | None:
     if any(o.type != n.type for o, n in zip(node.outputs, new.outputs)):
         return None
     return new
+
+
+def _copying_node(node: Apply) -> Apply:
+    """`node` made not to overwrite anything: its Op without the inplace flag, or (for an
+    Op without one) the same Op applied to copies of the inputs it destroys."""
+    op = node.op
+    if isinstance(op, Elemwise):
+        return Elemwise(op.scalar_op).make_node(*node.inputs)
+    if "inplace" in getattr(op, "__props__", ()):
+        props = {name: getattr(op, name) for name in op.__props__}
+        props["inplace"] = False
+        return type(op)(**props).make_node(*node.inputs)
+    from workbench.core.tensor.math import identity
+
+    destroyed = {i for ins in op.destroy_map.values() for i in ins}
+    inputs = [identity(v) if i in destroyed else v for i, v in enumerate(node.inputs)]
+    return op.make_node(*inputs)
+
+
+def _overwrites_protected(node: Apply, protected: set[Variable]) -> bool:
+    """Whether `node` destroys (directly or through views) a protected input or a constant."""
+    for ins in node.op.destroy_map.values():
+        for i in ins:
+            for root in view_roots(node.inputs[i]):
+                if isinstance(root, Constant) or root in protected:
+                    return True
+    return False
+
+
+def protect_inputs(fgraph: FunctionGraph, mutable: Any = (), full_check: bool = True
+                   ) -> list[Apply]:
+    """Make every destroyer of `fgraph` that would overwrite a graph input not in `mutable`
+    (or a constant) copy instead; return the nodes replaced.
+
+    With `full_check` every destroyer is also checked by the DestroyHandler (a value
+    read after it is overwritten, destroyed twice, or a graph output) and replaced when
+    unsafe; the handler stays attached so the linkers run readers before destroyers.
+    Without it (after rewriting, when the inplace pass made its destroyers safe) only
+    the inputs are protected, in time linear in the graph."""
+    destroyers = [n for n in fgraph.apply_nodes if n.op.destroy_map]
+    if not destroyers:
+        return []
+    mutable = set(mutable)
+    protected = {v for v in fgraph.inputs if v not in mutable}
+    handler = None
+    if full_check:
+        fgraph.mutable_inputs = tuple(mutable)  # type: ignore[attr-defined]
+        handler = attach_destroy_handler(fgraph)
+        handler.mutable = mutable
+    replaced: list[Apply] = []
+    # plain dependency order: an unsafe destroyer's orderings may not be satisfiable
+    for node in io_toposort(fgraph.inputs, fgraph.outputs) if full_check else destroyers:
+        if not node.op.destroy_map or node not in fgraph.apply_nodes:
+            continue
+        unsafe = _overwrites_protected(node, protected)
+        if not unsafe and handler is not None:
+            try:
+                handler.check_destroyer(node)
+            except InconsistencyError:
+                unsafe = True
+        if unsafe:
+            new = _copying_node(node)
+            fgraph.replace_all(list(zip(node.outputs, new.outputs)), reason="protect_inputs")
+            replaced.append(node)
+    return replaced
 
 
 class InplaceRewriter(GraphRewriter):
