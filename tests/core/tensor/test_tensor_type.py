@@ -382,3 +382,25 @@ def test_numbers_for_scalar_inputs_filter_like_the_general_conversion(dtype, all
         got = t.filter(value, allow_downcast=allow_downcast)
         assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == ()
         np.testing.assert_array_equal(got, want)
+
+
+# -- byte order: compiled kernels read raw bytes, so inputs arrive in native order ---------
+@pytest.mark.parametrize("strict", [False, True])
+def test_filter_turns_byte_swapped_arrays_into_native_ones(strict):
+    swapped = np.array([1.0, 2.0, 3.0], dtype=np.dtype("f8").newbyteorder("S"))
+    data = wt.dvector().type.filter(swapped, strict=strict)
+    assert data.dtype.isnative and data.dtype == np.float64
+    np.testing.assert_array_equal(data, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("linker", ["py", "c", "gpu", "debug"])
+def test_byte_swapped_inputs_give_numpys_values_on_every_linker(linker):
+    import workbench as wb
+
+    x, i = wt.dvector("x"), wt.lvector("i")
+    f = wb.function([x, i], [x * 2 + 1, i.sum()], linker=linker)
+    floats = np.array([1.0, 2.0, 3.0], dtype=np.dtype("f8").newbyteorder("S"))
+    ints = np.array([1, 2, 3], dtype=np.dtype("i8").newbyteorder("S"))
+    doubled, total = f(floats, ints)
+    np.testing.assert_array_equal(doubled, [3.0, 5.0, 7.0])
+    assert total == 6

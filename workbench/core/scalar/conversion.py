@@ -145,7 +145,7 @@ def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: st
     """
     target = dtype.numpy
     if isinstance(data, (np.ndarray, np.generic)):
-        arr = np.asarray(data)
+        arr = native_byte_order(np.asarray(data))
         source = _dtype_of_array(arr, owner)
         if source is dtype:
             return arr
@@ -189,6 +189,14 @@ def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: st
 
 
 _KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def native_byte_order(arr: np.ndarray) -> np.ndarray:
+    """`arr`, or a copy in this machine's byte order when it is byte-swapped (``>f8`` on
+    x86): compiled kernels read the raw bytes, so every array they see must be native."""
+    if arr.dtype.isnative:
+        return arr
+    return arr.astype(arr.dtype.newbyteorder("="))
 
 
 def _dtype_of_array(arr: np.ndarray, owner: str) -> Dtype:

@@ -22,6 +22,7 @@ from workbench.core.dtypes import Dtype, as_dtype, default_float_dtype
 from workbench.core.graph.basic import Variable
 from workbench.core.graph.type import Type
 from workbench.core.scalar.basic import arrays_approx_equal, convert_data
+from workbench.core.scalar.conversion import native_byte_order
 
 StaticShape = tuple[int | None, ...]
 
@@ -159,6 +160,7 @@ class TensorType(Type):
                     f"expected a numpy.ndarray for {self} (strict filtering), "
                     f"got {type(data).__name__}"
                 )
+            data = native_byte_order(data)
             if data.dtype != self.numpy_dtype:
                 raise TypeError(
                     f"expected an array of dtype {self.dtype} for {self} (strict filtering), "
