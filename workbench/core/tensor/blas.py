@@ -95,10 +95,10 @@ class _Blas(Op):
         result = np.asarray(np.dot(x, y), dtype=dtype)
         if alpha != 1:
             result *= alpha
+        shape = np.broadcast_shapes(z.shape, result.shape)  # z's shape counts even unread
+        if shape != result.shape:
+            result = np.broadcast_to(result, shape).copy()
         if beta != 0:
-            shape = np.broadcast_shapes(z.shape, result.shape)
-            if shape != result.shape:
-                result = np.broadcast_to(result, shape).copy()
             if beta == 1:
                 result += z
             else:

@@ -250,6 +250,45 @@ def test_gemv_inplace_updates_strided_and_contiguous_accumulators(dtype):
         np.testing.assert_allclose(buf[0], want, **TOL[dtype])
 
 
+def spread_ref(z, alpha, x, y, beta):
+    """numpy's ``beta*z + alpha*dot(x, y)`` with the product broadcast over z (z not read
+    when beta is 0, as in BLAS)."""
+    product = alpha * (x.astype(np.float64) @ y.astype(np.float64))
+    return np.broadcast_to(product, z.shape) + (0 if beta == 0 else beta * z)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("beta", [1.0, -2.0, 0.0])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_length_one_product_broadcasts_over_the_accumulated_operand(dtype, beta, inplace):
+    y_, a_, x_ = wt.vector("y", dtype), wt.matrix("A", dtype), wt.vector("x", dtype)
+    z_, u_, w_ = wt.matrix("z", dtype), wt.matrix("u", dtype), wt.matrix("w", dtype)
+    a, b = wt.scalar("a", dtype), wt.scalar("b", dtype)
+    gemv_out = Gemv(inplace=inplace)(y_, a, a_, x_, b)
+    gemm_out = Gemm(inplace=inplace)(z_, a, u_, w_, b)
+    f, c_ops, py = compiled([wb.In(y_, mutable=True), a, a_, x_, wb.In(z_, mutable=True),
+                             u_, w_, b], [gemv_out, gemm_out])
+    assert sorted(op.__name__ for op in c_ops) == ["Gemm", "Gemv"] and py == []
+    rng = np.random.default_rng(8)
+    yv, av, xv = (rng.standard_normal(s).astype(dtype) for s in ((3,), (1, 2), (2,)))
+    alpha = np.asarray(0.5, dtype)
+    for uv, wv in (((1, 2), (2, 3)), ((3, 2), (2, 1)), ((1, 2), (2, 1))):
+        uv, wv = rng.standard_normal(uv).astype(dtype), rng.standard_normal(wv).astype(dtype)
+        zv = rng.standard_normal((3, 3)).astype(dtype)
+        want_v, want_m = spread_ref(yv, alpha, av, xv, beta), spread_ref(zv, alpha, uv, wv, beta)
+        got_v, got_m = f(yv.copy(), alpha, av, xv, zv.copy(), uv, wv, np.asarray(beta, dtype))
+        np.testing.assert_allclose(got_v, want_v, **TOL[dtype])
+        np.testing.assert_allclose(got_m, want_m, **TOL[dtype])
+
+
+def test_dot_of_a_vector_and_a_one_column_matrix_plus_the_vector_broadcasts():
+    v = wt.dvector("v")
+    m = wt.TensorType("float64", (None, 1))("M")
+    f = wb.function([v, m], wt.dot(v, m) + v)  # the default linker makes it a Gemv
+    assert any(isinstance(n.op, Gemv) for n in f.maker.fgraph.apply_nodes)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0]), np.ones((3, 1))), [7.0, 8.0, 9.0])
+
+
 def test_reused_output_buffers_do_not_leak_previous_values():
     x, y = wt.dmatrix("x"), wt.dmatrix("y")
     z = wt.dmatrix("z")

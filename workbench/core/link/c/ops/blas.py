@@ -267,7 +267,7 @@ class _BlasC(COpAdapter):
         return _blas().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
@@ -328,10 +328,15 @@ class DotC(_BlasC):
 
 
 class _AccumulateC(_BlasC):
-    """Gemm and Gemv: ``beta*z + alpha*product`` with z broadcasting or overwritten."""
+    """Gemm and Gemv: ``beta*z + alpha*product`` with z broadcasting or overwritten.
+
+    When the product has length 1 along an axis where z is longer (a one-row factor:
+    ``dot(v, M) + v`` with M of shape (n, 1)), BLAS writes the product into a temporary
+    and a loop spreads it over z's shape, as numpy's ``+`` broadcasts."""
 
     def _accumulate(self, node: Any, inputs: list[str], outputs: list[str],
-                    sub: dict[str, str], nd: int, dims: str, call: str) -> str:
+                    sub: dict[str, str], nd: int, dims: str, call: Any) -> str:
+        """C for the node; `call(out, beta)` is the BLAS call writing into `out`."""
         t, ctype, npy = self._dtype(node)
         fail, label = sub["fail"], sub["label"]
         z, alpha, _, _, beta = inputs
@@ -342,26 +347,70 @@ class _AccumulateC(_BlasC):
         code = [dims,
                 f"const {ctype} alpha = *({ctype}*)PyArray_DATA({alpha});",
                 f"const {ctype} beta = *({ctype}*)PyArray_DATA({beta});"]
-        fits = " || ".join(f"(PyArray_DIM({z}, {d}) != dims[{d}] && PyArray_DIM({z}, {d}) != 1)"
-                           for d in range(nd))
+        fits = " || ".join(f"(PyArray_DIM({z}, {d}) != dims[{d}] && PyArray_DIM({z}, {d}) != 1"
+                           f" && dims[{d}] != 1)" for d in range(nd))
         code.append(f"if ({fits}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: the "
                     f"accumulated operand of shape {fmt} cannot broadcast against the product "
                     f"of shape {fmt}\", {label}, {z_args}, {r_args});\n  {fail}\n}}")
+        full = ", ".join(f"PyArray_DIM({z}, {d}) == 1 ? dims[{d}] : PyArray_DIM({z}, {d})"
+                         for d in range(nd))
+        spread = " || ".join(f"odims[{d}] != dims[{d}]" for d in range(nd))
+        code.append(f"npy_intp odims[{nd}] = {{{full}}};")
+        code.append(f"if ({spread}) {{\n{self._spread(node, inputs, outputs, sub, nd, call)}}}"
+                    " else {")
         if self.op.inplace:
-            exact = " || ".join(f"PyArray_DIM({z}, {d}) != dims[{d}]" for d in range(nd))
-            code.append(
-                f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: cannot write a "
+            code.append(self._into_z(z, o, nd, fmt, z_args, fail, label))
+        else:
+            code.append(self._out(o, nd, "dims", npy, fail))
+            code.append(f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
+        code.append(f"if ({call(o, 'beta')} < 0) {fail}")
+        code.append("}")
+        return "\n".join(code)
+
+    @staticmethod
+    def _into_z(z: str, o: str, nd: int, fmt: str, z_args: str, fail: str, label: str) -> str:
+        """C making the output `o` be z itself (or a copy of a read-only z)."""
+        exact = " || ".join(f"PyArray_DIM({z}, {d}) != odims[{d}]" for d in range(nd))
+        o_args = ", ".join(f"(long)odims[{d}]" for d in range(nd))
+        return (f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: cannot write a "
                 f"result of shape {fmt} into the accumulated operand of shape {fmt}\", "
-                f"{label}, {r_args}, {z_args});\n  {fail}\n}}\n"
+                f"{label}, {o_args}, {z_args});\n  {fail}\n}}\n"
                 f"Py_XDECREF({o});\n"
                 f"if (PyArray_ISWRITEABLE({z})) {{ {o} = {z}; Py_INCREF({o}); }}\n"
                 f"else {{ {o} = (PyArrayObject*)PyArray_NewCopy({z}, NPY_ANYORDER); "
                 f"if (!{o}) {fail} }}")
-        else:
-            code.append(self._out(o, nd, "dims", npy, fail))
-            code.append(f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
-        code.append(f"if ({call} < 0) {fail}")
-        return "\n".join(code)
+
+    def _spread(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
+                nd: int, call: Any) -> str:
+        """C for a product broadcast over z: BLAS into a temporary, then
+        ``out = beta*z + product`` element by element (z not read when beta is 0)."""
+        _, ctype, npy = self._dtype(node)
+        fail, label = sub["fail"], sub["label"]
+        z = inputs[0]
+        (o,) = outputs
+        fmt = "(" + ",".join(["%ld"] * nd) + ("," if nd == 1 else "") + ")"
+        z_args = ", ".join(f"(long)PyArray_DIM({z}, {d})" for d in range(nd))
+        prepare = (self._into_z(z, o, nd, fmt, z_args, fail, label) if self.op.inplace
+                   else self._out(o, nd, "odims", npy, fail))
+        axes = "ij"[:nd]
+        loops = "".join(f"for (npy_intp {a} = 0; {a} < odims[{d}]; ++{a}) "
+                        for d, a in enumerate(axes))
+
+        def at(array: str, own_dims: str) -> str:
+            index = ", ".join(f"{own_dims}[{d}] == 1 ? 0 : {a}" for d, a in enumerate(axes))
+            return f"*({ctype}*)PyArray_GETPTR{nd}({array}, {index})"
+
+        return (f"{prepare}\n"
+                f"PyArrayObject *wb_product = "
+                f"(PyArrayObject*)PyArray_ZEROS({nd}, dims, {npy}, 0);\n"
+                f"if (!wb_product) {fail}\n"
+                f"if ({call('wb_product', '0')} < 0) {{ Py_DECREF(wb_product); {fail} }}\n"
+                f"const npy_intp *zdims = PyArray_DIMS({z});\n"
+                f"{loops}{{\n"
+                f"  const {ctype} zv = beta == 0 ? 0 : beta * {at(z, 'zdims')};\n"
+                f"  *({ctype}*)PyArray_GETPTR{nd}({o}, {', '.join(axes)}) = "
+                f"zv + {at('wb_product', 'dims')};\n}}\n"
+                f"Py_DECREF(wb_product);\n")
 
 
 @register_c_op(Gemm)
@@ -375,8 +424,9 @@ class GemmC(_AccumulateC):
         _, _, x, y, _ = inputs
         check = _aligned_check(sub["label"], x, y, 2, 2, sub["fail"])
         dims = f"npy_intp dims[2] = {{PyArray_DIM({x}, 0), PyArray_DIM({y}, 1)}};"
-        return check + self._accumulate(node, inputs, outputs, sub, 2, dims,
-                                        f"wb_gemm_{t}({x}, {y}, alpha, beta, {outputs[0]})")
+        return check + self._accumulate(
+            node, inputs, outputs, sub, 2, dims,
+            lambda out, beta: f"wb_gemm_{t}({x}, {y}, alpha, {beta}, {out})")
 
 
 @register_c_op(Gemv)
@@ -390,5 +440,6 @@ class GemvC(_AccumulateC):
         _, _, a, x, _ = inputs
         check = _aligned_check(sub["label"], a, x, 2, 1, sub["fail"])
         dims = f"npy_intp dims[1] = {{PyArray_DIM({a}, 0)}};"
-        return check + self._accumulate(node, inputs, outputs, sub, 1, dims,
-                                        f"wb_gemv_{t}({a}, {x}, alpha, beta, {outputs[0]}, 0)")
+        return check + self._accumulate(
+            node, inputs, outputs, sub, 1, dims,
+            lambda out, beta: f"wb_gemv_{t}({a}, {x}, alpha, {beta}, {out}, 0)")
