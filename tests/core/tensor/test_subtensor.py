@@ -351,3 +351,39 @@ def test_catalogue_cases(case, dtype, evaluate, inferred_shape):
     givens = dict(zip(inputs, values))
     check(output, givens, expected, evaluate, inferred_shape)
     np.testing.assert_array_equal(function(inputs, output)(*values), expected)
+
+
+# -- constant indices beyond int64: NumPy's values on every linker, never a wrapped index ---
+HUGE = 2**64 + 1
+HUGE_SLICES = {"start": slice(HUGE, None), "stop": slice(None, 2**63),
+               "negative start": slice(-(2**64), 3), "step": slice(None, None, HUGE),
+               "negative step": slice(None, None, -HUGE), "int64 min": slice(-(2**63), 3)}
+
+
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+@pytest.mark.parametrize("which", sorted(HUGE_SLICES))
+def test_huge_constant_slice_bounds_are_clamped_as_numpy_does(linker, which):
+    index = HUGE_SLICES[which]
+    x, y = wt.dvector("x"), wt.dvector("y")
+    values = np.arange(5.0)
+    f = function([x, y], [x[index], set_subtensor(x[index], y)], linker=linker)
+    expected_set = values.copy()
+    expected_set[index] = -1.0
+    part, written = f(values, -np.ones(len(values[index])))
+    np.testing.assert_array_equal(part, values[index])
+    np.testing.assert_array_equal(written, expected_set)
+
+
+@pytest.mark.parametrize("index", [HUGE, -HUGE, 2**63, np.uint64(2**64 - 1)])
+def test_a_constant_index_beyond_int64_is_an_index_error_while_building(index):
+    with pytest.raises(IndexError, match="out of bounds for any axis"):
+        wt.dvector("x")[index]
+    with pytest.raises(IndexError, match="out of bounds for any axis"):
+        Subtensor([int(index)])  # as a graph file would rebuild it
+
+
+def test_huge_slice_parts_in_an_op_are_clamped_so_static_shapes_stay_numpys():
+    x = TensorType("float64", (5,))("x")
+    op = Subtensor([SliceEntry(None, None, HUGE)])
+    assert op.idx_list == (SliceEntry(None, None, 2**63 - 1),)
+    assert op(x).type.shape == (1,)

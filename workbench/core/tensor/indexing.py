@@ -25,8 +25,9 @@ from workbench.core.tensor.type import StaticShape, TensorType
 from workbench.core.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
-    "ADVANCED", "FULL_SLICE", "SYMBOLIC", "SliceEntry", "check_index", "encode", "fill",
-    "parse_index", "slice_length", "static_slice_length",
+    "ADVANCED", "FULL_SLICE", "INDEX_LIMIT", "SYMBOLIC", "SliceEntry", "check_index",
+    "checked_scalar_index", "clamped_slice_part", "encode", "fill", "parse_index",
+    "slice_length", "static_slice_length",
 ]  # fmt: skip
 
 INDEX_ERROR = (
@@ -96,8 +97,29 @@ def entry_str(entry: Any) -> str:
     return str(entry)
 
 
+#: The largest index magnitude kept as is: every part of an index must fit the int64 the
+#: compiled linkers compute with (and its negation must fit too).
+INDEX_LIMIT = 2**63 - 1
+
+
+def clamped_slice_part(value: int) -> int:
+    """A constant slice start, stop or step within +-INDEX_LIMIT, as NumPy clamps them:
+    no axis is that long, so the slice selects the same elements."""
+    return max(-INDEX_LIMIT, min(INDEX_LIMIT, value))
+
+
+def checked_scalar_index(value: int) -> int:
+    """A constant integer index, or IndexError when no axis can be that long (beyond
+    int64: the compiled linkers would wrap it to another element)."""
+    if not -INDEX_LIMIT <= value <= INDEX_LIMIT:
+        raise IndexError(f"index {value} is out of bounds for any axis: lengths and "
+                         "indices fit in int64")
+    return value
+
+
 def _normalize_entry(entry: Any, allow_advanced: bool) -> Any:
-    """An idx_list entry given to an Op constructor, checked (Python slices accepted)."""
+    """An idx_list entry given to an Op constructor, checked (Python slices accepted;
+    constant slice parts clamped, scalar indices beyond int64 refused)."""
     if isinstance(entry, slice):
         entry = SliceEntry(entry.start, entry.stop, entry.step)
     if isinstance(entry, SliceEntry):
@@ -106,7 +128,7 @@ def _normalize_entry(entry: Any, allow_advanced: bool) -> Any:
             if p is None or p is SYMBOLIC:
                 parts.append(p)
             elif isinstance(p, (int, np.integer)) and not isinstance(p, bool):
-                parts.append(int(p))
+                parts.append(clamped_slice_part(int(p)))
             else:
                 raise TypeError(f"slice parts in an idx_list must be ints, None or SYMBOLIC, "
                                 f"got {p!r}")
@@ -116,7 +138,7 @@ def _normalize_entry(entry: Any, allow_advanced: bool) -> Any:
     if entry is SYMBOLIC:
         return entry
     if isinstance(entry, (int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
-        return int(entry)
+        return checked_scalar_index(int(entry))
     if allow_advanced and (entry is ADVANCED or entry is None or entry is Ellipsis):
         return entry
     kind = "advanced " if allow_advanced else "basic "
@@ -205,9 +227,9 @@ def _slice_part(value: Any) -> int | Variable | None:
         var = as_tensor_variable(value)
         if var.type.ndim != 0 or not var.type.dtype.is_int:
             raise TypeError(SLICE_ERROR)
-        return int(var.data) if isinstance(var, Constant) else var
+        return clamped_slice_part(int(var.data)) if isinstance(var, Constant) else var
     try:
-        return operator.index(value)
+        return clamped_slice_part(operator.index(value))
     except TypeError:
         raise TypeError(SLICE_ERROR) from None
 
@@ -226,7 +248,7 @@ def _parse_entry(entry: Any) -> Any:
     if isinstance(entry, (bool, np.bool_)):  # a 0-d boolean mask, as NumPy reads it
         return constant(np.array(bool(entry)))
     if isinstance(entry, (int, np.integer)):
-        return int(entry)
+        return checked_scalar_index(int(entry))
     if isinstance(entry, Variable):
         try:
             var = as_tensor_variable(entry)
@@ -234,7 +256,7 @@ def _parse_entry(entry: Any) -> Any:
             raise IndexError(INDEX_ERROR) from None
         dtype = var.type.dtype
         if dtype.is_int and var.type.ndim == 0:
-            return int(var.data) if isinstance(var, Constant) else var
+            return checked_scalar_index(int(var.data)) if isinstance(var, Constant) else var
         if dtype.is_int or dtype.is_bool:
             return var
         raise IndexError(INDEX_ERROR)
@@ -248,7 +270,7 @@ def _parse_entry(entry: Any) -> Any:
         if arr.dtype.kind == "b":
             return constant(arr)
         if arr.dtype.kind in "iu":
-            return int(arr) if arr.ndim == 0 else constant(arr)
+            return checked_scalar_index(int(arr)) if arr.ndim == 0 else constant(arr)
         raise IndexError(INDEX_ERROR)
     raise IndexError(INDEX_ERROR)
 

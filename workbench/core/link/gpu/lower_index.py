@@ -78,11 +78,27 @@ def numpy_positions(torch: Any, shape: tuple[int, ...], entries: list[Any], devi
     return to_device(np.ascontiguousarray(positions[index]), device)
 
 
+#: Torch selects nothing for slice steps this large (2**63 - 1, where NumPy selects one
+#: element) and warns about starts and stops beyond it.
+_TORCH_SLICE_LIMIT = 2**31
+
+
+def _torch_misreads(entry: Any) -> bool:
+    """Whether torch reads this entry differently from NumPy: a slice with a negative
+    step (torch has none) or a huge part."""
+    if not isinstance(entry, slice):
+        return False
+    if entry.step is not None and entry.step < 0:
+        return True
+    return any(p is not None and abs(p) >= _TORCH_SLICE_LIMIT
+               for p in (entry.start, entry.stop, entry.step))
+
+
 def apply_index(torch: Any, x: Any, entries: list[Any]) -> Any:
     """`x[entries]` with NumPy's meaning (negative-step slices included)."""
     if needs_numpy_positions(torch, entries):
         return x.reshape(-1)[numpy_positions(torch, tuple(x.shape), entries, x.device)]
-    if any(isinstance(e, slice) and e.step is not None and e.step < 0 for e in entries):
+    if any(_torch_misreads(e) for e in entries):
         if not any(e is Ellipsis for e in entries):
             entries = [*entries, Ellipsis]
         used = sum(_consumed(torch, e) for e in entries)
@@ -96,6 +112,10 @@ def apply_index(torch: Any, x: Any, entries: list[Any]) -> Any:
                 picks = torch.tensor(list(positions), dtype=torch.int64, device=x.device)
                 x = x.index_select(dim, picks)
                 entry = slice(None)
+            elif _torch_misreads(entry):  # huge parts: the same slice in the axis' bounds
+                n = int(x.shape[dim])
+                start, stop, step = entry.indices(n)
+                entry = slice(start, stop, min(step, max(n, 1)))
             if entry is not Ellipsis:
                 dim += _consumed(torch, entry)
             fixed.append(entry)

@@ -113,7 +113,9 @@ def index_code(op: Any, node: Any, x: str, index_inputs: list[str], index_vars: 
   const npy_intp n = PyArray_DIMS({x})[{axis}], s = PyArray_STRIDES({x})[{axis}];
   wbs_slice(n, {has_start}, {start}, {has_stop}, {stop}, {step}, &first, &len);
   if (len > 0) data += first * s;
-  dims[nd_out] = len; strides[nd_out] = s * {step}; nd_out++;
+  /* a step longer than the axis selects at most one element: its stride is never used
+     (and s * step could overflow) */
+  dims[nd_out] = len; strides[nd_out] = len > 1 ? s * {step} : s; nd_out++;
 }}""")
         else:
             if entry is SYMBOLIC:
