@@ -607,8 +607,10 @@ def test_unsupported_dtype_error_when_no_mode_helps(fake_backend):
     message = str(info.value)
     assert "sort on backend 'fake' does not support dtype complex128" in message
     assert "no casting mode" in message
-    with pytest.raises(UnsupportedDtypeError, match=r"^Backend 'fake'.*uint64.*'downcast'"):
+    with pytest.raises(UnsupportedDtypeError, match=r"^Backend 'fake'.*uint64.*'downcast'"
+                       r".*would change values.*not advised") as narrowing:
         dtypes.check_supported(uint64, "fake")
+    assert narrowing.value.suggested_modes == []  # every target would wrap large values
 
 
 def test_settings_are_process_wide_and_overrides_are_per_thread():

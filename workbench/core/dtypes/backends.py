@@ -32,6 +32,7 @@ from workbench.core.dtypes.defaults import (
     default_float_dtype,
     default_int_dtype,
 )
+from workbench.core.dtypes.promotion import can_cast
 
 
 class _BackendDtypes(NamedTuple):
@@ -246,7 +247,9 @@ class UnsupportedDtypeError(TypeError):
                 if target is not None:
                     resolutions[mode] = target
         self.resolutions: dict[str, Dtype] = dict(resolutions)
-        self.suggested_modes: list[str] = list(self.resolutions)
+        #: the modes whose target holds every value of the dtype (the ones advised)
+        self.suggested_modes: list[str] = [
+            m for m, d in self.resolutions.items() if can_cast(self.dtype, d)]
         super().__init__(self._message())
 
     def _message(self) -> str:
@@ -256,14 +259,21 @@ class UnsupportedDtypeError(TypeError):
             else f"{self.op} on backend {self.backend!r}"
         )
         text = f"{where} does not support dtype {self.dtype}"
-        if self.resolutions:
-            modes = ", ".join(f"{m!r} (-> {d})" for m, d in self.resolutions.items())
-            return (
-                f"{text}; set a casting mode to convert it: {modes}"
-                " (see set_casting_mode / casting_mode_as)"
-            )
-        supported = ", ".join(supported_dtypes(self.backend, self.op)) or "none"
-        return f"{text}, and no casting mode can convert it (supported dtypes: {supported})"
+        lossy = {m: d for m, d in self.resolutions.items() if m not in self.suggested_modes}
+        if self.suggested_modes:
+            modes = ", ".join(f"{m!r} (-> {self.resolutions[m]})" for m in self.suggested_modes)
+            text = (f"{text}; set a casting mode to convert it: {modes}"
+                    " (see set_casting_mode / casting_mode_as)")
+        else:
+            supported = ", ".join(supported_dtypes(self.backend, self.op)) or "none"
+            text = (f"{text}, and no casting mode can convert it without changing values "
+                    f"(supported dtypes: {supported}); cast it explicitly to one that "
+                    "holds your values")
+        if lossy:
+            modes = " and ".join(f"{m!r} (-> {d})" for m, d in lossy.items())
+            text += (f"; {modes} would change values {self.dtype} holds and the target "
+                     "does not (wrapped or rounded), so they are not advised")
+        return text
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (type(self), (self.dtype, self.backend, self.op, self.resolutions))

@@ -270,7 +270,7 @@ def test_eye_matches_numpy_for_every_offset_and_dtype():
     outs = [Eye(d)(n, m, k) for d in ("float64", "int32", "bool", "complex128")]
     fc, fp = compile_both([n, m, k], outs, [Eye])
     for shape in [(3, 3), (2, 5), (5, 2), (0, 3), (1, 1)]:
-        for off in (-6, -2, -1, 0, 1, 3, 7):
+        for off in (-6, -2, -1, 0, 1, 3, 7, -(2**63), 2**63 - 1):  # offsets at the int64 limits
             got = fc(*shape, off)
             assert_same(got, fp(*shape, off))
             np.testing.assert_array_equal(got[0], np.eye(*shape, off))

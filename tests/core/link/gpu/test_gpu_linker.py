@@ -208,3 +208,47 @@ def test_workbench_profile_measures_a_gpu_function() -> None:
     assert {r.backend for r in rows} == {"GPU"} and all(r.calls == 3 for r in rows)
     assert stats.memory().peak_with_gc > 0
     assert stats.chrome_trace()["traceEvents"]
+
+
+# -- the same mistakes raise the same errors as on py and c --------------------------------
+def test_integers_to_negative_integer_powers_raise_as_numpy_does() -> None:
+    i, j = wt.lvector("i"), wt.lvector("j")
+    base = wb.shared(np.array([2, 3]), name="base")
+    f = wb.function([j], i ** j, givens={i: base}, updates={base: base ** j}, linker="gpu")
+    np.testing.assert_array_equal(f(np.array([1, 2])), [2, 9])
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        f(np.array([-1, 2]))
+    np.testing.assert_array_equal(base.get_value(), [2, 9])  # the update was not stored
+    x = wt.dvector("x")
+    np.testing.assert_allclose(wb.function([x, j], x ** j, linker="gpu")(
+        np.array([2.0, 4.0]), np.array([-1, -2])), [0.5, 0.0625])
+
+
+SHAPE_MISTAKES = {
+    "elementwise": (lambda x, y, m: x + y, (np.ones(2), np.ones(3), np.ones((2, 3)))),
+    "product": (lambda x, y, m: wt.dot(m, x), (np.ones(2), np.ones(3), np.ones((2, 3)))),
+    "join": (lambda x, y, m: wt.concatenate([m, x[None]]), (np.ones(2), np.ones(3),
+                                                              np.ones((2, 3)))),
+    "region": (lambda x, y, m: wt.set_subtensor(y[:2], y), (np.ones(2), np.ones(3),
+                                                            np.ones((2, 3)))),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(SHAPE_MISTAKES))
+def test_shape_mistakes_raise_value_error_on_every_linker(mistake: str) -> None:
+    build, values = SHAPE_MISTAKES[mistake]
+    x, y, m = wt.dvector("x"), wt.dvector("y"), wt.dmatrix("m")
+    for linker in ("py", "c", "gpu"):
+        f = wb.function([x, y, m], build(x, y, m), linker=linker, on_unused_input="ignore")
+        with pytest.raises(ValueError):
+            f(*values)
+
+
+def test_uint64_is_not_advised_a_cast_that_would_wrap_its_values() -> None:
+    u = wt.vector("u", "uint64")
+    with pytest.raises(TypeError) as info:
+        wb.function([u], u + 1, linker="gpu")
+    message = str(info.value)
+    assert "no casting mode can convert it without changing values" in message
+    assert "'downcast' (-> uint8)" in message and "not advised" in message
+    assert info.value.suggested_modes == []

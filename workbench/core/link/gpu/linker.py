@@ -22,6 +22,7 @@ events around each node, read after the call (the kernels are asynchronous).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -248,7 +249,14 @@ class GpuLinker(Linker):
         n_out = len(out_cells)
 
         def thunk() -> None:
-            results = kernel(*[cell[0] for cell in in_cells])
+            args = [cell[0] for cell in in_cells]
+            try:
+                results = kernel(*args)
+            except RuntimeError as exc:
+                mistake = shape_mistake(node, args, exc)
+                if mistake is None:
+                    raise
+                raise mistake from exc
             if len(results) != n_out:
                 raise RuntimeError(f"the torch kernel of {node.op} gave {len(results)} "
                                    f"outputs, the node has {n_out}")
@@ -257,6 +265,24 @@ class GpuLinker(Linker):
                 flag[0] = 1
 
         return Thunk(thunk, node, in_cells, out_cells, lazy=False, impl="gpu")
+
+
+#: What torch's messages say when shapes do not fit (broadcasting, products, joins,
+#: reshapes, writes into a region).
+_SHAPE_WORDS = re.compile(r"\bsizes?\b|\bshapes?\b|\bdimensions?\b|mismatch|cannot be "
+                          r"multiplied", re.IGNORECASE)
+
+
+def shape_mistake(node: Apply, args: Sequence[Any], exc: RuntimeError) -> ValueError | None:
+    """The ValueError the py and c linkers raise for the same mistake, when torch's
+    RuntimeError says the inputs' shapes do not fit (None for other errors: running out
+    of memory, a device error)."""
+    torch = import_torch()
+    if isinstance(exc, getattr(torch, "OutOfMemoryError", ())) or not _SHAPE_WORDS.search(
+            str(exc)):
+        return None
+    shapes = ", ".join(str(tuple(a.shape)) for a in args if hasattr(a, "shape"))
+    return ValueError(f"{node.op}: the input shapes {shapes} do not fit: {exc}")
 
 
 def _host_thunk(node: Apply, in_cells: list[Cell], out_cells: list[Cell], done: list[Cell],

@@ -164,7 +164,7 @@ _UNARY = {
 }  # fmt: skip
 _BINARY = {
     sm.Add: "add", sm.Mul: "mul", sm.TrueDiv: "true_divide",
-    sm.Pow: "pow", sm.Maximum: "maximum", sm.Minimum: "minimum", sm.EQ: "eq", sm.NEQ: "ne",
+    sm.Maximum: "maximum", sm.Minimum: "minimum", sm.EQ: "eq", sm.NEQ: "ne",
     sm.LT: "lt", sm.GT: "gt", sm.LE: "le", sm.GE: "ge", sm.AND: "bitwise_and",
     sm.OR: "bitwise_or", sm.XOR: "bitwise_xor", sm.ArcTan2: "atan2",
 }  # fmt: skip
@@ -208,6 +208,18 @@ def _int_div_mod(op: Any, a: Any, b: Any) -> Any:
     zero = b == 0
     safe = torch.where(zero, torch.ones_like(b), b)
     return torch.where(zero, torch.zeros((), dtype=a.dtype, device=a.device), fn(a, safe))
+
+
+@register_scalar(sm.Pow)
+def _pow(op: Any, a: Any, b: Any) -> Any:
+    """torch.pow; integers to negative integer powers raise NumPy's ValueError (torch
+    gives 0, which would be stored silently, e.g. by an update)."""
+    torch = import_torch()
+    exact = (a.dtype, b.dtype)
+    if not any(d.is_floating_point or d.is_complex or d == torch.bool for d in exact) \
+            and bool((b < 0).any()):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return torch.pow(a, b)
 
 
 @register_scalar(sm.Sqr)

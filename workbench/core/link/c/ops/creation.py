@@ -206,9 +206,14 @@ const npy_intp rows = dims[0], cols = dims[1];
 if (rows > 0 && cols > 0) {{
   {ctype} *out = ({ctype} *)PyArray_DATA({z});
   memset(out, 0, (size_t)rows * (size_t)cols * sizeof({ctype}));
-  /* row i holds its one at column i + off when 0 <= i + off < cols */
-  npy_intp lo = off < 0 ? -off : 0, hi = cols - off;
-  if (hi > rows) hi = rows;
+  /* row i holds its one at column i + off when 0 <= i + off < cols; a diagonal
+     outside the matrix has none (tested first: -off and cols - off overflow for
+     offsets near the int64 limits) */
+  npy_intp lo = 0, hi = 0;
+  if (off > -rows && off < cols) {{
+    lo = off < 0 ? -off : 0;
+    hi = cols - off < rows ? cols - off : rows;
+  }}
   for (npy_intp i = lo; i < hi; i++) {set_one}
 }}"""
 
