@@ -94,18 +94,57 @@ def test_vectorized_jacobian_matches_and_is_differentiable() -> None:
     np.testing.assert_allclose(third, numeric_jacobian(jac_sum, XV), rtol=1e-5, atol=1e-8)
 
 
-def test_vectorized_jacobian_needs_a_static_shape() -> None:
-    x = wt.dvector("x")
-    with pytest.raises(ValueError, match="static shape"):
-        wb.jacobian(x**2, x, vectorize=True)
+def test_vectorized_jacobian_without_static_shapes_loops_and_is_differentiable() -> None:
+    w, x = wt.dmatrix("w"), wt.dvector("x")
+    ws = wt.TensorType("float64", (2, 3))("ws")
+    xs = wt.TensorType("float64", (3,))("xs")
+    loop = wb.jacobian(wt.tanh(w @ x), [x, w], vectorize=True)  # shapes unknown: a loop
+    unrolled = wb.jacobian(wt.tanh(ws @ xs), [xs, ws], vectorize=True)
+    assert isinstance(loop[0].owner.op, JacobianOp)
+    for a, b in zip(fn([w, x], loop)(WV, XV), fn([ws, xs], unrolled)(WV, XV)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for a, b in zip(fn([w, x], wb.grad(loop[0].sum(), [x, w]))(WV, XV),
+                    fn([ws, xs], wb.grad(unrolled[0].sum(), [xs, ws]))(WV, XV)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_the_loop_jacobian_is_not_differentiable_and_says_so() -> None:
+def test_the_loop_jacobian_reaches_shared_variables_in_its_gradient() -> None:
+    s, x = wb.shared(WV, name="s"), wt.dvector("x")
+    j = wb.jacobian(wt.tanh(s @ x), x)
+    got = fn([x], wb.grad((j**2).sum(), s))(XV)
+
+    def jac_norm(a: np.ndarray) -> float:
+        t = np.tanh(a @ XV)
+        return float(np.sum(((1 - t**2)[:, None] * a) ** 2))
+
+    np.testing.assert_allclose(got, numeric_jacobian(jac_norm, WV), rtol=1e-5, atol=1e-7)
+
+
+def test_the_loop_jacobian_is_differentiable_once_and_says_so_beyond() -> None:
     x = wt.dvector("x")
-    j = wb.jacobian(x**2, x)
+    j = wb.jacobian(x**3, x)
     assert isinstance(j.owner.op, JacobianOp)
+    g = wb.grad(j.sum(), x)  # d/dx_i sum_j 3 x_j**2 delta_ij = 6 x_i
+    np.testing.assert_allclose(fn([x], g)(XV), 6 * XV)
     with pytest.raises(wb.NullTypeGradError, match="vectorize=True"):
-        wb.grad(j.sum(), x)
+        wb.grad(g.sum(), x)
+
+
+def test_jacobian_and_hessian_return_the_container_they_were_given() -> None:
+    x, v = wt.dscalar("x"), wt.dvector("v")
+    assert isinstance(wb.jacobian(v**2, (v,)), tuple)
+    assert isinstance(wb.jacobian(v**2, [v]), list)
+    assert isinstance(wb.jacobian(x**2, (x,)), tuple)
+    assert isinstance(wb.hessian(x**2, (x,)), tuple)
+    assert isinstance(wb.hessian((v**2).sum(), [v]), list)
+    assert isinstance(wb.jacobian(v**2, v), Variable)
+
+
+def test_derivatives_that_do_not_depend_on_the_input_evaluate_with_it_given() -> None:
+    x = wt.dscalar("x")
+    assert wb.grad(x, x).eval({x: 12}) == 1.0
+    assert wb.jacobian(x, x).eval({x: 12}) == 1.0
+    assert wb.jacobian(2 * x, [x])[0].eval({x: 12}) == 2.0
 
 
 # -- hessian ----------------------------------------------------------------------------------

@@ -8,15 +8,17 @@
   f's type), which works on every Op with a (twice usable) gradient.
 - `jacobian(y, x)`: shape ``y.shape + x.shape`` (NumPy's convention), without
   static shapes: a `JacobianOp` evaluates one vector-Jacobian product per
-  element of y, seeding `grad` with one-hot tensors (no scan needed). With
+  element of y, seeding `grad` with one-hot tensors (no scan needed); its
+  gradient (`JacobianGradOp`) loops the same way over second derivatives. With
   ``vectorize=True`` and a statically known size of y the rows are built
   symbolically instead (one `grad` per row, then stacked), so the result can
-  itself be differentiated.
+  be differentiated to any order.
 - `hessian(cost, x)` = jacobian(grad(cost, x), x).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +37,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace,
 from workbench.core.graph.op import Op
 from workbench.core.graph.utils import MethodNotDefined
 
-__all__ = ["JacobianOp", "Lop", "Rop", "hessian", "jacobian"]
+__all__ = ["JacobianGradOp", "JacobianOp", "Lop", "Rop", "hessian", "jacobian"]
 
 #: largest static output size `jacobian(..., vectorize=True)` unrolls symbolically
 UNROLL_LIMIT = 1024
@@ -47,6 +49,14 @@ def _as_list(value: Any, what: str) -> tuple[list[Any], bool]:
     if isinstance(value, (list, tuple)):
         return list(value), False
     raise TypeError(f"{what} must be a Variable or a list of Variables, got {value!r}")
+
+
+def _in_given_container(results: list[Any], given: Any) -> Any:
+    """`results` in the container `given` came in: one result for a Variable, a tuple
+    for a tuple, a list for a list (as PyTensor's jacobian and hessian return them)."""
+    if isinstance(given, Variable):
+        return results[0]
+    return tuple(results) if isinstance(given, tuple) else list(results)
 
 
 def _tensor(value: Any) -> Variable:
@@ -188,15 +198,8 @@ def Rop(  # noqa: N802 (the traditional name)
 # -- jacobian ---------------------------------------------------------------------------------
 
 
-class JacobianOp(Op):
-    """The Jacobians of `expression` wrt each of `wrt`, one vector-Jacobian product per row.
-
-    Holds an inner graph (`expression`, the `wrt` and their one-hot-seeded
-    gradients); `perform` compiles it once and loops over the elements of the
-    expression's value, so no static shape is needed. It compares by identity
-    (its parameters are a graph). Its own gradient is not implemented: use
-    ``jacobian(..., vectorize=True)`` to differentiate a Jacobian.
-    """
+class _InnerGraphOp(Op):
+    """An Op whose parameters are an inner graph: compared by identity, never folded."""
 
     __props__ = ()  # declared, but equality is identity (below): the parameters are a graph
 
@@ -205,6 +208,31 @@ class JacobianOp(Op):
 
     def __hash__(self) -> int:
         return id(self)
+
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        return False  # one inner call per element: not worth doing while compiling
+
+
+def _one_hot_seeds(shape: tuple[int, ...], dtype: Any) -> Any:
+    """The one-hot arrays of `shape`, one per element in C order (the same array, changed
+    in place between yields)."""
+    seed = np.zeros(shape, dtype=dtype)
+    flat = seed.reshape(-1)
+    for i in range(flat.size):
+        flat[i] = 1
+        yield i, seed
+        flat[i] = 0
+
+
+class JacobianOp(_InnerGraphOp):
+    """The Jacobians of `expression` wrt each of `wrt`, one vector-Jacobian product per row.
+
+    Holds an inner graph (`expression`, the `wrt` and their one-hot-seeded
+    gradients, over `inner_inputs`, which stand for the node's inputs); `perform`
+    compiles it once and loops over the elements of the expression's value, so no
+    static shape is needed. Its gradient is a `JacobianGradOp` (the same loop over
+    second derivatives), so a Jacobian can be differentiated once more.
+    """
 
     def __init__(self, expression: Variable, wrt: list[Variable], seed: Variable,
                  rows: list[Variable], inputs: list[Variable]) -> None:
@@ -227,9 +255,6 @@ class JacobianOp(Op):
                               + tuple(w.type.shape))() for w in self.wrt]
         return Apply(self, list(inputs), outputs)
 
-    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
-        return False  # it may read shared variables, which are not among its inputs
-
     def _functions(self) -> tuple[Any, Any]:
         if self._compiled is None:
             from workbench.core.compile.function import function
@@ -247,20 +272,87 @@ class JacobianOp(Op):
         y = np.asarray(y)
         jacobians = [np.zeros((y.size,) + np.shape(w), dtype=out.type.dtype.numpy)
                      for w, out in zip(wrt_values, node.outputs)]
-        seed = np.zeros(y.shape, dtype=self.seed.type.dtype.numpy)
-        flat_seed = seed.reshape(-1)
-        for i in range(y.size):
-            flat_seed[i] = 1
+        for i, seed in _one_hot_seeds(y.shape, self.seed.type.dtype.numpy):
             for jac, row in zip(jacobians, f_rows(*inputs, seed)):
                 jac[i] = row
-            flat_seed[i] = 0
         for cell, jac, w in zip(output_storage, jacobians, wrt_values):
             cell[0] = jac.reshape(y.shape + np.shape(w))
 
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``d/du sum_k <J_k, G_k>`` = the sum over the elements i of the expression of
+        ``d/du sum_k <row_k(e_i), G_k[i]>``: a `JacobianGradOp` loops over them."""
+        from workbench.core.tensor.reduction import as_grad_of
+        from workbench.core.tensor.reduction import sum as sum_
+
+        cotangents = [row.type("jacobian_cotangent") for row in self.rows]
+        total = sum_(self.rows[0] * cotangents[0])
+        for row, cot in zip(self.rows[1:], cotangents[1:]):
+            total = total + sum_(row * cot)
+        inner = grad(total, self.inner_inputs, disconnected_inputs="ignore")
+        given = [float_zeros_like(out) if is_disconnected(g) else g
+                 for g, out in zip(output_grads, outputs)]
+        op = JacobianGradOp(self, cotangents, inner)
+        return [as_grad_of(g, v) for g, v in zip(op.make_node(*inputs, *given).outputs, inputs)]
+
+
+class JacobianGradOp(_InnerGraphOp):
+    """The gradient of a `JacobianOp` node: for each element i of the expression, the
+    gradient of ``sum_k <row_k(e_i), G_k[i]>`` wrt the inputs, summed over i.
+
+    Inputs: the JacobianOp's inputs, then the output gradients G_k (shape
+    ``expression.shape + wrt_k.shape``). Its own gradient is not implemented (a third
+    derivative through the loop); use ``jacobian(..., vectorize=True)`` on an expression
+    of known static shape, whose rows are graph nodes, for more.
+    """
+
+    def __init__(self, jacobian: JacobianOp, cotangents: list[Variable],
+                 grads: list[Variable]) -> None:
+        self.jacobian = jacobian
+        self.cotangents = cotangents
+        self.grads = grads
+        self._compiled: tuple[Any, Any] | None = None
+
+    def __str__(self) -> str:
+        return f"JacobianGradOp{{{len(self.grads)} inputs}}"
+
+    def make_node(self, *inputs: Any) -> Apply:  # type: ignore[override]
+        n = len(self.grads)
+        if len(inputs) != n + len(self.cotangents):
+            raise TypeError(f"{self} takes {n + len(self.cotangents)} inputs, got {len(inputs)}")
+        return Apply(self, list(inputs), [g.type() for g in self.grads])
+
+    def _functions(self) -> tuple[Any, Any]:
+        if self._compiled is None:
+            from workbench.core.compile.function import function
+
+            jac = self.jacobian
+            value = function(jac.inner_inputs, jac.expression, on_unused_input="ignore")
+            grads = function(jac.inner_inputs + [jac.seed] + self.cotangents, self.grads,
+                             on_unused_input="ignore")
+            self._compiled = (value, grads)
+        return self._compiled
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        f_value, f_grads = self._functions()
+        n = len(self.grads)
+        values, given = list(inputs[:n]), inputs[n:]
+        y = np.asarray(f_value(*values))
+        per_element = [np.asarray(g).reshape((y.size,) + np.shape(g)[y.ndim:]) for g in given]
+        totals = [np.zeros(np.shape(v), dtype=out.type.dtype.numpy)
+                  for v, out in zip(values, node.outputs)]
+        for i, seed in _one_hot_seeds(y.shape, self.jacobian.seed.type.dtype.numpy):
+            for total, part in zip(totals, f_grads(*values, seed, *[g[i] for g in per_element])):
+                total += part
+        for cell, total in zip(output_storage, totals):
+            cell[0] = total
+
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
-        return [grad_not_implemented(self, i, v, "use jacobian(..., vectorize=True)")
-                for i, v in enumerate(inputs)]
+        return [grad_not_implemented(self, i, v, "a third derivative through the loop; use "
+                                     "jacobian(..., vectorize=True) on an expression of known "
+                                     "static shape") for i, v in enumerate(inputs)]
 
 
 def _jacobian_op(expression: Variable, wrts: list[Variable], consider_constant: Any,
@@ -271,10 +363,17 @@ def _jacobian_op(expression: Variable, wrts: list[Variable], consider_constant: 
     rows = grad(None, wrts, known_grads={expression: seed}, consider_constant=consider_constant,
                 disconnected_inputs=disconnected_inputs)
     roots = [v for v in graph_inputs([expression] + wrts + rows)
-             if not isinstance(v, (Constant, SharedVariable)) and v is not seed]
-    op = JacobianOp(expression, wrts, seed, rows, roots)
-    outs = op.make_node(*roots).outputs
-    return list(outs)
+             if not isinstance(v, Constant) and v is not seed]
+    # Shared variables are inputs of the node like the others (their values passed in),
+    # so gradients through the node reach them; the inner graph reads stand-ins.
+    stand_ins = [(v, v.type(name=v.name)) for v in roots if isinstance(v, SharedVariable)]
+    inner = [expression, *wrts, *rows]
+    if stand_ins:
+        inner = list(clone_replace(inner, stand_ins))
+    inner_inputs = [dict(stand_ins).get(v, v) for v in roots]
+    n = len(wrts)
+    op = JacobianOp(inner[0], inner[1:1 + n], seed, inner[1 + n:], inner_inputs)
+    return list(op.make_node(*roots).outputs)
 
 
 def _jacobian_unrolled(expression: Variable, wrts: list[Variable], consider_constant: Any,
@@ -285,14 +384,7 @@ def _jacobian_unrolled(expression: Variable, wrts: list[Variable], consider_cons
     from workbench.core.tensor.variable import constant
 
     static = expression.type.shape
-    if any(s is None for s in static):
-        raise ValueError(f"jacobian(..., vectorize=True) needs the static shape of the "
-                         f"expression; {expression} has type {expression.type} (use "
-                         "specify_shape, or vectorize=False)")
     size = int(np.prod(static, dtype=np.int64))
-    if size > UNROLL_LIMIT:
-        raise ValueError(f"jacobian(..., vectorize=True) unrolls one gradient per element; "
-                         f"{size} elements is more than {UNROLL_LIMIT} (use vectorize=False)")
     dtype = grad_dtype(expression).numpy
     per_wrt: list[list[Variable]] = [[] for _ in wrts]
     for i in range(size):
@@ -320,6 +412,13 @@ def _jacobian_unrolled(expression: Variable, wrts: list[Variable], consider_cons
     return out
 
 
+def _unrollable(expression: Variable) -> bool:
+    """Whether the rows of the Jacobian of `expression` can be built as graph nodes: its
+    static shape is known and has at most `UNROLL_LIMIT` elements."""
+    static = expression.type.shape
+    return all(s is not None for s in static) and math.prod(static) <= UNROLL_LIMIT
+
+
 def jacobian(
     expression: Variable,
     wrt: Variable | Sequence[Variable],
@@ -330,10 +429,11 @@ def jacobian(
     """∂expression/∂wrt with shape ``expression.shape + wrt.shape`` (one result per `wrt`).
 
     A 0-d expression gives `grad`. Otherwise, by default a `JacobianOp` computes
-    one vector-Jacobian product per element at run time (any shapes). With
-    `vectorize=True` the rows are built as graph nodes (the expression needs a
-    static shape of at most `UNROLL_LIMIT` elements), so the Jacobian is itself
-    differentiable.
+    one vector-Jacobian product per element at run time (any shapes; differentiable
+    once more). With `vectorize=True` and an expression of known static shape of at
+    most `UNROLL_LIMIT` elements the rows are built as graph nodes, differentiable
+    to any order; other shapes fall back to the `JacobianOp`. `wrt` as a list or tuple
+    gives a list or tuple.
     """
     wrts, single = _as_list(wrt, "jacobian: wrt")
     expression = _tensor(expression)
@@ -342,11 +442,11 @@ def jacobian(
     if expression.type.ndim == 0:
         result = grad(expression, wrts, consider_constant=consider_constant,
                       disconnected_inputs=disconnected_inputs)
-    elif vectorize:
+    elif vectorize and _unrollable(expression):
         result = _jacobian_unrolled(expression, wrts, consider_constant, disconnected_inputs)
     else:
         result = _jacobian_op(expression, wrts, consider_constant, disconnected_inputs)
-    return result[0] if single else result
+    return _in_given_container(result, wrt)
 
 
 def hessian(
@@ -367,4 +467,4 @@ def hessian(
                  disconnected_inputs=disconnected_inputs)
         out.append(jacobian(g, w, vectorize=vectorize, consider_constant=consider_constant,
                             disconnected_inputs="ignore"))
-    return out[0] if single else out
+    return _in_given_container(out, wrt)

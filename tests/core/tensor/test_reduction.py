@@ -327,8 +327,8 @@ def test_max_and_argmax(evaluate):
     got = evaluate([maximum, index], {x: value})
     np.testing.assert_array_equal(got[0], [5.0, 7.0])
     np.testing.assert_array_equal(got[1], [1, 0])
-    with pytest.raises(TypeError, match="'tuple' object cannot be interpreted as an integer"):
-        wt.max_and_argmax(x, axis=(0, 1))
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        wt.max_and_argmax(x, axis=(0, -2))
 
 
 # -- Ops: identity, printing, shapes, flops -------------------------------------------------
@@ -387,8 +387,8 @@ def test_axis_errors_read_like_numpy():
         wt.mean(x, axis=(1, -1))
     with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
         wt.sum(x, axis=1.0)
-    with pytest.raises(TypeError, match="'tuple' object cannot be interpreted as an integer"):
-        wt.argmin(x, axis=(0,))
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        wt.argmin(x, axis=(0, 0))
     with pytest.raises(TypeError, match="must be known when the graph is built"):
         wt.sum(x, axis=wt.lscalar("a"))
     with pytest.raises(AxisError, match="axis 2 is out of bounds"):
@@ -417,3 +417,28 @@ def test_compiled_function_example():
     np.testing.assert_allclose(total, 0.0, atol=1e-12)
     np.testing.assert_allclose(spread, value.std(axis=1, ddof=1))
     np.testing.assert_array_equal(where, [1, 2])
+
+
+# -- argmax / argmin over several axes, as PyTensor allows ----------------------------------
+def _arg_over_axes(numpy_fn, a, axes, keepdims):
+    """NumPy reference: the kept axes first, the reduced ones flattened in C order last."""
+    axes = sorted(d % a.ndim for d in axes)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    moved = np.transpose(a, kept + axes).reshape([a.shape[d] for d in kept] + [-1])
+    result = numpy_fn(moved, axis=-1)
+    return np.expand_dims(result, tuple(axes)) if keepdims else result
+
+
+@pytest.mark.parametrize("axes", [(0,), [1], (0, 1), [0, 2], (1, 2), (0, 1, 2), (-1, 0), ()])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_argmax_argmin_and_max_and_argmax_take_a_tuple_or_list_of_axes(axes, keepdims):
+    t = wt.dtensor3("t")
+    a = np.random.default_rng(3).standard_normal((2, 3, 4))
+    for fn, numpy_fn in ((wt.argmax, np.argmax), (wt.argmin, np.argmin)):
+        got = fn(t, axis=axes, keepdims=keepdims).eval({t: a})
+        np.testing.assert_array_equal(got, _arg_over_axes(numpy_fn, a, axes, keepdims))
+    top, where = wt.max_and_argmax(t, axis=axes, keepdims=keepdims)
+    np.testing.assert_array_equal(top.eval({t: a}), np.max(a, axis=tuple(axes),
+                                                            keepdims=keepdims))
+    np.testing.assert_array_equal(where.eval({t: a}), _arg_over_axes(np.argmax, a, axes,
+                                                                     keepdims))

@@ -96,7 +96,9 @@ class Variable:
     def eval(self, inputs_to_values: Mapping[Variable, Any] | None = None) -> Any:
         """Evaluate this Variable, compiling a function for it once per set of inputs.
 
-        `inputs_to_values` maps the graph's inputs (Variables) to values.
+        `inputs_to_values` maps the graph's inputs (Variables) to values; values of
+        inputs this Variable does not depend on are ignored (``grad(x, x)`` is the
+        constant 1, and ``grad(x, x).eval({x: 12})`` gives it).
         """
         from workbench.core.compile.function import function
 
@@ -106,7 +108,7 @@ class Variable:
             self._eval_cache = {}
         fn = self._eval_cache.get(inputs)
         if fn is None:
-            fn = function(list(inputs), self)
+            fn = function(list(inputs), self, on_unused_input="ignore")
             self._eval_cache[inputs] = fn
         return fn(*[inputs_to_values[v] for v in inputs])
 

@@ -681,6 +681,12 @@ def _arg_reduce(op_class: type[_ArgReduce], x: TensorLike, axis: _Any, keepdims:
                 ) -> Variable:
     x = as_tensor_variable(x)
     ndim = x.type.ndim
+    if isinstance(axis, (list, tuple)) and len(axis) != 1:
+        axes = normalize_axis(axis, ndim)
+        out = _arg_reduce_axes(op_class, x, axes)
+        return _keep_dims(out, ndim, axes) if keepdims else out
+    if isinstance(axis, (list, tuple)):
+        axis = axis[0]
     index = normalize_single_axis(axis, ndim)
     out = op_class(index)(x)
     if not keepdims:
@@ -688,22 +694,42 @@ def _arg_reduce(op_class: type[_ArgReduce], x: TensorLike, axis: _Any, keepdims:
     return _keep_dims(out, ndim, tuple(range(ndim)) if index is None else (index,))
 
 
-def argmax(x: TensorLike, axis: int | None = None, keepdims: bool = False) -> Variable:
+def _arg_reduce_axes(op_class: type[_ArgReduce], x: Variable, axes: tuple[int, ...]
+                     ) -> Variable:
+    """The index of the extreme element over several axes, as PyTensor gives it: into
+    the C-order flattening of those axes (the kept axes moved first, the reduced ones
+    merged into a last axis that the single-axis Op reduces)."""
+    from workbench.core.tensor.reshape import flatten
+
+    ndim = x.type.ndim
+    kept = [d for d in range(ndim) if d not in axes]
+    if not axes:  # nothing reduced: every element is its own extreme, at index 0
+        return op_class(ndim)(DimShuffle(ndim, [*range(ndim), "x"])(x))
+    order = kept + list(axes)
+    moved = x if order == list(range(ndim)) else DimShuffle(ndim, order)(x)
+    return op_class(len(kept))(flatten(moved, len(kept) + 1))
+
+
+def argmax(x: TensorLike, axis: _Any = None, keepdims: bool = False) -> Variable:
     """Index (int64) of the largest element along `axis`, as ``numpy.argmax``.
 
-    With axis None the index is into the flattened input.
+    With axis None the index is into the flattened input; with a tuple or list of
+    axes (as PyTensor allows), into the C-order flattening of those axes.
     """
     return _arg_reduce(Argmax, x, axis, keepdims)
 
 
-def argmin(x: TensorLike, axis: int | None = None, keepdims: bool = False) -> Variable:
-    """Index (int64) of the smallest element along `axis`, as ``numpy.argmin``."""
+def argmin(x: TensorLike, axis: _Any = None, keepdims: bool = False) -> Variable:
+    """Index (int64) of the smallest element along `axis`, as ``numpy.argmin`` (a tuple
+    or list of axes as for `argmax`)."""
     return _arg_reduce(Argmin, x, axis, keepdims)
 
 
-def max_and_argmax(x: TensorLike, axis: int | None = None, keepdims: bool = False
+def max_and_argmax(x: TensorLike, axis: _Any = None, keepdims: bool = False
                    ) -> tuple[Variable, Variable]:
-    """``(max(x, axis), argmax(x, axis))`` for a single axis (or None: flattened)."""
+    """``(max(x, axis), argmax(x, axis))`` for an axis, a tuple or list of axes, or None
+    (flattened)."""
     x = as_tensor_variable(x)
-    normalize_single_axis(axis, x.type.ndim)  # the argmax rules for `axis`
+    if not isinstance(axis, (list, tuple)):
+        normalize_single_axis(axis, x.type.ndim)  # the argmax rules for `axis`
     return max(x, axis, keepdims), argmax(x, axis, keepdims)
