@@ -8,6 +8,8 @@ is rebuilt on converted inputs and its outputs are converted back, as ordinary
 cast nodes that show in `dprint` and in the rewrite trace. A node whose Op itself
 names the dtype (a cast to float16, or a fused loop containing one) is rebuilt with
 the Op retyped too: it computes in the mode's dtype, like the rest of the graph.
+Without a casting mode, a backend may run the nodes of some dtypes it lacks through
+their Python implementation instead (`run_in_python`: float16 on the C linker).
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ from typing import Any
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.fg import FunctionGraph
+
+#: Per backend, dtypes it lacks whose nodes it runs through their Python implementation
+#: (`Op.perform`, NumPy's arithmetic in that dtype) when no casting mode is set, instead
+#: of refusing them: the C linker runs float16 nodes this way inside its C loop.
+_RUN_IN_PYTHON: dict[str, frozenset[dtypes.Dtype]] = {}
+
+
+def run_in_python(backend: str, dtype_names: Any) -> None:
+    """Declare that `backend` runs nodes of these (unsupported) dtypes through `perform`
+    when no casting mode is set (a casting mode still converts them)."""
+    _RUN_IN_PYTHON[backend] = frozenset(dtypes.as_dtype(d) for d in dtype_names)
+
+
+def runs_in_python(backend: str, dtype: Any) -> bool:
+    """Whether `backend` runs nodes of `dtype` through their Python implementation."""
+    return dtypes.as_dtype(dtype) in _RUN_IN_PYTHON.get(backend, frozenset())
 
 
 def _dtype_of(var: Variable) -> dtypes.Dtype | None:
@@ -54,7 +72,7 @@ def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None
         if getattr(node.tag, "casting_boundary", False) or node not in fgraph.apply_nodes:
             continue
         bad = unsupported_in(node, backend)
-        if not bad:
+        if not bad or (mode is None and all(runs_in_python(backend, d) for d in bad)):
             continue
         if mode is None:
             raise dtypes.UnsupportedDtypeError(bad[0], backend, node.op)

@@ -264,8 +264,9 @@ def test_casts_to_a_dtype_c_lacks_follow_the_casting_mode(mode, small):
     x = wt.fvector("x")
     plain = wt.cast(x, small)
     fused = wt.cast(x * 3, small) + 1
-    with pytest.raises(dtypes.UnsupportedDtypeError, match=small):
-        wb.function([x], fused, linker="c")
+    if small == "bfloat16":  # (float16 runs in Python without a casting mode: below)
+        with pytest.raises(dtypes.UnsupportedDtypeError, match=small):
+            wb.function([x], fused, linker="c")
     data = np.array([1.0001, -2.5, 300.7], dtype="float32")
     want = wb.function([x], [plain, fused], linker="py")(data)
     with dtypes.casting_mode_as(mode):
@@ -322,3 +323,25 @@ def test_the_c_call_path_behaves_like_the_python_one():
     # profiled functions keep the Python path (it times the run)
     p = wb.function([x], x + 1, linker="c", profile=True)
     assert p._call == p._call_python
+
+
+def test_float16_nodes_run_their_python_implementation_inside_the_c_loop():
+    """Without a casting mode a float16 graph links with linker="c": its float16 nodes
+    run `perform` (NumPy's float16 arithmetic, rounded after every operation, so the
+    values are the py linker's bit for bit), the others C; the report says which."""
+    h, d = wt.vector("h", "float16"), wt.dvector("d")
+    outputs = [wt.exp(h) * 3 + h.sum(), d * 2, wt.cast(d, "float16") / 3]
+    f = wb.function([h, d], outputs, linker="c")
+    reference = wb.function([h, d], outputs, linker="py")
+    hv = np.array([0.1, 1.7, -2.3], dtype="float16")
+    dv = np.array([1.0, 2.5, 1e-3])
+    for got, want in zip(f(hv, dv), reference(hv, dv)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    report = f.linker.report
+    assert report.c_nodes and report.py_nodes
+    for _, why in report.py_nodes:
+        assert "no C arithmetic for float16" in why and "Python implementation" in why
+    assert all("float16" not in str(v.type) for n in report.c_nodes
+               for v in (*n.inputs, *n.outputs))
+    assert wb.function([h], h * 2).maker.linker_name == "c"  # the default stays C

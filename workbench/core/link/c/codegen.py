@@ -100,7 +100,14 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
     `c_support_code_apply` uses to make its symbols unique) in a function `fn_name`.
     NoCCode when its Op or one of its Types has no C."""
     import workbench.core.link.c.ops  # noqa: F401  (registers the library's C)
+    from workbench.core.link.c.types import C_TYPES
 
+    names = {str(getattr(v.type, "dtype", "")) for v in (*node.inputs, *node.outputs)}
+    without_c = sorted(d for d in names if d in C_TYPES and C_TYPES[d] is None)
+    if without_c:
+        raise NoCCode(f"{node.op}: no C arithmetic for {', '.join(without_c)}; it runs its "
+                      "Python implementation (NumPy's arithmetic in that dtype, rounded "
+                      "after every operation)")
     op_c = c_op_of(node.op)
     if op_c is None:
         raise NoCCode(f"{node.op} has no C code")

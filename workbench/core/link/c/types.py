@@ -17,6 +17,7 @@ from workbench.core.graph.type import Generic
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import CTypeAdapter, register_c_type
+from workbench.core.link.dtype_support import run_in_python
 from workbench.core.scalar.basic import ScalarType
 from workbench.core.tensor.type import TensorType, format_shape
 
@@ -30,10 +31,12 @@ C_TYPES: dict[str, str | None] = {
 }
 
 #: dtypes the C linker computes with: the C row of the per-backend dtype registry
-#: (no float16/bfloat16 arithmetic in C: such graphs follow the casting mode, or raise
-#: UnsupportedDtypeError when linker="c" is asked for explicitly).
+#: (no float16/bfloat16 arithmetic in C: such graphs follow the casting mode; without
+#: one, float16 nodes run their Python implementation, NumPy's float16 arithmetic
+#: rounding after every operation, inside the C loop, and bfloat16 is refused).
 C_DTYPES: tuple[str, ...] = tuple(name for name, ctype in C_TYPES.items() if ctype)
 register_backend_dtypes("c", C_DTYPES)
+run_in_python("c", ["float16"])
 
 
 def c_type_name(dtype: Any) -> str:
