@@ -692,11 +692,17 @@ def cache_info() -> None:
 
 @cache_app.command("clear")
 def cache_clear() -> None:
-    """Delete every compiled module from the cache."""
+    """Delete every compiled module from the cache, with the precompiled headers and the
+    remembered compiler probes kept beside it."""
     with _errors():
         cache = _module_cache()
-        cache.clear()
-        typer.echo("cache cleared")
+        from workbench.core.link.c.cache import clear_all
+
+        try:
+            lines = clear_all(cache)
+        except OSError as exc:
+            raise UsageError(f"cannot clear the cache: {exc}") from None
+        typer.echo("\n".join(lines))
 
 
 def _module_cache() -> Any:

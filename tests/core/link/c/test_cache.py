@@ -16,19 +16,9 @@ from workbench.core.link.c import (
     ModuleCache,
     has_compiler,
 )
+from workbench.testing.c_modules import constant_module
 
 pytestmark = pytest.mark.skipif(not has_compiler(), reason="no C compiler on this machine")
-
-
-def constant_module(name: str, value: int) -> str:
-    """A module `name` whose function `value()` returns `value`."""
-    return f"""
-#include <Python.h>
-static PyObject* value(PyObject* self, PyObject* args) {{ return PyLong_FromLong({value}); }}
-static PyMethodDef methods[] = {{{{"value", value, METH_NOARGS, NULL}}, {{NULL, NULL, 0, NULL}}}};
-static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, "{name}", NULL, -1, methods}};
-PyMODINIT_FUNC PyInit_{name}(void) {{ return PyModule_Create(&def); }}
-"""
 
 
 def test_memory_then_disk_hits(tmp_path):

@@ -179,23 +179,39 @@ def kind_key(cache: ModuleCache, src: NodeSource) -> str:
 def module_file(cache: ModuleCache, src: NodeSource) -> str | None:
     """The file of the compiled module that holds the kind of `src` (a bundle, or its
     own module), or None when it is not on disk."""
-    alias = cache.read_alias(kind_key(cache, src))
-    if not alias:
+    alias = _alias(cache, kind_key(cache, src))
+    if alias is None:
         return None
-    path = cache.entry_dir(str(alias["entry"])) / f"{alias['module']}{cc.extension_suffix()}"
+    path = cache.entry_dir(alias["entry"]) / f"{alias['module']}{cc.extension_suffix()}"
     return str(path) if path.is_file() else None
+
+
+def _alias(cache: ModuleCache, key: str) -> dict[str, str] | None:
+    """The alias of kind `key` on disk when it is sound and names that kind's own
+    function (a bundle's `fn_<tag>`, or `fn` of the kind's own module), else None: a
+    damaged or swapped alias must never call another kind's function."""
+    alias = cache.read_alias(key)
+    if alias is None or alias.get("kind") != key:
+        return None
+    entry, module, capsule = alias.get("entry"), alias.get("module"), alias.get("capsule")
+    if not (isinstance(entry, str) and isinstance(module, str) and isinstance(capsule, str)
+            and module.isidentifier()):
+        return None
+    own = (module == BUNDLE_MODULE and capsule == f"fn_{key[:20]}") or \
+        (entry == key and capsule == "fn")
+    return {"entry": entry, "module": module, "capsule": capsule} if own else None
 
 
 def _from_alias(cache: ModuleCache, key: str) -> Any:
     """The function of kind `key` through its alias on disk, or None."""
-    alias = cache.read_alias(key)
-    if not alias:
+    alias = _alias(cache, key)
+    if alias is None:
         return None
     try:
-        module = cache.load_entry(str(alias["entry"]), str(alias["module"]))
-    except (KeyError, ValueError, ImportError, OSError):
+        module = cache.load_entry(alias["entry"], alias["module"])
+    except (ValueError, ImportError, OSError):
         return None
-    return None if module is None else getattr(module, str(alias.get("capsule")), None)
+    return None if module is None else getattr(module, alias["capsule"], None)
 
 
 def _map(fn: Any, items: list[Any], workers: int) -> list[Any]:
@@ -299,4 +315,5 @@ def _record(cache: ModuleCache, kind: Kind, capsule: Any, entry: str, module: st
             attribute: str) -> None:
     cache.loaded_symbols[kind.key] = capsule
     if kind.source.version:
-        cache.write_alias(kind.key, {"entry": entry, "module": module, "capsule": attribute})
+        cache.write_alias(kind.key, {"kind": kind.key, "entry": entry, "module": module,
+                                     "capsule": attribute})

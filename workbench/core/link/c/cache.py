@@ -15,8 +15,12 @@ features, plus Python's and NumPy's versions, so a cache shared between machines
 never loads a binary built for another one. The key hashes everything else that
 shapes the binary: the source, the flags, libraries, the caller's `key_parts` and
 the `c_code_cache_version` tuple. Entries are immutable once renamed into place;
-the manifest records the binary's size and sha256, checked on every load from disk,
-so a truncated or corrupted entry is detected, removed and rebuilt (with a warning).
+the manifest records the binary's size and sha256, checked on every load from disk
+against the very file that is loaded, so a truncated or corrupted entry is detected,
+removed and rebuilt (with a warning). Whatever a disk or a person may leave behind
+heals the same way: an unreadable manifest or one with values of the wrong types, a
+file where a directory belongs (an entry, `locks`, `tmp`), the build directories of
+killed builders in `tmp` (removed once their key's lock is free).
 Code with an empty version tuple is "unversioned": compiled in a temporary directory,
 loaded, and never persisted.
 """
@@ -29,6 +33,7 @@ import os
 import platform
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -51,7 +56,11 @@ MANIFEST = "manifest.json"
 _FORMAT = 1
 #: Seconds to wait for another process building the same key before giving up.
 LOCK_TIMEOUT = 600.0
+#: A `tmp/trash-*` directory older than this was left by a killed process.
+STALE_TRASH_SECONDS = 600.0
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+#: What a cache key looks like (an entry directory's name).
+KEY = re.compile(r"[0-9a-f]{32}")
 
 
 class CorruptCacheEntryWarning(UserWarning):
@@ -71,14 +80,6 @@ class CacheStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _default_root() -> Path:
@@ -256,6 +257,8 @@ class ModuleCache:
             if module is not None:
                 self.stats.memory_hits += 1
                 return module
+            if not KEY.fullmatch(key):
+                return None
             entry = self.entry_dir(key)
             if not entry.is_dir():
                 return None
@@ -291,11 +294,8 @@ class ModuleCache:
         or the new one). A read-only cache silently keeps no alias."""
         path = self._alias_path(name)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(value, fh)
-            os.replace(tmp, path)
+            self._directory(path.parent)
+            _write_atomically(path, json.dumps(value))
         except OSError:
             pass
 
@@ -326,20 +326,29 @@ class ModuleCache:
         return module
 
     def _verify(self, entry: Path, module_name: str) -> str | None:
-        """None when the entry is sound, else what is wrong with it."""
+        """None when the entry is sound, else what is wrong with it. The binary checked
+        is the one that is loaded: `<module_name><EXT_SUFFIX>`, which the manifest must
+        name."""
         try:
             manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             return f"unreadable manifest ({exc})"
-        so = entry / manifest.get("so_name", f"{module_name}{cc.extension_suffix()}")
+        if not isinstance(manifest, dict):
+            return "the manifest is not a JSON object"
+        so_name = f"{module_name}{cc.extension_suffix()}"
+        if manifest.get("so_name") != so_name:
+            return f"the manifest names the binary {manifest.get('so_name')!r}, not {so_name!r}"
+        size, digest = manifest.get("so_size"), manifest.get("so_sha256")
+        if type(size) is not int or not isinstance(digest, str):
+            return "the manifest's so_size or so_sha256 has the wrong type"
         try:
-            size = so.stat().st_size
-        except OSError:
-            return "missing binary"
-        if size != manifest.get("so_size"):
-            return f"binary is {size} bytes, manifest says {manifest.get('so_size')}"
-        if _sha256(so) != manifest.get("so_sha256"):
-            return "binary's sha256 differs from the manifest"
+            actual = (entry / so_name).stat().st_size
+            if actual != size:
+                return f"binary is {actual} bytes, manifest says {size}"
+            if cc.file_sha256(entry / so_name) != digest:
+                return "binary's sha256 differs from the manifest"
+        except OSError as exc:
+            return f"unreadable binary ({exc.strerror or exc})"
         return None
 
     def _ensure_entry(self, key: str, desc: dict[str, Any], source: str, module_name: str,
@@ -349,8 +358,7 @@ class ModuleCache:
         if entry.is_dir() and self._verify(entry, module_name) is None:
             self.stats.disk_hits += 1
             return so_path
-        (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(self.root / "locks" / f"{key}.lock"), timeout=LOCK_TIMEOUT)
+        lock = self._lock(key, LOCK_TIMEOUT)
         try:
             lock.acquire()
         except filelock.Timeout as exc:
@@ -359,8 +367,9 @@ class ModuleCache:
                 f"(lock {lock.lock_file}). If no such process runs, delete the lock file.") \
                 from exc
         try:
-            if entry.is_dir():
-                problem = self._verify(entry, module_name)
+            if entry.exists() or entry.is_symlink():
+                problem = (self._verify(entry, module_name) if entry.is_dir()
+                           else "not a directory")
                 if problem is None:  # another process built it while we waited
                     self.stats.disk_hits += 1
                     return so_path
@@ -375,10 +384,61 @@ class ModuleCache:
         finally:
             lock.release()
 
+    def _lock(self, key: str, timeout: float) -> filelock.FileLock:
+        """The file lock of `key` (not acquired)."""
+        locks = self._directory(self.root / "locks")
+        return filelock.FileLock(str(locks / f"{key}.lock"), timeout=timeout)
+
+    def _directory(self, path: Path) -> Path:
+        """`path` as a directory under the root, made if missing; a file in the way of
+        it (or of a parent under the root) is removed, with a warning."""
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return path
+        except (FileExistsError, NotADirectoryError):
+            pass
+        for place in reversed((path, *path.parents)):
+            if place != self.root and self.root not in place.parents:
+                continue
+            if (place.exists() or place.is_symlink()) and not place.is_dir():
+                warnings.warn(f"compiled-module cache: {place} is not a directory; "
+                              "replacing it", CorruptCacheEntryWarning, stacklevel=3)
+                place.unlink()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _clean_tmp(self, key: str) -> None:
+        """Remove the build directories that killed builders left in `tmp` (we hold the
+        lock of `key`; another key's directory goes once its lock is free), and old trash."""
+        tmp_root = self.root / "tmp"
+        if not tmp_root.is_dir():
+            return
+        for place in tmp_root.iterdir():
+            owner = place.name.split("-", 1)[0]
+            if place.name.startswith("trash-"):
+                try:
+                    stale = time.time() - place.lstat().st_mtime > STALE_TRASH_SECONDS
+                except OSError:
+                    continue
+                if stale:
+                    _delete(place)
+            elif owner == key:
+                _delete(place)
+            elif KEY.fullmatch(owner):
+                lock = self._lock(owner, 0)
+                try:
+                    lock.acquire()
+                except (filelock.Timeout, OSError):
+                    continue  # a builder is at work
+                try:
+                    _delete(place)
+                finally:
+                    lock.release()
+
     def _build_entry(self, entry: Path, desc: dict[str, Any], source: str, module_name: str,
                      build: dict[str, Any]) -> None:
-        tmp_root = self.root / "tmp"
-        tmp_root.mkdir(parents=True, exist_ok=True)
+        self._clean_tmp(entry.name)
+        tmp_root = self._directory(self.root / "tmp")
         tmp = Path(tempfile.mkdtemp(prefix=f"{entry.name}-", dir=tmp_root))
         try:
             try:
@@ -386,10 +446,10 @@ class ModuleCache:
             except cc.CompileError as exc:
                 raise self._keep_failed(exc, tmp, entry.name) from None
             manifest = dict(desc, key=entry.name, so_name=so.name, so_size=so.stat().st_size,
-                            so_sha256=_sha256(so), created=time.time())
+                            so_sha256=cc.file_sha256(so), created=time.time())
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True),
                                         encoding="utf-8")
-            entry.parent.mkdir(parents=True, exist_ok=True)
+            self._directory(entry.parent)
             try:
                 os.rename(tmp, entry)  # atomic: readers see no entry or a complete one
             except OSError:
@@ -406,7 +466,10 @@ class ModuleCache:
         """Move a failed build to `<root>/failed/<key>` (its source stays there for
         debugging) and return the error with paths pointing there."""
         failed = self.root / "failed" / key
-        failed.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._directory(failed.parent)
+        except OSError:
+            return exc
         self._remove(failed)
         try:
             os.rename(tmp, failed)
@@ -421,12 +484,12 @@ class ModuleCache:
         """Move an entry out of the way atomically, then delete it. Files a process has
         mapped stay valid (they are unlinked, never truncated)."""
         trash = self.root / "tmp" / f"trash-{entry.name}-{uuid.uuid4().hex[:8]}"
-        trash.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self._directory(trash.parent)
             os.rename(entry, trash)
         except OSError:
             return
-        shutil.rmtree(trash, ignore_errors=True)
+        _delete(trash)
 
     # ------------------------------------------------------------ management
     def entries(self) -> list[Path]:
@@ -445,7 +508,8 @@ class ModuleCache:
         entries = self.entries()
         total = sum(f.stat().st_size for e in entries for f in e.iterdir() if f.is_file())
         try:
-            fingerprint: str | None = self.fingerprint()
+            with cc.probes_not_kept():  # (looking creates nothing)
+                fingerprint: str | None = self.fingerprint()
         except cc.CompilerUnavailableError:
             fingerprint = None
         return {"root": str(self.root), "entries": len(entries), "total_bytes": total,
@@ -470,6 +534,63 @@ class ModuleCache:
             self._prepared.clear()
             self.loaded_symbols.clear()
         return len(entries)
+
+
+def _delete(path: Path) -> str | None:
+    """Remove a file or a directory tree, as far as it can be removed; None, or why
+    something stayed."""
+    problems: list[str] = []
+    if path.is_dir() and not path.is_symlink():
+        def note(_function: Any, place: str, exc: Any) -> None:
+            exc = exc[1] if isinstance(exc, tuple) else exc  # (onerror gives exc_info)
+            problems.append(f"{place}: {getattr(exc, 'strerror', None) or exc}")
+
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=note)
+        else:
+            shutil.rmtree(path, onerror=note)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            problems.append(f"{path}: {exc.strerror}")
+    return problems[0] if problems else None
+
+
+def clear_all(cache: ModuleCache) -> list[str]:
+    """Clear `cache` and the compiler's files kept beside the cache directory (the
+    precompiled preludes in prelude/, the answers of probes.json): one line per thing
+    removed. Raises OSError saying what could not be removed."""
+    lines = [f"removed {cache.clear()} compiled module(s) from {cache.root}"]
+    probes = cc.probe_file()
+    prelude = probes.parent / "prelude"
+    if prelude.is_dir():
+        count = sum(1 for p in prelude.iterdir() if p.is_dir())
+        problem = _delete(prelude)
+        if problem:
+            raise OSError(f"could not remove {prelude}: {problem}")
+        lines.append(f"removed {prelude} ({count} precompiled prelude(s))")
+    if probes.exists() or probes.is_symlink():
+        problem = _delete(probes)
+        if problem:
+            raise OSError(f"could not remove {probes}: {problem}")
+        lines.append(f"removed {probes} (remembered compiler probes)")
+    return lines
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file renamed over it (readers see the
+    old text or the new one); the temporary file never stays behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 _default: ModuleCache | None = None

@@ -17,6 +17,8 @@ imports it. The cache (cache.py) decides where and when.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.machinery
@@ -31,7 +33,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -142,7 +144,8 @@ def _run(cmd: Sequence[str], cwd: str | None = None,
 # command, the executable's size and modification time, and the question asked.
 
 
-def _probe_file() -> Path:
+def probe_file() -> Path:
+    """Where the answers of compiler probes are kept: <cache dir>/probes.json."""
     env = os.environ.get("WORKBENCH_CACHE_DIR")
     if env:
         return Path(env) / "probes.json"
@@ -163,31 +166,52 @@ def _probe_key(command: Sequence[str], *question: Any) -> str:
 
 def _probe_load() -> dict[str, Any]:
     try:
-        data = json.loads(_probe_file().read_text(encoding="utf-8"))
+        data = json.loads(probe_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _probed(command: Sequence[str], question: tuple[Any, ...], compute: Any) -> Any:
-    """The remembered answer to `question` about this compiler, else `compute()` (kept)."""
+#: False while probe answers must not be written (e.g. `workbench cache info` on a
+#: cache directory that does not exist must not create it).
+_keep_probes: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_probes",
+                                                                   default=True)
+
+
+@contextlib.contextmanager
+def probes_not_kept() -> Iterator[None]:
+    """Within this block, compiler probes write nothing to disk."""
+    token = _keep_probes.set(False)
+    try:
+        yield
+    finally:
+        _keep_probes.reset(token)
+
+
+def _probed(command: Sequence[str], question: tuple[Any, ...], compute: Any,
+            expected: type) -> Any:
+    """The remembered answer to `question` about this compiler, else `compute()` (kept).
+    A remembered answer that is not an `expected` (a damaged probes.json) is asked again."""
     key = _probe_key(command, *question)
     known = _probe_load()
-    if key in known:
+    if isinstance(known.get(key), expected):
         return known[key]
     answer = compute()
-    if not answer:  # a negative answer may change once a toolchain is installed: ask again
-        return answer
+    if not answer or not _keep_probes.get():
+        return answer  # (a negative answer may change once a toolchain is installed)
     known = _probe_load()  # another process may have written meanwhile
     known[key] = answer
-    path = _probe_file()
+    path = probe_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix="probes-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(known, fh)
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache: probe again next time
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(known, fh)
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    except OSError:  # a read-only cache, or probes.json is not a file: probe next time
         pass
     return answer
 
@@ -204,8 +228,8 @@ _PROBE = "int workbench_probe(void) { return 0; }\n"
 def _accepts(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
     """Whether the compiler builds a tiny shared object with `flags` silently (the answer
     is remembered on disk)."""
-    return bool(_probed(command, ("accepts", tuple(flags), code),
-                        lambda: _try_build(command, flags, code)))
+    return _probed(command, ("accepts", tuple(flags), code),
+                   lambda: _try_build(command, flags, code), bool)
 
 
 def _try_build(command: tuple[str, ...], flags: Sequence[str], code: str) -> bool:
@@ -249,7 +273,7 @@ def avx512_choice() -> str:
 @functools.lru_cache(maxsize=8)
 def _info_for(cc_env: str | None, avx512: str = "auto") -> CompilerInfo:
     command = _find_command()
-    version = _probed(command, ("version",), lambda: _version_of(command))
+    version = _probed(command, ("version",), lambda: _version_of(command), str)
     if not _accepts(command, (), _PROBE):
         raise CompilerUnavailableError(
             f"the C compiler {' '.join(command)} ({version}) cannot build a shared library. "
@@ -325,7 +349,7 @@ def _cpu_features_for(info: CompilerInfo) -> str:
     if info.march_native:
         # What "native" means for this compiler on this CPU (gcc; clang lacks -Q).
         parts.append(_probed(info.command, ("native", hashlib.sha256(
-            "\n".join(parts).encode()).hexdigest()), lambda: _native_target(info)))
+            "\n".join(parts).encode()).hexdigest()), lambda: _native_target(info), str))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -476,7 +500,10 @@ def vector_math_libraries(info: CompilerInfo | None = None) -> tuple[str, ...]:
 # third of a small module's compile time. They live in one header, wb_prelude.h,
 # precompiled once per set of flags (gcc's .gch) next to it; a module including it
 # gets the precompiled state. If the .gch is missing or unusable (other flags, another
-# compiler), the compiler silently parses the header text instead: same result.
+# compiler), the compiler silently parses the header text instead: same result. A
+# damaged one (truncated by a full disk, a killed copy) would fail every compile: its
+# size and sha256 are kept next to it (wb_prelude.h.gch.sha256) and checked once per
+# process; a header or .gch that fails the check is rebuilt.
 
 PRELUDE_INCLUDE = '#include "wb_prelude.h"'
 #: Flags every generated module gets on top of the compiler's defaults: vector math
@@ -511,29 +538,70 @@ def prelude_dir(flags: Sequence[str]) -> Path:
     compile_flags += [f for f in ("-pthread", "-fopenmp") if f in flags]
     key = hashlib.sha256(repr((info.fingerprint, compile_flags, PRELUDE,
                                python_include_dirs())).encode()).hexdigest()[:16]
-    root = _probe_file().parent / "prelude"
+    root = probe_file().parent / "prelude"
     directory = root / key
-    header = directory / "wb_prelude.h"
-    gch = directory / "wb_prelude.h.gch"
-    if gch.exists() or (header.exists() and (directory / "no-pch").exists()):
+    if directory in _sound_preludes or _prelude_sound(directory):
+        _sound_preludes.add(directory)
         return directory
+    for place in (root, directory):  # (a file in the way is removed)
+        if place.exists() and not place.is_dir():
+            place.unlink()
     directory.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(root / f"{key}.lock"), timeout=600):
-        if gch.exists() or (directory / "no-pch").exists():
-            return directory
-        header.write_text(PRELUDE, encoding="utf-8")
-        tmp = directory / f"wb_prelude.h.gch.{os.getpid()}.tmp"
-        cmd = [*info.command, *compile_flags, *[f"-I{d}" for d in python_include_dirs()],
-               "-x", "c-header", str(header), "-o", str(tmp)]
-        try:
-            res = _run(cmd, timeout=600)
-            ok = res.returncode == 0 and tmp.exists()
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:
-            os.replace(tmp, gch)  # atomic: readers see no .gch or a complete one
-        else:
-            tmp.unlink(missing_ok=True)
-            (directory / "no-pch").write_text("the compiler could not precompile the "
-                                              "prelude; modules parse it as text\n")
+        if not _prelude_sound(directory):
+            _build_prelude(directory, [*info.command, *compile_flags])
+    _sound_preludes.add(directory)
     return directory
+
+
+#: Prelude directories checked by this process.
+_sound_preludes: set[Path] = set()
+
+
+def _prelude_sound(directory: Path) -> bool:
+    """Whether `directory` holds the prelude's text and either a precompiled header of
+    the size and sha256 recorded next to it, or the `no-pch` marker."""
+    try:
+        if (directory / "wb_prelude.h").read_text(encoding="utf-8") != PRELUDE:
+            return False
+        if (directory / "no-pch").is_file():
+            return True
+        gch = directory / "wb_prelude.h.gch"
+        size, digest = (directory / "wb_prelude.h.gch.sha256").read_text().split()
+        return gch.stat().st_size == int(size) and file_sha256(gch) == digest
+    except (OSError, ValueError):
+        return False
+
+
+def _build_prelude(directory: Path, command: list[str]) -> None:
+    """Write the prelude's header and precompile it (else mark it `no-pch`); the caller
+    holds the prelude's lock."""
+    header, gch = directory / "wb_prelude.h", directory / "wb_prelude.h.gch"
+    for stale in (gch, directory / "no-pch", directory / "wb_prelude.h.gch.sha256"):
+        stale.unlink(missing_ok=True)
+    header.write_text(PRELUDE, encoding="utf-8")
+    tmp = directory / f"wb_prelude.h.gch.{os.getpid()}.tmp"
+    cmd = [*command, *[f"-I{d}" for d in python_include_dirs()],
+           "-x", "c-header", str(header), "-o", str(tmp)]
+    try:
+        res = _run(cmd, timeout=600)
+        ok = res.returncode == 0 and tmp.exists()
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    if ok:
+        (directory / "wb_prelude.h.gch.sha256").write_text(
+            f"{tmp.stat().st_size} {file_sha256(tmp)}\n")
+        os.replace(tmp, gch)  # atomic: readers see no .gch or a complete one
+    else:
+        tmp.unlink(missing_ok=True)
+        (directory / "no-pch").write_text("the compiler could not precompile the "
+                                          "prelude; modules parse it as text\n")
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 (hex) of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
