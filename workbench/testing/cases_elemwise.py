@@ -439,6 +439,8 @@ add_case(_case("softplus_large", _fn("softplus"), _softplus, Arg(M, low=-800, hi
 add_case(_case("log_specials", _fn("log"), np.log, Arg(M, sample=_with_specials)))
 
 add_case(_case("arctan2", _fn("arctan2"), np.arctan2, Arg(M), Arg(M)))
+add_case(_case("logaddexp_large", _fn("logaddexp"), np.logaddexp, Arg(M, low=-800, high=800),
+               Arg((4,), low=-800, high=800)))
 add_case(_case("arctan2_bcast", _fn("arctan2"), np.arctan2, Arg((3, 1)), Arg((4,))))
 add_case(_case("arctan2_int32", _fn("arctan2"), _float_ref(np.arctan2),
                Arg(M, "int32", -3, 3), Arg(M, "int32", -3, 3), grad=INT_ONLY))

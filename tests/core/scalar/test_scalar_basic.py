@@ -175,6 +175,7 @@ SCALAR_REFERENCES = {
     "maximum": (max, (1.5, 2.0)),
     "minimum": (min, (1.5, 2.0)),
     "arctan2": (math.atan2, (1.0, -2.0)),
+    "logaddexp": (lambda a, b: math.log(math.exp(a) + math.exp(b)), (0.5, -1.0)),
     "exp": (math.exp, (0.5,)),
     "log1p": (math.log1p, (0.5,)),
     "erf": (math.erf, (0.5,)),

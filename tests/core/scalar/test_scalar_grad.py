@@ -25,6 +25,7 @@ def evaluate(outputs, inputs, values):
 POINTS = {
     "add": (0.3, -1.2), "sub": (0.3, -1.2), "mul": (0.3, -1.2), "true_div": (0.3, -1.2),
     "pow": (1.3, -0.7), "maximum": (0.3, -1.2), "minimum": (0.3, -1.2), "arctan2": (0.3, -1.2),
+    "logaddexp": (0.3, -1.2),
     "mod": (2.5, 1.1), "int_div": (2.5, 1.1), "neg": (0.4,), "abs": (-0.4,), "sqr": (0.4,),
     "reciprocal": (0.4,), "identity": (0.4,), "sign": (0.4,), "floor": (0.4,),
     "ceil": (0.4,), "round_half_to_even": (0.3,), "real": (0.4,), "imag": (0.4,),

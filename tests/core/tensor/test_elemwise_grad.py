@@ -82,6 +82,7 @@ SMOOTH_BINARY = {
     "maximum": (wt.maximum, lambda: (uniform(-2, 2), uniform(-2, 2))),
     "minimum": (wt.minimum, lambda: (uniform(-2, 2), uniform(-2, 2))),
     "arctan2": (wt.arctan2, lambda: (away_from_zero(), away_from_zero())),
+    "logaddexp": (wt.logaddexp, lambda: (uniform(-4, 4), uniform(-4, 4))),
     # x / y in (2.1, 2.8): floor(x / y) = 2, so d/dy = -2
     "mod": (wt.mod, lambda: (uniform(2.2, 2.8), uniform(1.0, 1.04))),
     "int_div": (wt.floor_div, lambda: (uniform(2.2, 2.8), uniform(1.0, 1.04))),

@@ -569,6 +569,19 @@ class Softplus(_Smooth):
         return sigmoid(x)
 
 
+class LogAddExp(BinaryScalarOp):
+    """log(exp(x) + exp(y)), computed without overflow (NumPy's logaddexp)."""
+
+    nfunc = "logaddexp"
+    default_preference = staticmethod(upgrade_to_float_no_complex)
+
+    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
+        """d/dx = sigmoid(x - y), d/dy = sigmoid(y - x): finite where exp would overflow."""
+        (z,), (gz,) = outputs, output_grads
+        x, y = (_as_out(v, z) for v in inputs)
+        return [gz * sigmoid(x - y), gz * sigmoid(y - x)]
+
+
 class Floor(_PiecewiseConstant):
     """Largest integer <= x, in the input's dtype."""
 
@@ -728,6 +741,7 @@ arccosh = ArcCosh(name="arccosh")
 arctanh = ArcTanh(name="arctanh")
 sigmoid = Sigmoid(name="sigmoid")
 softplus = Softplus(name="softplus")
+logaddexp = LogAddExp(name="logaddexp")
 erf = Erf(name="erf")
 erfc = Erfc(name="erfc")
 floor = Floor(name="floor")

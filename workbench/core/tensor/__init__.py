@@ -68,6 +68,7 @@ from workbench.core.tensor.math import (
     log1p,
     log2,
     log10,
+    logaddexp,
     lt,
     maximum,
     minimum,
@@ -212,8 +213,8 @@ __all__ = [
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
     "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
-    "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+    "arctanh", "sigmoid", "softplus", "logaddexp", "erf", "erfc", "floor", "ceil",
+    "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
 ]  # fmt: skip
 __all__ += [name for module in _FAMILIES for name in module.__all__]
 del _FAMILIES

@@ -169,6 +169,8 @@ arccosh = _unary(smath.arccosh, "arccosh", "Inverse hyperbolic cosine, elementwi
 arctanh = _unary(smath.arctanh, "arctanh", "Inverse hyperbolic tangent, elementwise.")
 sigmoid = _unary(smath.sigmoid, "sigmoid", "1 / (1 + exp(-x)), elementwise, without overflow.")
 softplus = _unary(smath.softplus, "softplus", "log(1 + exp(x)), elementwise, without overflow.")
+logaddexp = _binary(smath.logaddexp, "logaddexp",
+                    "log(exp(x) + exp(y)), elementwise, without overflow.")
 erf = _unary(smath.erf, "erf", "The error function, elementwise (real inputs).")
 erfc = _unary(smath.erfc, "erfc", "1 - erf(x), elementwise, accurate for large x.")
 floor = _unary(smath.floor, "floor", "Largest integer <= x, elementwise, in x's dtype.")
@@ -189,6 +191,6 @@ __all__ = [
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
     "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "round_half_to_even",
-    "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+    "arctanh", "sigmoid", "softplus", "logaddexp", "erf", "erfc", "floor", "ceil",
+    "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
 ]  # fmt: skip

@@ -405,6 +405,18 @@ def _softplus(a: list[str], t: str, out: str) -> str:
     return f"wb_softplus_{t}({a[0]})"
 
 
+@_template("LogAddExp")
+def _logaddexp(a: list[str], t: str, out: str) -> str:
+    """As NumPy's npy_logaddexp: equal arguments (infinities included) give x + log 2,
+    others the larger plus log1p(exp(-|x - y|)); a NaN argument makes that NaN."""
+    if _kind(t) != "float":
+        raise NoScalarC(f"logaddexp of {t}")
+    x, y, f = f"({a[0]})", f"({a[1]})", _fsuffix(t)
+    larger = f"({x} > {y} ? {x} : {y})"
+    return (f"({x} == {y} ? {x} + ({c_type_name(t)})0.69314718055994530942 : "
+            f"{larger} + log1p{f}(exp{f}(-fabs{f}({x} - {y}))))")
+
+
 def _predicate(fname: str, int_value: str) -> Template:
     def template(a: list[str], t: str, out: str) -> str:
         if _kind(t) == "complex":  # NumPy: of either part (finite: of both)

@@ -167,6 +167,7 @@ _BINARY = {
     sm.Maximum: "maximum", sm.Minimum: "minimum", sm.EQ: "eq", sm.NEQ: "ne",
     sm.LT: "lt", sm.GT: "gt", sm.LE: "le", sm.GE: "ge", sm.AND: "bitwise_and",
     sm.OR: "bitwise_or", sm.XOR: "bitwise_xor", sm.ArcTan2: "atan2",
+    sm.LogAddExp: "logaddexp",
 }  # fmt: skip
 for _cls, _name in _UNARY.items():
     register_scalar(_cls)(_unary(_name))

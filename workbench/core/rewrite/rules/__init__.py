@@ -7,4 +7,5 @@ from workbench.core.rewrite.rules import (  # noqa: F401
     shape,
     specialize,
     stabilize,
+    stabilize_sigmoid,
 )

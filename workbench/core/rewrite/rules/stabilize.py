@@ -3,15 +3,20 @@
 The naive forms lose everything at the extremes: ``log(1+x)`` is 0 for tiny
 x, ``exp(x)-1`` cancels, ``log(sigmoid(x))`` is ``log(0) = -inf`` for x
 below about -745, ``log(sum(exp(x)))`` overflows for x above about 709, and
-``log(softmax(x))`` is ``log(0)`` where one logit dominates. These rules run
+``log(softmax(x))`` is ``log(0)`` where one logit dominates (also indexed:
+``log(softmax(x)[0])``), ``log(exp(x) + exp(y))`` overflows above 709,
+``log1p(expm1(x))`` too, and ``sqrt(sqr(x))`` above 1e154. These rules run
 after canonicalize (so they see one form: constants on either side of ``+``,
 the keepdims DimShuffle of a Sum) and swap in `log1p`, `expm1`, `softplus`,
-`sigmoid(-x)`, `LogSumExp` and `LogSoftmax`. The softmax cross-entropy
-``-sum(y * log(softmax(x)))`` becomes stable through ``log(softmax) ->
-log_softmax``, and its gradient through ``local_log_softmax_grad`` (no division
-by a probability that underflowed to 0).
+`sigmoid(-x)`, `LogSumExp`, `LogSoftmax`, `logaddexp`, x itself and ``|x|``.
+The softmax cross-entropy ``-sum(y * log(softmax(x)))`` becomes stable through
+``log(softmax) -> log_softmax``, and its gradient through
+``local_log_softmax_grad`` (no division by a probability that underflowed to
+0). The sigmoid and softplus hidden in ``1/(1+exp(x))``, ``log1p(exp(x))`` and
+their gradients are in `stabilize_sigmoid`.
 
-Each rule looks only at its node and its direct inputs (O(1) per node).
+Each rule looks only at its node and its direct inputs, or a short chain of
+them (indexing between a log and a softmax).
 """
 
 from __future__ import annotations
@@ -30,13 +35,16 @@ from workbench.core.rewrite.rules.rule_utils import (
 )
 from workbench.core.scalar import math as smath
 from workbench.core.tensor import math as tm
+from workbench.core.tensor.advanced_subtensor import AdvancedSubtensor
 from workbench.core.tensor.elemwise import DimShuffle
 from workbench.core.tensor.reduction import Sum
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
+from workbench.core.tensor.subtensor import Subtensor
 
 __all__ = [
     "local_log1p", "local_expm1", "local_log_sigmoid", "local_one_minus_sigmoid",
-    "local_log_sum_exp", "local_log_softmax", "local_log_softmax_grad",
+    "local_log_sum_exp", "local_log_softmax", "local_log_softmax_grad", "local_log_add_exp",
+    "local_log1p_expm1", "local_sqrt_sqr",
 ]  # fmt: skip
 
 
@@ -131,24 +139,96 @@ def local_log_sum_exp(fgraph: Any, node: Apply) -> Any:
     return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
 
 
+#: Ops that only select or rearrange elements: log of their result is their result
+#: of the log, so ``log(softmax(x)[i])`` is ``log_softmax(x)[i]``.
+_SELECTIONS = (Subtensor, AdvancedSubtensor, DimShuffle)
+
+
 @register_stabilize
 @node_rewriter([tm.log.op])
 def local_log_softmax(fgraph: Any, node: Apply) -> Any:
     """``log(softmax(x)) -> log_softmax(x)``: finite where a probability underflows.
 
-    This also stabilizes the softmax cross-entropy ``-sum(y * log(softmax(x)))``.
-    Domain: every x. A row holding NaN is NaN either way; a row holding +inf is
-    NaN throughout as a softmax, while its log_softmax keeps -inf for the finite
-    entries (their limit, as scipy's log_softmax).
+    Also through indexing and reshuffles of the softmax (``log(softmax(x)[0])``
+    is ``log_softmax(x)[0]``). This also stabilizes the softmax cross-entropy
+    ``-sum(y * log(softmax(x)))``. Domain: every x. A row holding NaN is NaN
+    either way; a row holding +inf is NaN throughout as a softmax, while its
+    log_softmax keeps -inf for the finite entries (their limit, as scipy's
+    log_softmax).
     """
-    (arg,) = node.inputs
-    if arg.owner is None or type(arg.owner.op) is not Softmax:
-        return None
     if scalar_op_of(node) is None:
         return None
-    x = arg.owner.inputs[0]
-    new = LogSoftmax(arg.owner.op.axis)(x)
+    (arg,) = node.inputs
+    selections: list[Apply] = []
+    while arg.owner is not None and isinstance(arg.owner.op, _SELECTIONS):
+        selections.append(arg.owner)
+        arg = arg.owner.inputs[0]
+    if arg.owner is None or type(arg.owner.op) is not Softmax:
+        return None
+    new = LogSoftmax(arg.owner.op.axis)(arg.owner.inputs[0])
+    for selection in reversed(selections):
+        new = selection.op(new, *selection.inputs[1:])
     return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log_add_exp(fgraph: Any, node: Apply) -> Any:
+    """``log(exp(x) + exp(y)) -> logaddexp(x, y)``: no overflow for large x or y.
+
+    Domain: every real x and y (NumPy's logaddexp: equal infinities give
+    themselves, NaN gives NaN).
+    """
+    (arg,) = node.inputs
+    if owner_scalar_op(arg, smath.Add) is None or not is_float(node.outputs[0]):
+        return None
+    terms = arg.owner.inputs
+    if any(owner_scalar_op(t, smath.Exp) is None for t in terms):
+        return None
+    exponents = [t.owner.inputs[0] for t in terms]
+    if any(e.type.dtype.is_complex for e in exponents):
+        return None
+    new = tm.logaddexp(exponents[0], exponents[1])
+    for e in exponents[2:]:
+        new = tm.logaddexp(new, e)
+    return [broadcast_like(new, node.outputs[0], node, fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.log1p.op])
+def local_log1p_expm1(fgraph: Any, node: Apply) -> Any:
+    """``log1p(expm1(x)) -> x``: exact where expm1 overflows (x above about 709).
+
+    Domain: every real x (-inf at -inf, NaN at NaN).
+    """
+    (arg,) = node.inputs
+    if owner_scalar_op(arg, smath.Expm1) is None:
+        return None
+    x = arg.owner.inputs[0]
+    if x.type.dtype.is_complex:
+        return None
+    return [broadcast_like(x, node.outputs[0], node, fgraph=fgraph)]
+
+
+@register_stabilize
+@node_rewriter([tm.sqrt.op])
+def local_sqrt_sqr(fgraph: Any, node: Apply) -> Any:
+    """``sqrt(sqr(x)) -> abs(x)`` (and ``sqrt(x * x)``): no overflow of the square.
+
+    Domain: every real float x (NaN and infinities give themselves). Not for
+    integers, whose square wraps around, nor complex numbers (``sqrt(z**2)`` is
+    z or -z, not ``|z|``).
+    """
+    (arg,) = node.inputs
+    if owner_scalar_op(arg, smath.Sqr) is not None:
+        x = arg.owner.inputs[0]
+    elif owner_scalar_op(arg, smath.Mul) is not None and arg.owner.inputs[0] is arg.owner.inputs[1]:
+        x = arg.owner.inputs[0]
+    else:
+        return None
+    if not x.type.dtype.is_float:
+        return None
+    return [broadcast_like(tm.abs(x), node.outputs[0], node, fgraph=fgraph)]
 
 
 def _over(var: Any, divisor: Any) -> Any:
