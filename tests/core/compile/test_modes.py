@@ -72,6 +72,32 @@ def test_debug_mode_accepts_correct_rewrites():
     np.testing.assert_allclose(f(a, b), np.log1p(np.exp(a)) - a)
 
 
+@pytest.mark.parametrize("out_dtype", ["float32", "float64"])
+def test_debug_mode_accepts_a_float16_fold_that_rounds_differently(out_dtype):
+    """(x*a)*b -> x*(a*b) in float16 may change the result by a float16 rounding (here
+    33.09375 -> 33.0625 at DEBUG's random input): legal, though the output, cast to
+    float32 or float64, has a stricter tolerance. DEBUG compares with float16's."""
+    x = wt.TensorType("float16", (None,))("x")
+    out = wt.cast((x * np.float16(5.168)) * np.float16(9.51), out_dtype)
+    f = wb.function([x], out, mode="DEBUG")
+    assert "local_mul_constants" in f.maker.rewrite_trace.rewrites_used()
+    value = np.array([0.5], dtype=np.float16)
+    np.testing.assert_allclose(f(value), value * np.float16(5.168 * 9.51), rtol=2e-3)
+
+
+def test_debug_mode_float16_tolerance_still_catches_a_wrong_rewrite():
+    rewrite_db.register("test_wrong_pass16", EquilibriumGraphRewriter(
+        [local_wrong_exp_to_sqr], name="test_wrong_pass16"), "test_debug_wrong16",
+        position=2.5)
+    try:
+        x = wt.TensorType("float16", (None,))("x")
+        with pytest.raises(RewriteCheckError, match="local_wrong_exp_to_sqr"):
+            wb.function([x], wt.cast(wt.exp(x), "float64"),
+                        mode=get_mode("DEBUG").including("test_debug_wrong16"))
+    finally:
+        rewrite_db.remove("test_wrong_pass16")
+
+
 @node_rewriter([wt.exp.op])
 def local_wrong_exp_to_sqr(fgraph, node):
     """Deliberately wrong: exp(x) is not x**2."""
