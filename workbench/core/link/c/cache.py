@@ -109,6 +109,8 @@ class ModuleCache:
         #: objects loaded from this cache's modules, by the caller's name (bundle.py keeps
         #: node functions here so that a kind seen before is a dict lookup)
         self.loaded_symbols: dict[str, Any] = {}
+        #: where modules are built when `root` is not writable (see _private_cache)
+        self._private: ModuleCache | None = None
 
     def __repr__(self) -> str:
         return f"ModuleCache(root={str(self.root)!r}, loaded={len(self._modules)})"
@@ -293,6 +295,8 @@ class ModuleCache:
         """Store a small JSON record under `name` (atomically: readers see the old record
         or the new one). A read-only cache silently keeps no alias."""
         path = self._alias_path(name)
+        if self._private_cache() is not None:
+            return
         try:
             self._directory(path.parent)
             _write_atomically(path, json.dumps(value))
@@ -358,6 +362,12 @@ class ModuleCache:
         if entry.is_dir() and self._verify(entry, module_name) is None:
             self.stats.disk_hits += 1
             return so_path
+        private = self._private_cache()
+        if private is not None:  # a read-only cache: build where this process may
+            path = private._ensure_entry(key, desc, source, module_name, build)
+            self.stats.builds += private.stats.builds
+            private.stats.builds = 0
+            return path
         lock = self._lock(key, LOCK_TIMEOUT)
         try:
             lock.acquire()
@@ -383,6 +393,15 @@ class ModuleCache:
             return so_path
         finally:
             lock.release()
+
+    def _private_cache(self) -> ModuleCache | None:
+        """None when this cache's directory is writable, else the cache in this
+        process's private directory (cc.private_cache_dir) that builds in its place."""
+        if self._private is None:
+            if cc.can_write(self.root):
+                return None
+            self._private = ModuleCache(cc.private_cache_dir(self.root) / "c")
+        return self._private
 
     def _lock(self, key: str, timeout: float) -> filelock.FileLock:
         """The file lock of `key` (not acquired)."""
@@ -562,10 +581,14 @@ def _delete(path: Path) -> str | None:
 def clear_all(cache: ModuleCache) -> list[str]:
     """Clear `cache` and the compiler's files kept beside the cache directory (the
     precompiled preludes in prelude/, the answers of probes.json): one line per thing
-    removed. Raises OSError saying what could not be removed."""
-    lines = [f"removed {cache.clear()} compiled module(s) from {cache.root}"]
+    removed. Raises OSError saying what could not be removed (a read-only cache: before
+    removing anything)."""
     probes = cc.probe_file()
     prelude = probes.parent / "prelude"
+    for place in (cache.root, prelude, probes.parent):
+        if not cc.can_write(place, create=False):
+            raise OSError(f"{place} is read-only (nothing was removed)")
+    lines = [f"removed {cache.clear()} compiled module(s) from {cache.root}"]
     if prelude.is_dir():
         count = sum(1 for p in prelude.iterdir() if p.is_dir())
         problem = _delete(prelude)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,8 @@ from types import ModuleType
 from typing import Any
 
 __all__ = [
-    "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError", "avx512_choice",
+    "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError",
+    "ReadOnlyCacheWarning", "avx512_choice",
     "compile_module", "compiler_info", "cpu_features", "extension_suffix", "has_compiler",
     "load_module", "openmp_flags", "python_include_dirs", "targets_avx512",
 ]  # fmt: skip
@@ -154,6 +156,53 @@ def probe_file() -> Path:
     return Path(config.cache_dir) / "probes.json"
 
 
+# -- a cache directory this process cannot write -------------------------------------
+# Shared lab machines and containers mount caches read-only. What is there is still
+# used; what must be built goes to one private temporary directory per process
+# (removed at exit), announced by one warning.
+
+
+class ReadOnlyCacheWarning(UserWarning):
+    """The cache directory is not writable: new modules are built in a private
+    temporary directory for this process."""
+
+
+def can_write(directory: Path, create: bool = True) -> bool:
+    """Whether this process can create files in `directory` (made first when `create`;
+    a missing directory counts as writable when not). Tried for real, not guessed from
+    permission bits: read-only mounts and ACLs answer too."""
+    try:
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            return True
+        fd, tmp = tempfile.mkstemp(prefix=".workbench-write-check-", dir=directory)
+        os.close(fd)
+        os.unlink(tmp)
+        return True
+    except OSError:
+        return False
+
+
+_private_dir: Path | None = None
+
+
+def private_cache_dir(unwritable: Path) -> Path:
+    """This process's private cache directory, used because `unwritable` is not
+    writable (one ReadOnlyCacheWarning per process, naming both)."""
+    global _private_dir
+    if _private_dir is None:
+        import atexit
+
+        _private_dir = Path(tempfile.mkdtemp(prefix="workbench-private-cache-"))
+        atexit.register(shutil.rmtree, _private_dir, True)
+        warnings.warn(f"workbench: the compiled-module cache {unwritable} is not writable; "
+                      f"this process compiles into {_private_dir} instead (removed at exit, "
+                      "so its modules are compiled again next time)", ReadOnlyCacheWarning,
+                      stacklevel=3)
+    return _private_dir
+
+
 def _probe_key(command: Sequence[str], *question: Any) -> str:
     try:
         st = os.stat(command[0])
@@ -202,8 +251,9 @@ def _probed(command: Sequence[str], question: tuple[Any, ...], compute: Any,
     known = _probe_load()  # another process may have written meanwhile
     known[key] = answer
     path = probe_file()
+    if not can_write(path.parent):
+        return answer  # a read-only cache: probe again next time
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix="probes-", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -545,7 +595,12 @@ def prelude_dir(flags: Sequence[str]) -> Path:
         return directory
     for place in (root, directory):  # (a file in the way is removed)
         if place.exists() and not place.is_dir():
-            place.unlink()
+            place.unlink(missing_ok=True)
+    if not can_write(directory):
+        root = private_cache_dir(root.parent) / "prelude"
+        directory = root / key
+        if _prelude_sound(directory):
+            return directory
     directory.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(root / f"{key}.lock"), timeout=600):
         if not _prelude_sound(directory):
