@@ -10,6 +10,14 @@ sum of them with respect to every input are compiled with FAST_RUN on each linke
 (py, c, and gpu, which runs on torch's CPU device without a GPU), then compared with
 NumPy's values of the same program and with its central finite differences.
 
+A second family, menu DTYPE, probes the corners where C, torch and NumPy part ways:
+elementwise graphs over every bool, integer and float dtype with NaN, infinities,
+-0.0, integer extremes, division by zero and casts out of range. It has no NumPy
+reference: the Python VM (NumPy per node) is the reference, errors included, and
+c and gpu must give the same dtypes and values, or raise the same exception class.
+The gpu linker refuses the unsigned dtypes torch lacks with a documented
+UnsupportedDtypeError; those graphs are counted, not compared.
+
 Compiling is the cost (the C compiler above all), so graphs are compiled in batches:
 one function per batch and linker, whose node kinds (reductions, softmax, dot,
 indexing and the elementwise kernels the fused Composites leave) compile once and
@@ -29,7 +37,10 @@ import pytest
 
 import workbench as wb
 from workbench.core.compile.mode import available_linkers
+from workbench.core.dtypes.backends import UnsupportedDtypeError
+from workbench.core.graph.basic import variables_between
 from workbench.testing.random_graphs import (
+    DTYPE,
     SMOOTH,
     RandomGraph,
     RngChooser,
@@ -40,6 +51,7 @@ from workbench.testing.random_graphs import (
 
 GRAPHS = 200
 BATCH = 50
+DTYPE_GRAPHS = 100
 #: values against NumPy: the same float64 program, rounded differently by fusion,
 #: rewrites (reassociated constants, stable forms) and vector math libraries
 VALUE_RTOL, VALUE_ATOL = 1e-8, 1e-10
@@ -176,3 +188,100 @@ def test_the_batches_hold_the_promised_number_of_graphs() -> None:
     assert len({str(g).split(" (", 1)[1] for g in graphs}) > 0.9 * len(graphs)
     assert all(g.steps and g.outputs for g in graphs)
     assert sum(len(g.steps) for g in graphs) > 3 * len(graphs)
+
+
+# -- DTYPE: the Python VM is the reference ------------------------------------------
+
+
+@dataclass
+class DtypeCase:
+    """A DTYPE graph and what the Python VM gives for it: values, or an exception."""
+
+    graph: RandomGraph
+    values: list[np.ndarray] | None
+    error: type[BaseException] | None
+
+    def rtol(self) -> float:
+        """Vector math differs from NumPy's by a few ulp: a float32 step anywhere (even
+        in a float64 result) carries float32's error."""
+        inputs, outputs = self.graph.symbolic()
+        low = any(getattr(v.type, "dtype", None) == "float32"
+                  for v in variables_between(inputs, outputs))
+        return 1e-5 if low else 1e-12
+
+
+def _run_graph(linker: str, graph: RandomGraph) -> list[np.ndarray]:
+    inputs, outputs = graph.symbolic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's overflow and invalid-cast warnings
+        return _run(linker, inputs, outputs, list(graph.values))
+
+
+@functools.cache
+def dtype_cases() -> list[DtypeCase]:
+    cases = []
+    for seed in range(DTYPE_GRAPHS):
+        graph = generate(RngChooser(10_000 + seed), DTYPE, max_steps=6, label=f"seed {seed}")
+        try:
+            cases.append(DtypeCase(graph, _run_graph("py", graph), None))
+        except Exception as exc:  # noqa: BLE001 - e.g. an integer to a negative power
+            cases.append(DtypeCase(graph, None, type(exc)))
+    return cases
+
+
+def _dtype_mismatch(case: DtypeCase, got: list[np.ndarray], linker: str) -> list[str]:
+    assert case.values is not None
+    found = []
+    for k, (value, want) in enumerate(zip(got, case.values)):
+        if value.dtype != want.dtype or not arrays_agree(value, want, rtol=case.rtol()):
+            found.append(f"{case.graph}\n  output {k} on {linker}: {value!r}\n"
+                         f"  Python VM: {want!r}")
+    return found
+
+
+def _batched(linker: str, cases: list[DtypeCase]) -> dict[int, list[np.ndarray]]:
+    """The results of the graphs of `cases` (which the VM runs without error) compiled
+    as one function on `linker`, by index in `cases`; {} if the batch fails."""
+    inputs, outputs, args, spans = [], [], [], {}
+    for k, case in enumerate(cases):
+        if case.error is None:
+            ins, outs = case.graph.symbolic()
+            spans[k] = (len(outputs), len(outs))
+            inputs += ins
+            outputs += outs
+            args += list(case.graph.values)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = _run(linker, inputs, outputs, args)
+    except Exception:  # noqa: BLE001 - the graphs are then run one by one
+        return {}
+    return {k: results[first:first + n] for k, (first, n) in spans.items()}
+
+
+@pytest.mark.parametrize("linker", [n for n in LINKERS if n != "py"])
+def test_dtype_corners_match_the_python_vm(linker: str) -> None:
+    cases = dtype_cases()
+    batched = _batched(linker, cases)
+    mismatches, refused = [], 0
+    for k, case in enumerate(cases):
+        if k in batched:
+            mismatches.extend(_dtype_mismatch(case, batched[k], linker))
+            continue
+        try:
+            got = _run_graph(linker, case.graph)
+        except UnsupportedDtypeError:
+            refused += 1  # the backend's documented refusal (gpu: uint16/32/64)
+            continue
+        except Exception as exc:  # noqa: BLE001 - compared with the VM's
+            if case.error is None or not isinstance(exc, case.error):
+                mismatches.append(f"{case.graph}\n  {linker} raised {type(exc).__name__}: "
+                                  f"{exc}\n  Python VM: {case.error or 'values'}")
+            continue
+        if case.error is not None:
+            mismatches.append(f"{case.graph}\n  {linker} gave values, the Python VM raised "
+                              f"{case.error.__name__}")
+            continue
+        mismatches.extend(_dtype_mismatch(case, got, linker))
+    assert not mismatches, f"{len(mismatches)} mismatch(es):\n" + "\n".join(mismatches)
+    assert refused < len(cases) / 2  # most graphs are compared
