@@ -1,5 +1,7 @@
 """Advanced indexing (AdvancedSubtensor) and writing into it (AdvancedIncSubtensor)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -109,6 +111,12 @@ def numpy_result(fn):
        st.sampled_from(["float64", "float32", "int16", "bool"]), st.booleans())
 def test_advanced_indices_match_numpy(evaluate, inferred_shape, data, shape, dtype, static):
     key, sym_key, givens = draw_index(data, shape)
+    check_reading(evaluate, inferred_shape, shape, dtype, static, key, sym_key, givens)
+
+
+def check_reading(evaluate, inferred_shape, shape, dtype, static, key, sym_key, givens):
+    """``x[sym_key]`` gives NumPy's ``value[key]`` (or its IndexError), static and inferred
+    shapes included."""
     value = (np.arange(int(np.prod(shape))) % 7).astype(dtype).reshape(shape)
     x = TensorType(dtype, shape if static else (None,) * len(shape))("x")
     expected, error = numpy_result(lambda: value[key])
@@ -127,6 +135,49 @@ def test_advanced_indices_match_numpy(evaluate, inferred_shape, data, shape, dty
     assert inferred_shape(y, {x: value, **givens}) == expected.shape
     if out.size:
         assert not np.shares_memory(out, value)
+
+
+# NumPy reads no index of an empty broadcast of the index arrays, so it checks none
+# against its axis's bounds (integers are always checked).
+EMPTY_BROADCASTS = [
+    # found by the property test: [0] indexes axis 3, of length 0, broadcast with []
+    ((0, 0, 1, 0), (slice(None), None, np.array([], int), None, ..., None, np.array([0]))),
+    ((3, 0), (np.array([], int), np.array([5]))),
+    ((2, 3), (np.array([False, False]), np.array([5]))),
+    ((2, 3), (np.zeros((0, 1), int), np.array([-7]))),
+    ((3, 4, 5), (np.array([], int), slice(None), np.array([9]))),
+    ((3, 4), (np.array(False), np.array([9]))),
+    ((3, 4), (np.array([], int), 7)),  # an integer: out of bounds
+]
+
+
+@pytest.mark.parametrize(("shape", "key"), EMPTY_BROADCASTS)
+@pytest.mark.parametrize("static", [True, False])
+def test_empty_broadcast_checks_no_index_array(evaluate, inferred_shape, shape, key, static):
+    check_reading(evaluate, inferred_shape, shape, "float64", static, key, key, {})
+
+
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+@pytest.mark.parametrize(("shape", "key"), EMPTY_BROADCASTS)
+def test_empty_broadcast_on_every_linker(linker, shape, key):
+    if linker == "gpu":
+        pytest.importorskip("torch", reason="the GPU linker needs PyTorch (workbench[gpu])")
+    value = np.arange(np.prod(shape), dtype="float64").reshape(shape)
+    expected, error = numpy_result(lambda: value[key])
+    x = TensorType("float64", shape)("x")
+    if error is not None:
+        with pytest.raises(IndexError, match=str(error)):
+            x[key]
+        return
+    y = TensorType("float64", (None,) * expected.ndim)("y")
+    with warnings.catch_warnings():  # the gpu linker, on torch's CPU device here
+        warnings.simplefilter("ignore", RuntimeWarning)
+        f = function([x, y], [x[key], set_subtensor(x[key], y), inc_subtensor(x[key], y)],
+                     linker=linker)
+    read, set_, inc = f(value, np.ones(expected.shape))
+    assert read.shape == expected.shape
+    np.testing.assert_array_equal(set_, value)
+    np.testing.assert_array_equal(inc, value)
 
 
 @SETTINGS

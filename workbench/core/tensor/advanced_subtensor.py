@@ -112,7 +112,11 @@ def _padded(shapes: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 def advanced_static_shape(x_shape: StaticShape, idx_list: Sequence[Any],
                           entries: Sequence[Any]) -> StaticShape:
-    """The static shape of ``x[index]`` for an advanced index (NumPy's layout rules)."""
+    """The static shape of ``x[index]`` for an advanced index (NumPy's layout rules).
+
+    Raises NumPy's IndexError when the index arrays cannot broadcast together, then
+    for a constant index array out of the static bounds of the axis it indexes.
+    """
     plan = _Plan(idx_list, entries, len(x_shape))
     index_shapes = [_static_index_shape(e) for e, _ in plan.advanced]
     broadcast = broadcast_static_shapes(_padded(index_shapes))
@@ -121,6 +125,7 @@ def advanced_static_shape(x_shape: StaticShape, idx_list: Sequence[Any],
         raise IndexError(
             f"shape mismatch: indexing arrays could not be broadcast together with shapes {shown}"
         )
+    _check_array_bounds(x_shape, plan, broadcast)
     basic: list[int | None] = []
     for part in plan.basic:
         if part[0] == "new":
@@ -131,6 +136,26 @@ def advanced_static_shape(x_shape: StaticShape, idx_list: Sequence[Any],
             basic.append(x_shape[part[1]])
     at = plan.insert_at
     return tuple(basic[:at]) + broadcast + tuple(basic[at:])
+
+
+def _check_array_bounds(x_shape: StaticShape, plan: _Plan, broadcast: StaticShape) -> None:
+    """Raise NumPy's IndexError for a constant integer array holding an index out of the
+    static bounds of its axis, when the broadcast of the index arrays is surely not
+    empty: NumPy reads (and checks) no index of an empty broadcast, so
+    ``np.zeros((3, 0))[[], [5]]`` is an empty array. (Integers are always checked,
+    by `check_index`.)"""
+    if not all(n is not None and n > 0 for n in broadcast):
+        return  # empty, or maybe empty: run time (NumPy) decides
+    for entry, axis in plan.advanced:
+        length = x_shape[axis]
+        if length is None or not isinstance(entry, Constant) or _is_mask(entry):
+            continue
+        data = np.asarray(entry.data).ravel()
+        bad = data[(data < -length) | (data >= length)]
+        if bad.size:
+            raise IndexError(
+                f"index {int(bad[0])} is out of bounds for axis {axis} with size {length}"
+            )
 
 
 def _convert_index_inputs(op: Op, idx_list: Sequence[Any], inputs: Sequence[Any]

@@ -299,7 +299,10 @@ def consumed_dims(entries: Sequence[Any]) -> int:
 
 def check_index(x_type: TensorType, entries: Sequence[Any]) -> None:
     """Raise NumPy's IndexError for an index that cannot apply to arrays of `x_type`:
-    too many indices, constant indices out of static bounds, masks of the wrong shape."""
+    too many indices, constant integers out of static bounds, masks of the wrong shape.
+
+    (Constant index arrays are checked with the broadcast of all of them, by
+    `advanced_static_shape`: NumPy checks no index when that broadcast is empty.)"""
     n_consumed = consumed_dims(entries)
     ndim = x_type.ndim
     if n_consumed > ndim:
@@ -330,13 +333,6 @@ def check_index(x_type: TensorType, entries: Sequence[Any]) -> None:
                     )
             axis += e.type.ndim
             continue
-        elif isinstance(e, Constant) and length is not None:
-            data = np.asarray(e.data).ravel()
-            bad = data[(data < -length) | (data >= length)]
-            if bad.size:
-                raise IndexError(
-                    f"index {int(bad[0])} is out of bounds for axis {axis} with size {length}"
-                )
         axis += 1
 
 
