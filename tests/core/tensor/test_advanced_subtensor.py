@@ -137,9 +137,10 @@ def check_reading(evaluate, inferred_shape, shape, dtype, static, key, sym_key, 
         assert not np.shares_memory(out, value)
 
 
-# NumPy reads no index of an empty broadcast of the index arrays, so it checks none
-# against its axis's bounds (integers are always checked).
-EMPTY_BROADCASTS = [
+# Indices selecting nothing. NumPy reads no index of an empty broadcast of the index
+# arrays, so it checks none against its axis's bounds (integers are always checked);
+# and a mask's length-0 dimension may index an axis of any length.
+EMPTY_SELECTIONS = [
     # found by the property test: [0] indexes axis 3, of length 0, broadcast with []
     ((0, 0, 1, 0), (slice(None), None, np.array([], int), None, ..., None, np.array([0]))),
     ((3, 0), (np.array([], int), np.array([5]))),
@@ -148,18 +149,21 @@ EMPTY_BROADCASTS = [
     ((3, 4, 5), (np.array([], int), slice(None), np.array([9]))),
     ((3, 4), (np.array(False), np.array([9]))),
     ((3, 4), (np.array([], int), 7)),  # an integer: out of bounds
+    ((0, 1), (..., np.array([], bool), None)),  # found on the gpu linker (torch refused)
+    ((2, 3), (np.zeros((2, 0), bool),)),
+    ((2, 3, 4), (np.zeros((0, 0), bool), np.array([1]))),
 ]
 
 
-@pytest.mark.parametrize(("shape", "key"), EMPTY_BROADCASTS)
+@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS)
 @pytest.mark.parametrize("static", [True, False])
-def test_empty_broadcast_checks_no_index_array(evaluate, inferred_shape, shape, key, static):
+def test_empty_selections_match_numpy(evaluate, inferred_shape, shape, key, static):
     check_reading(evaluate, inferred_shape, shape, "float64", static, key, key, {})
 
 
 @pytest.mark.parametrize("linker", ["py", "c", "gpu"])
-@pytest.mark.parametrize(("shape", "key"), EMPTY_BROADCASTS)
-def test_empty_broadcast_on_every_linker(linker, shape, key):
+@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS)
+def test_empty_selections_on_every_linker(linker, shape, key):
     if linker == "gpu":
         pytest.importorskip("torch", reason="the GPU linker needs PyTorch (workbench[gpu])")
     value = np.arange(np.prod(shape), dtype="float64").reshape(shape)

@@ -33,7 +33,11 @@ def _entries(torch: Any, idx_list: Sequence[Any], values: Sequence[Any], advance
         if isinstance(entry, SliceEntry):
             entries.append(slice(*(None if p is None else int(p) for p in entry)))
         elif isinstance(entry, torch.Tensor):
-            if entry.dtype == torch.bool:
+            if entry.dtype == torch.bool and entry.dim() > 0 and entry.numel() == 0:
+                # NumPy lets a mask's length-0 dimension index an axis of any length, torch
+                # does not: such a mask selects nothing, as its (empty) index arrays do.
+                entries.extend(entry.nonzero().unbind(1))
+            elif entry.dtype == torch.bool:
                 entries.append(entry)
             elif entry.dim() == 0 and not advanced:
                 entries.append(int(entry))
