@@ -15,7 +15,9 @@ from workbench.core.compile.mode import Mode, RewriteQuery
 from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite import rewrite_graph
+from workbench.core.rewrite.merge import MergeRewriter
 from workbench.core.rewrite.rules.fusion import (
+    MAX_FUSED_INPUTS,
     MAX_FUSED_NODES,
     elemwise_fusion,
     find_regions,
@@ -77,12 +79,14 @@ def test_long_chain_becomes_one_node_per_max_fused_nodes_in_linear_work(
     work = []
     for n in (100, 1000):
         fgraph = FunctionGraph([x], [_chain(x, n)])
+        MergeRewriter().apply(fgraph)  # (as before fusion in every mode: one of each constant)
         n_elemwise = len(_elemwise_nodes(fgraph))
         work.append(lines_executed(fuse_elemwise, fgraph)[1])
         # one fused loop per MAX_FUSED_NODES nodes; the equal middle chunks share one Op, so
         # the C linker compiles them once
-        assert len(fgraph.apply_nodes) == -(-n_elemwise // MAX_FUSED_NODES)
-        assert len({node.op for node in fgraph.apply_nodes}) <= 3
+        fused = _elemwise_nodes(fgraph)
+        assert len(fused) == -(-n_elemwise // MAX_FUSED_NODES)
+        assert len({node.op for node in fused}) <= 3
     assert work[1] < 12 * work[0], f"10x the chain, {work[1] / work[0]:.1f}x the work"
     f = wb.function([x], _chain(x, 1000),
                     mode=Mode(rewriter=elemwise_fusion))
@@ -292,3 +296,39 @@ def test_fusion_regions_are_convex_on_random_graphs_and_their_gradients(data) ->
                          on_unused_input="ignore")(*graph.values)
     for got, want in zip(after, before):
         assert arrays_agree(got, want, rtol=1e-12, atol=1e-14), str(graph)
+
+
+def test_constants_are_data_so_terms_differing_in_them_share_one_kind() -> None:
+    # each term used to fuse into a Composite of its own constants: a C kind per term
+    x = wt.dvector("x")
+
+    def terms(n: int) -> wt.TensorVariable:
+        return wt.stack([wt.sin(x * (1.0 + i / n)) + i / n for i in range(n)]).sum(0)
+
+    kinds = []
+    for n in (10, 40):
+        fgraph = rewrite_graph(terms(n), mode="FAST_RUN")
+        kinds.append({node.op for node in _elemwise_nodes(fgraph)})
+    assert len(kinds[1]) == len(kinds[0]) <= 3
+    f = wb.function([x], terms(12), linker="c")
+    a = np.linspace(-1, 1, 5)
+    expected = sum(np.sin(a * (1.0 + i / 12)) + i / 12 for i in range(12))
+    np.testing.assert_allclose(f(a), expected, rtol=1e-12)
+
+
+def test_small_literals_stay_in_the_composite() -> None:
+    x = wt.dvector("x")
+    fgraph = rewrite_graph(wt.exp(x) * 2.0 + 1.0, mode="FAST_RUN")
+    (node,) = _elemwise_nodes(fgraph)
+    assert node.inputs == [fgraph.inputs[0]]
+
+
+def test_a_fused_node_reads_at_most_max_fused_inputs_values() -> None:
+    # a sum of 2,000 scalars fused into nodes of hundreds of inputs: minutes of C compile
+    xs = [wt.dscalar(f"x{i}") for i in range(200)]
+    fgraph = rewrite_graph(sum(xs[1:], xs[0]), mode="FAST_RUN")
+    fused = _elemwise_nodes(fgraph)
+    assert all(len(node.inputs) <= MAX_FUSED_INPUTS for node in fused)
+    assert len(fused) < 200 / (MAX_FUSED_INPUTS / 2) and len({n.op for n in fused}) <= 3
+    f = wb.function(xs, sum(xs[1:], xs[0]), linker="c")
+    assert f(*[float(i) for i in range(200)]) == sum(range(200))

@@ -264,3 +264,19 @@ def test_an_input_marked_mutable_may_be_overwritten() -> None:
     v = np.array([0.0, 1.0])
     out = f(v)
     np.testing.assert_allclose(out, np.exp([0.0, 1.0]))
+
+
+def test_prechecking_many_readers_of_a_view_of_an_input_stays_linear() -> None:
+    # 1,000 Elemwise nodes reading one view of an input: each inplace precheck walked
+    # all of its readers before refusing to overwrite the input (quadratic)
+    from workbench.testing.cost import lines_executed
+
+    x = wt.dvector("x")
+    row = x.dimshuffle("x", 0)
+    work = []
+    for n in (100, 1000):
+        fgraph = FunctionGraph([x], [wt.concatenate([row * (1.0 + i / n) for i in range(n)])])
+        work.append(lines_executed(inplace_rewriter.apply, fgraph)[1])
+        assert not any(isinstance(node.op, Elemwise) and node.op.inplace_pattern
+                       for node in fgraph.apply_nodes)  # the input is never destroyed
+    assert work[1] < 15 * work[0], f"10x the readers, {work[1] / work[0]:.1f}x the work"

@@ -186,9 +186,23 @@ class DestroyHandler(Feature):
                     stack.append(owner)
         return False
 
+    def _check_destroyable(self, root: Variable, destroyer: Apply) -> None:
+        """Raise if `root` is a constant or a graph input not declared mutable."""
+        if isinstance(root, Constant):
+            raise InconsistencyError(f"{destroyer.op} would overwrite the constant {root}")
+        if root.owner is None and root not in self.mutable:
+            raise InconsistencyError(
+                f"{destroyer.op} would overwrite the graph input {root}; inputs are protected "
+                "unless declared mutable"
+            )
+
     def _check_root(self, root: Variable, extra: tuple[Apply, int] | None = None) -> None:
         """Raise if the destroyers of `root`'s aliases are unsafe; `extra` is a
         hypothetical (node, input index) destroy to check before making it."""
+        if extra is not None:
+            # What no destroy may touch is refused before walking the aliases (a root
+            # read by n nodes would make n prechecks cost n each)
+            self._check_destroyable(root, extra[0])
         aliases, readers, destroys = self._alias_tree(root)
         if extra is not None:
             readers = [(c, i) for c, i in readers if not (c is extra[0] and i == extra[1])]
@@ -202,15 +216,9 @@ class DestroyHandler(Feature):
                 f"{root} would be destroyed twice, by {destroyer_nodes[0].op} and "
                 f"{destroyer_nodes[1].op}; at most one Op may overwrite a value"
             )
-        if isinstance(root, Constant):
-            raise InconsistencyError(f"{first.op} would overwrite the constant {root}")
+        self._check_destroyable(root, first)
         fgraph = self.fgraph
         assert fgraph is not None
-        if root.owner is None and root not in self.mutable:
-            raise InconsistencyError(
-                f"{first.op} would overwrite the graph input {root}; inputs are protected "
-                "unless declared mutable"
-            )
         for alias in aliases:
             owner = alias.owner
             if owner is not None and alias is not root and is_read_only_view(owner):

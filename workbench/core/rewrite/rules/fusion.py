@@ -17,7 +17,12 @@ loop for the C linker). Regions are grown in ONE topological sweep:
   graph output) becomes an extra output of the Composite: nothing is computed
   twice;
 * size-1 constants (a ``DimShuffle`` of a scalar constant, as Elemwise builds
-  for ``x * 2.0``) become constants of the Composite.
+  for ``x * 2.0``) that are small literals (INLINED_LITERALS: 0, ±1, ±2, ±0.5)
+  become constants of the Composite; any other constant stays an input of the fused
+  node, passed as data: ``x * 1.5`` and ``x * 2.5`` are one compiled kind, not two
+  (a graph of 5,000 distinct constants compiled 5,000 kinds);
+* a region reads at most MAX_FUSED_INPUTS values: the C kernel of a node grows with
+  its inputs, and the compiler's time faster than linearly with the kernel.
 
 A fused node gives all its outputs the broadcast shape of all its inputs, so a
 value used outside the region must certainly have the final value's shape: a
@@ -52,6 +57,13 @@ MAX_SHOWN = 60
 #: compiler's time grows faster than linearly with the size of one kernel, and equal
 #: chunks of a long regular chain share one compiled module.
 MAX_FUSED_NODES = 256
+#: Values one fused loop may read. A sum of 2,000 scalars fused into a few nodes of
+#: hundreds of inputs took minutes of C compilation; chunks of this width share one
+#: compiled kind.
+MAX_FUSED_INPUTS = 32
+#: Constants written into a fused Composite's code (they let the scalar rewrites and
+#: the C compiler simplify: x*1, x*2 -> x+x, x**0.5 ...); other constants are data.
+INLINED_LITERALS = frozenset({0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5})
 
 
 class FusedComposite(Composite):
@@ -73,7 +85,8 @@ def _key(node: Apply) -> tuple[Any, ...]:
 def scalar_constant_of(var: Variable, cache: dict[Any, ScalarConstant] | None = None
                        ) -> ScalarConstant | None:
     """`var` as a scalar constant when it is a one-element constant broadcast along every
-    dimension (a size-1 Constant, or a DimShuffle of one), else None."""
+    dimension (a size-1 Constant, or a DimShuffle of one) holding one of the
+    INLINED_LITERALS, else None."""
     if any(s != 1 for s in var.type.shape):
         return None
     source = var
@@ -82,7 +95,8 @@ def scalar_constant_of(var: Variable, cache: dict[Any, ScalarConstant] | None = 
     if not isinstance(source, Constant):
         return None
     data = np.asarray(source.data)
-    if data.size != 1:
+    if data.size != 1 or data.dtype.kind == "c" or \
+            float(data.reshape(())) not in INLINED_LITERALS:
         return None
     dtype = var.type.dtype
     value = data.reshape(()).astype(dtype.numpy)
@@ -96,13 +110,28 @@ def scalar_constant_of(var: Variable, cache: dict[Any, ScalarConstant] | None = 
 
 
 class _Region:
-    __slots__ = ("members", "start", "ext_max", "key")
+    __slots__ = ("members", "start", "ext_max", "key", "reads")
 
     def __init__(self, node: Apply, start: int, ext_max: int, key: Any) -> None:
         self.members = [node]
         self.start = start
         self.ext_max = ext_max
         self.key = key
+        #: the values it reads from outside (an over-estimate after merges: at most
+        #: MAX_FUSED_INPUTS, so sets stay small)
+        self.reads: set[Variable] = set(node.inputs)
+
+
+def _reads_if_merged(regions: list[_Region], node: Apply,
+                     region_of: dict[Apply, _Region]) -> set[Variable] | None:
+    """The outside values `regions` plus `node` would read, or None beyond
+    MAX_FUSED_INPUTS."""
+    reads: set[Variable] = set()
+    for region in regions:
+        reads |= region.reads
+    reads.update(v for v in node.inputs
+                 if v.owner is None or region_of.get(v.owner) not in regions)
+    return reads if len(reads) <= MAX_FUSED_INPUTS else None
 
 
 def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply]]:
@@ -132,19 +161,23 @@ def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply
             else:
                 base_ext = max(base_ext, last_elemwise.get(v, -1))
         chosen: list[_Region] = []
+        reads: set[Variable] | None = None
         if candidates:
             start = min(r.start for r in candidates)
             ext = max([base_ext] + [r.ext_max for r in candidates])
             if ext < start and sum(len(r.members) for r in candidates) < MAX_FUSED_NODES:
-                chosen = candidates
-            else:
+                reads = _reads_if_merged(candidates, node, region_of)
+                chosen = candidates if reads is not None else []
+            if not chosen:
                 for region in sorted(candidates, key=lambda r: -len(r.members)):
                     others = [x for r in candidates if r is not region
                               for x in from_region[id(r)]]
                     ext = max([base_ext, region.ext_max, *others])
                     if ext < region.start:
-                        chosen = [region]
-                        break
+                        reads = _reads_if_merged([region], node, region_of)
+                        if reads is not None:
+                            chosen = [region]
+                            break
         if not chosen:
             # the values from the refused regions are outside inputs of the new region too
             ext = max([base_ext, *(x for xs in from_region.values() for x in xs)])
@@ -159,6 +192,8 @@ def find_regions(order: list[Apply], fusable: Any = _fusable) -> list[list[Apply
             target.start = min(target.start, region.start)
             target.ext_max = max(target.ext_max, region.ext_max)
         target.members.append(node)
+        assert reads is not None
+        target.reads = reads
         target.ext_max = max(target.ext_max, base_ext,
                              *(x for r in candidates if r not in chosen
                                for x in from_region[id(r)]))
@@ -186,6 +221,7 @@ def _fuse_region(fgraph: FunctionGraph, members: list[Apply]
     scalar_of: dict[Variable, Variable] = {}
     ext_inputs: list[Variable] = []
     scalar_inputs: list[Variable] = []
+    variable_inputs = 0
     for node in members:
         args = []
         for v in node.inputs:
@@ -196,6 +232,7 @@ def _fuse_region(fgraph: FunctionGraph, members: list[Apply]
                     s = get_scalar_type(v.type.dtype)()
                     ext_inputs.append(v)
                     scalar_inputs.append(s)
+                    variable_inputs += not _is_constant(v)
                 scalar_of[v] = s
             args.append(s)
         # The output dtypes are those of the tensor node: no need to re-run the dtype rules.
@@ -203,7 +240,7 @@ def _fuse_region(fgraph: FunctionGraph, members: list[Apply]
                       [get_scalar_type(out.type.dtype)() for out in node.outputs])
         for out, s_out in zip(node.outputs, inner.outputs):
             scalar_of[out] = s_out
-    if not ext_inputs:
+    if not variable_inputs:
         return None  # a constant expression: constant folding's business
     exported = _exported(fgraph, members)
     if not exported:
@@ -211,6 +248,13 @@ def _fuse_region(fgraph: FunctionGraph, members: list[Apply]
     composite = FusedComposite(scalar_inputs, [scalar_of[o] for o in exported])
     fused = Elemwise(composite).make_node(*ext_inputs)
     return fused, list(zip(exported, fused.outputs))
+
+
+def _is_constant(var: Variable) -> bool:
+    """A Constant, or a DimShuffle of one."""
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var = var.owner.inputs[0]
+    return isinstance(var, Constant)
 
 
 def _exported(fgraph: FunctionGraph, members: list[Apply]) -> list[Variable]:
