@@ -49,7 +49,7 @@ def draw_index(data, shape):
             break
         if len(key) > 6:
             break
-        kinds = ["none", "array", "array"]
+        kinds = ["none", "array", "array", "mask"]
         if axis < ndim:
             kinds += ["int", "slice", "mask"]
         if not has_ellipsis:
@@ -89,9 +89,10 @@ def draw_index(data, shape):
             add(values, dtype)
             axis += 1
             has_advanced = True
-        else:  # mask
-            width = data.draw(st.integers(1, min(2, ndim - axis)))
-            mask = data.draw(hnp.arrays(bool, shape[axis:axis + width]))
+        else:  # mask: 0-d (indexing no axis) or of the next axes' lengths, or 0
+            width = data.draw(st.integers(0, min(2, ndim - axis)))
+            lengths = [data.draw(st.sampled_from([n_, 0])) for n_ in shape[axis:axis + width]]
+            mask = data.draw(hnp.arrays(bool, lengths))
             add(mask, "bool")
             axis += width
             has_advanced = True
@@ -155,15 +156,23 @@ EMPTY_SELECTIONS = [
 ]
 
 
-@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS)
+# A 0-d mask indexes no axis: it adds a dimension of length 1 (True) or 0 (False).
+ZERO_D_MASKS = [
+    ((), (np.True_,)),  # after the last axis
+    ((2, 2), (slice(None, 4), np.False_, slice(3, -3, -2))),  # gpu: the slice was misplaced
+    ((1, 1, 3), (np.True_, slice(-3, None, -1))),
+]
+
+
+@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS + ZERO_D_MASKS)
 @pytest.mark.parametrize("static", [True, False])
-def test_empty_selections_match_numpy(evaluate, inferred_shape, shape, key, static):
+def test_corner_indices_match_numpy(evaluate, inferred_shape, shape, key, static):
     check_reading(evaluate, inferred_shape, shape, "float64", static, key, key, {})
 
 
 @pytest.mark.parametrize("linker", ["py", "c", "gpu"])
-@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS)
-def test_empty_selections_on_every_linker(linker, shape, key):
+@pytest.mark.parametrize(("shape", "key"), EMPTY_SELECTIONS + ZERO_D_MASKS)
+def test_corner_indices_on_every_linker(linker, shape, key):
     if linker == "gpu":
         pytest.importorskip("torch", reason="the GPU linker needs PyTorch (workbench[gpu])")
     value = np.arange(np.prod(shape), dtype="float64").reshape(shape)
@@ -174,14 +183,19 @@ def test_empty_selections_on_every_linker(linker, shape, key):
             x[key]
         return
     y = TensorType("float64", (None,) * expected.ndim)("y")
+    y_value = np.arange(expected.size, dtype="float64").reshape(expected.shape) + 10
     with warnings.catch_warnings():  # the gpu linker, on torch's CPU device here
         warnings.simplefilter("ignore", RuntimeWarning)
         f = function([x, y], [x[key], set_subtensor(x[key], y), inc_subtensor(x[key], y)],
                      linker=linker)
-    read, set_, inc = f(value, np.ones(expected.shape))
+    read, set_, inc = f(value, y_value)
+    expected_set, expected_inc = value.copy(), value.copy()
+    expected_set[key] = y_value
+    np.add.at(expected_inc, key, y_value)
+    np.testing.assert_array_equal(read, expected)
     assert read.shape == expected.shape
-    np.testing.assert_array_equal(set_, value)
-    np.testing.assert_array_equal(inc, value)
+    np.testing.assert_array_equal(set_, expected_set)
+    np.testing.assert_array_equal(inc, expected_inc)
 
 
 @SETTINGS

@@ -147,9 +147,9 @@ def _check_array_bounds(x_shape: StaticShape, plan: _Plan, broadcast: StaticShap
     if not all(n is not None and n > 0 for n in broadcast):
         return  # empty, or maybe empty: run time (NumPy) decides
     for entry, axis in plan.advanced:
+        if not isinstance(entry, Constant) or _is_mask(entry) or x_shape[axis] is None:
+            continue  # (a 0-d mask may come after the last axis)
         length = x_shape[axis]
-        if length is None or not isinstance(entry, Constant) or _is_mask(entry):
-            continue
         data = np.asarray(entry.data).ravel()
         bad = data[(data < -length) | (data >= length)]
         if bad.size:

@@ -51,10 +51,11 @@ def _entries(torch: Any, idx_list: Sequence[Any], values: Sequence[Any], advance
 
 
 def _consumed(torch: Any, entry: Any) -> int:
+    """How many axes of the indexed tensor an entry indexes (a 0-d mask: none)."""
     if entry is None or entry is Ellipsis:
         return 0
     if isinstance(entry, torch.Tensor) and entry.dtype == torch.bool:
-        return max(entry.dim(), 1)
+        return entry.dim()
     return 1
 
 
