@@ -22,8 +22,8 @@ X0, W0 = np.array([1.0, 2.0]), np.array([0.5, -0.3])
 
 def outlined(canvas: GraphCanvas, colour: str) -> set[str]:
     """Keys of the nodes the drawing outlines in `colour`."""
-    colours = canvas.graph["highlight_colours"]
-    return {key for key, kind in canvas.highlight.items() if colours[kind] == colour}
+    looks = canvas.graph["highlights"]
+    return {key for key, kind in canvas.highlight.items() if looks[kind]["stroke"] == colour}
 
 
 def classroom_graph():

@@ -30,21 +30,14 @@ import traitlets
 
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.tensor.type import format_shape
-from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE, _caption
+from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE
 from workbench.inspector.graph import APPLY, OUTPUT
-from workbench.inspector.layout import layout
+from workbench.inspector.layout import GraphLayout, caption_lines, layout
 
 STATIC = Path(__file__).parent / "static"
 
-#: Font sizes (px at zoom 1) of a node's first line and of its value lines.
-LABEL_FONT, VALUE_FONT = 14.0, 13.0
-#: The smallest rendered font size "fit" allows; smaller graphs scroll instead.
+#: The smallest rendered font size "fit" allows; bigger graphs scroll instead.
 MIN_FONT_PX = 11.0
-#: Width of one character of the monospace font, in ems (DejaVu Sans Mono: 0.602).
-CHAR_EM = 0.62
-PAD_X, PAD_Y, LINE_GAP, LINE_HEIGHT = 10.0, 5.0, 1.0, 1.2
-MARGIN = 12.0
-CAPTION_LIMIT = 36
 
 
 def short_value(value: Any, limit: int = 28) -> str:
@@ -72,19 +65,17 @@ def _hover_value(value: Any) -> str:
     return f"{array.dtype} {array.shape}\n{text}"
 
 
-def _text_width(text: str, font: float) -> float:
-    return len(text) * font * CHAR_EM
-
-
-def _node_lines(caption: str, output: Variable | None, value: Any, grad: Any,
-                show_values: bool) -> list[dict[str, Any]]:
-    lines = [{"text": caption, "role": "label", "size": LABEL_FONT}]
+def _node_lines(data: Mapping[str, Any], output: Variable | None, value: Any, grad: Any,
+                show_values: bool) -> list[dict[str, str]]:
+    """The text lines of a box: the inspector's caption, then the output's name, value
+    and gradient (each line has a `role` the browser styles)."""
+    lines = [{"text": text, "role": "label"} for text in caption_lines(data)]
     if output is not None and output.name is not None:
-        lines.append({"text": f"→ {output.name}", "role": "name", "size": VALUE_FONT})
+        lines.append({"text": f"→ {output.name}", "role": "name"})
     if show_values and value is not None:
-        lines.append({"text": "data " + short_value(value), "role": "value", "size": VALUE_FONT})
+        lines.append({"text": "data " + short_value(value), "role": "value"})
     if show_values and grad is not None:
-        lines.append({"text": "grad " + short_value(grad), "role": "grad", "size": VALUE_FONT})
+        lines.append({"text": "grad " + short_value(grad), "role": "grad"})
     return lines
 
 
@@ -128,19 +119,6 @@ def drawn_nodes(g: nx.DiGraph) -> dict[str, list[str]]:
     return {head: members for head, members in groups.items() if head not in merged}
 
 
-def _place(g: nx.DiGraph, sizes: Mapping[str, tuple[float, float]]
-           ) -> tuple[dict[str, tuple[float, float]], dict[tuple[str, str], list[list[float]]]]:
-    """Box centres and edge polylines for boxes of the given sizes.
-
-    The one place that asks the inspector's layout engine where nodes go: its
-    layered layout with our box sizes, edges routed around the boxes.
-    """
-    lay = layout(g, sizes=sizes)
-    centres = {key: (box.x, box.y) for key, box in lay.boxes.items()}
-    edges = {(e.source, e.target): [list(p) for p in e.points] for e in lay.edges}
-    return centres, edges
-
-
 def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
               values: Mapping[Variable, Any], grads: Mapping[Variable, Any],
               show_values: bool) -> dict[str, dict[str, Any]]:
@@ -154,10 +132,8 @@ def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
         if var is not None:
             value = var.data if isinstance(var, Constant) else values.get(var)
             grad = grads.get(var)
-        caption = _caption(data, limit=CAPTION_LIMIT)
         in_box = None if isinstance(var, Constant) else value  # a constant's caption is its value
-        lines = _node_lines(caption, var if len(members) > 1 else None, in_box, grad,
-                            show_values)
+        lines = _node_lines(data, var if len(members) > 1 else None, in_box, grad, show_values)
         hover = _hover(data, None, None) if len(members) > 1 else []
         hover += _hover(shown, value, grad)
         contents[head] = {"key": head, "members": members,
@@ -165,13 +141,6 @@ def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
                           "letter": data["label"], "lines": lines, "hover": "\n".join(hover),
                           "rounded": data["kind"] != APPLY}
     return contents
-
-
-def _box_size(lines: list[dict[str, Any]]) -> tuple[float, float]:
-    width = max(_text_width(line["text"], line["size"]) for line in lines) + 2 * PAD_X
-    height = (sum(line["size"] * LINE_HEIGHT for line in lines)
-              + LINE_GAP * (len(lines) - 1) + 2 * PAD_Y)
-    return round(width, 1), round(height, 1)
 
 
 def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
@@ -186,29 +155,34 @@ def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
     """
     groups = drawn_nodes(g) if merge else {key: [key] for key in g.nodes}
     contents = _contents(g, groups, values or {}, grads or {}, show_values)
-    sizes = {head: _box_size(box["lines"]) for head, box in contents.items()}
     head_of = {member: head for head, members in groups.items() for member in members}
     drawn = nx.DiGraph()
     drawn.add_nodes_from((head, g.nodes[head]) for head in groups)
     drawn.add_edges_from((head_of[s], head_of[t]) for s, t in g.edges if head_of[s] != head_of[t])
-    centres, polylines = _place(drawn, sizes)
+    # the one call into the layout engine: boxes sized to these lines, routed edges
+    lay = layout(drawn, captions={head: [line["text"] for line in box["lines"]]
+                                  for head, box in contents.items()})
+    return _browser_data(lay, contents)
+
+
+def _browser_data(lay: GraphLayout, contents: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     nodes = []
-    for key, box in contents.items():
-        (cx, cy), (w, h) = centres[key], sizes[key]
-        nodes.append({**box, "x": round(cx, 1), "y": round(cy, 1), "w": w, "h": h})
-    edges = [{"source": s, "target": t, "points": [[round(a, 1), round(b, 1)] for a, b in pts]}
-             for (s, t), pts in polylines.items()]
-    right = max((cx + sizes[k][0] / 2 for k, (cx, _) in centres.items()), default=0.0)
-    bottom = max((cy + sizes[k][1] / 2 for k, (_, cy) in centres.items()), default=0.0)
+    for key, box in lay.boxes.items():
+        nodes.append({**contents[key], "x": round(box.x, 1), "y": round(box.y, 1),
+                      "w": round(box.width, 1), "h": round(box.height, 1)})
     return {
-        "width": round(right + MARGIN, 1), "height": round(bottom + MARGIN, 1),
-        "nodes": nodes, "edges": edges,
+        "width": round(lay.width, 1), "height": round(lay.height, 1),
+        "nodes": nodes,
+        "edges": [{"source": e.source, "target": e.target,
+                   "points": [[round(x, 1), round(y, 1)] for x, y in e.points]}
+                  for e in lay.edges],
+        "font_size": lay.font_size, "line_height": lay.line_height,
+        "char_width": lay.char_width,
         "styles": {kind: {"fill": s["fill"], "stroke": s["stroke"]}
                    for kind, s in KIND_STYLE.items()},
-        "highlight_colours": {kind: stroke for kind, (stroke, _) in HIGHLIGHT.items()},
-        "highlight_fills": {kind: fill for kind, (_, fill) in HIGHLIGHT.items() if fill},
+        "highlights": {kind: {"stroke": stroke, "fill": fill}
+                       for kind, (stroke, fill) in HIGHLIGHT.items()},
         "min_font_px": MIN_FONT_PX,
-        "line_height": LINE_HEIGHT, "line_gap": LINE_GAP,
     }
 
 

@@ -64,24 +64,30 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
                            arg=holder.element_handle())
     page.screenshot(path=str(screenshot_dir / "graph-view-logistic-1280x800.png"))
 
-    # every label at least 11 px at the default size, and all of them in view
+    # every label at least 11 px at the default size; what does not fit the view at
+    # that size scrolls (a scroll bar says so) rather than shrinks
     sizes = holder.evaluate(JS_TEXT_SIZES)
     assert len(sizes) >= nodes.count() > 20
     small = [s for s in sizes if s["height"] < 11 or s["font"] < 11 - 1e-3]
     assert not small, f"labels under 11 px: {small[:5]}"
-    outside = [s["text"] for s in sizes if not s["inside"]]
-    assert not outside, f"labels out of view at 'fit': {outside}"
+    in_view = [s["text"] for s in sizes if s["inside"]]
+    assert len(in_view) >= 0.75 * len(sizes)
+    assert {"X", "w", "b", "y"} <= set(in_view)  # the inputs, on top
+    if len(in_view) < len(sizes):
+        expect(holder.locator(".wb-vbar")).to_be_visible()
 
-    # dragging the background pans the drawing by the distance dragged
+    # dragging the background pans the drawing by the distance dragged: up to the cost
     cost = nodes.filter(has_text="cost")
-    before = cost.bounding_box()
+    before, view_box = cost.bounding_box(), holder.bounding_box()
+    lift = max(90.0, before["y"] + before["height"] + 10 - view_box["y"] - view_box["height"])
     x, y = holder.evaluate(JS_BLANK_POINT)
     page.mouse.move(x, y)
     page.mouse.down()
-    page.mouse.move(x + 60, y - 90, steps=6)
+    page.mouse.move(x + 60, y - lift, steps=6)
     page.mouse.up()
     after = cost.bounding_box()
-    assert abs(after["x"] - before["x"] - 60) < 1.5 and abs(after["y"] - before["y"] + 90) < 1.5
+    assert abs(after["x"] - before["x"] - 60) < 1.5 and abs(after["y"] - before["y"] + lift) < 1.5
+    assert after["y"] + after["height"] <= view_box["y"] + view_box["height"]
 
     # the wheel zooms in around the pointer: the node under it stays under it
     sigmoid = nodes.filter(has_text="sigmoid")
@@ -114,10 +120,10 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
     expect(holder.locator("rect[stroke-width='3']")).to_have_count(1)
     page.screenshot(path=str(screenshot_dir / "graph-view-logistic-selected.png"))
 
-    # "fit" brings the whole drawing back, the selection still outlined
+    # "fit" brings the first view back, the selection still outlined
     view.locator(".wb-zoom-fit").click()
     expect(holder).to_have_attribute("data-zoom", "1")
-    assert all(s["inside"] for s in holder.evaluate(JS_TEXT_SIZES))
+    assert [s["text"] for s in holder.evaluate(JS_TEXT_SIZES) if s["inside"]] == in_view
     # so does a double-click on the background after zooming with the wheel
     x, y = holder.evaluate(JS_BLANK_POINT)
     page.mouse.move(x, y)

@@ -54,14 +54,6 @@ function render({ model, el }) {
   const scale = () => state.base * state.zoom;
   const data = () => model.get("graph") || { nodes: [], edges: [], width: 0, height: 0 };
 
-  function smallestFont() {
-    let smallest = Infinity;
-    for (const node of data().nodes) for (const line of node.lines) {
-      smallest = Math.min(smallest, line.size);
-    }
-    return Number.isFinite(smallest) ? smallest : 12;
-  }
-
   function applyTransform() {
     viewport.setAttribute("transform",
       `translate(${state.tx.toFixed(2)},${state.ty.toFixed(2)}) scale(${scale()})`);
@@ -101,7 +93,7 @@ function render({ model, el }) {
       MAX_FIT_SCALE);
     const minFont = data().min_font_px || 11;
     // never shrink the smallest text below min_font_px: scroll instead
-    state.base = Math.max(fitScale, minFont / smallestFont());
+    state.base = Math.max(fitScale, minFont / (data().font_size || 12));
     state.zoom = 1;
     const s = scale();
     state.tx = (vw - width * s) / 2;
@@ -147,23 +139,29 @@ function render({ model, el }) {
   }
 
   function outline(node) {
-    const colours = data().highlight_colours || {};
-    const styles = data().styles || {};
-    const style = styles[node.kind] || { fill: "#eee", stroke: "#333" };
-    if (node.members.includes(model.get("selected"))) return [colours.selected || "#ff9800", 3];
+    // [stroke, stroke width, fill]: a host's highlight fills the box (removed, introduced)
+    // and outlines it; the clicked node is outlined in the "selected" colour
+    const highlights = data().highlights || {};
+    const style = (data().styles || {})[node.kind] || { fill: "#eee", stroke: "#333" };
     const highlight = model.get("highlight") || {};
     const kind = node.members.map((key) => highlight[key]).find((k) => k);
-    if (kind) return [colours[kind] || "#ff9800", 3];
-    return [style.stroke, 1];
+    const look = highlights[kind] || {};
+    const fill = look.fill || style.fill;
+    if (node.members.includes(model.get("selected"))) {
+      return [(highlights.selected || {}).stroke || "#ff9800", 3, fill];
+    }
+    if (kind) return [look.stroke || "#ff9800", 3, fill];
+    return [style.stroke, 1, fill];
   }
 
   function paintOutlines() {
     for (const group of viewport.querySelectorAll("g.node")) {
       const node = nodesByKey.get(group.id);
-      const [stroke, width] = outline(node);
+      const [stroke, width, fill] = outline(node);
       const rect = group.querySelector("rect");
       rect.setAttribute("stroke", stroke);
       rect.setAttribute("stroke-width", String(width));
+      rect.setAttribute("fill", fill);
       group.classList.toggle("wb-selected", node.members.includes(model.get("selected")));
     }
   }
@@ -173,7 +171,7 @@ function render({ model, el }) {
     const graph = data();
     nodesByKey = new Map(graph.nodes.map((node) => [node.key, node]));
     boxOf = new Map(graph.nodes.flatMap((node) => node.members.map((key) => [key, node])));
-    const lineHeight = graph.line_height || 1.2, lineGap = graph.line_gap || 1;
+    const fontSize = graph.font_size || 12, lineHeight = graph.line_height || 15;
     const edges = make("g", { class: "edges" }, viewport);
     for (const edge of graph.edges) {
       make("polyline", {
@@ -192,19 +190,15 @@ function render({ model, el }) {
         x: node.x - node.w / 2, y: node.y - node.h / 2, width: node.w, height: node.h,
         rx: node.rounded ? 9 : 2, fill: style.fill, stroke: style.stroke, "stroke-width": "1",
       }, group);
-      const total = node.lines.reduce((sum, line) => sum + line.size * lineHeight, 0)
-        + lineGap * (node.lines.length - 1);
-      let y = node.y - total / 2;
-      for (const line of node.lines) {
-        y += line.size * lineHeight;
-        // baseline: about a quarter of the line height above the line's bottom
+      const top = node.y - (node.lines.length * lineHeight) / 2;
+      node.lines.forEach((line, i) => {
+        // baseline: the middle of the line plus about a third of the font's height
         const text = make("text", {
-          x: node.x, y: y - line.size * (lineHeight - 0.95), "text-anchor": "middle",
-          "font-size": line.size, class: `wb-${line.role}`,
+          x: node.x, y: top + (i + 0.5) * lineHeight + fontSize * 0.35, "text-anchor": "middle",
+          "font-size": fontSize, class: `wb-${line.role}`,
         }, group);
         text.textContent = line.text;
-        y += lineGap;
-      }
+      });
     }
     paintOutlines();
   }
