@@ -33,11 +33,7 @@ def _entries(torch: Any, idx_list: Sequence[Any], values: Sequence[Any], advance
         if isinstance(entry, SliceEntry):
             entries.append(slice(*(None if p is None else int(p) for p in entry)))
         elif isinstance(entry, torch.Tensor):
-            if entry.dtype == torch.bool and entry.dim() > 0 and entry.numel() == 0:
-                # NumPy lets a mask's length-0 dimension index an axis of any length, torch
-                # does not: such a mask selects nothing, as its (empty) index arrays do.
-                entries.extend(entry.nonzero().unbind(1))
-            elif entry.dtype == torch.bool:
+            if entry.dtype == torch.bool:
                 entries.append(entry)
             elif entry.dim() == 0 and not advanced:
                 entries.append(int(entry))
@@ -63,11 +59,19 @@ def _is_advanced(torch: Any, entry: Any) -> bool:
     return isinstance(entry, torch.Tensor)
 
 
-def needs_numpy_positions(torch: Any, entries: list[Any]) -> bool:
-    """Whether torch might read this advanced index differently from NumPy: several
-    advanced entries (ints mixed with arrays, arrays separated by slices, None or an
-    Ellipsis, where NumPy moves the broadcast dimensions first)."""
-    return sum(_is_advanced(torch, e) for e in entries) > 1
+def needs_numpy_positions(torch: Any, x: Any, entries: list[Any]) -> bool:
+    """Whether torch might read this advanced index of `x` differently from NumPy:
+    several advanced entries (ints mixed with arrays, arrays separated by slices, None
+    or an Ellipsis, where NumPy moves the broadcast dimensions first); an empty `x`
+    (torch checks no index of an empty result, NumPy checks them all); a mask with a
+    length-0 dimension (NumPy lets it index an axis of any length, torch does not).
+    """
+    n_advanced = sum(_is_advanced(torch, e) for e in entries)
+    if n_advanced != 1:
+        return n_advanced > 1
+    empty_mask = any(isinstance(e, torch.Tensor) and e.dtype == torch.bool and e.dim() > 0
+                     and e.numel() == 0 for e in entries)
+    return x.numel() == 0 or empty_mask
 
 
 def numpy_positions(torch: Any, shape: tuple[int, ...], entries: list[Any], device: Any
@@ -101,7 +105,7 @@ def _torch_misreads(entry: Any) -> bool:
 
 def apply_index(torch: Any, x: Any, entries: list[Any]) -> Any:
     """`x[entries]` with NumPy's meaning (negative-step slices included)."""
-    if needs_numpy_positions(torch, entries):
+    if needs_numpy_positions(torch, x, entries):
         return x.reshape(-1)[numpy_positions(torch, tuple(x.shape), entries, x.device)]
     if any(_torch_misreads(e) for e in entries):
         if not any(e is Ellipsis for e in entries):
@@ -144,7 +148,7 @@ def lower_subtensor(node: Apply, ctx: LowerContext) -> Kernel:
 def write_at(torch: Any, x: Any, y: Any, entries: list[Any], set_instead_of_inc: bool
              ) -> Any:
     """A copy of `x` with `y` set at (or added to) `x[entries]`."""
-    if needs_numpy_positions(torch, entries):
+    if needs_numpy_positions(torch, x, entries):
         where = numpy_positions(torch, tuple(x.shape), entries, x.device)
     else:
         positions = torch.arange(x.numel(), device=x.device).reshape(x.shape)
