@@ -82,10 +82,11 @@ class GraphView(widgets.VBox):
             "wb-values-toggle")
         self.status = status_label("working…")
         self.canvas = styled(GraphCanvas(self._graph_data(), height=height,
-                                         layout=widgets.Layout(width="60%")), "wb-graph-svg")
+                                         layout=widgets.Layout(flex="1 1 560px")), "wb-graph-svg")
         self.svg = self.canvas  # the drawing (its name before it became interactive)
         self.details = styled(widgets.HTML(layout=widgets.Layout(
-            width="40%", max_height=f"{height}px", overflow="auto", padding="0 0 0 10px")),
+            flex="0 1 380px", min_width="280px", max_height=f"{height}px", overflow="auto",
+            padding="0 0 0 10px")),
             "wb-details")
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
         self.title = styled(widgets.HTML(
@@ -101,7 +102,11 @@ class GraphView(widgets.VBox):
         self.zoom_fit_button.on_click(lambda _: self.canvas.fit())
         toolbar = widgets.HBox([self.node_select, self.zoom_out_button, self.zoom_fit_button,
                                 self.zoom_in_button, self.values_toggle, self.status])
-        super().__init__([self.title, toolbar, widgets.HBox([self.canvas, self.details])])
+        # side by side when there is room; in a narrow notebook the details go below
+        # and the drawing keeps the whole width
+        drawing_and_details = widgets.HBox([self.canvas, self.details],
+                                           layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([self.title, toolbar, drawing_and_details])
         self.add_class("wb-graph-view")
         self.details.value = "<i>click a node (or pick one above) to see its details</i>"
         self.status.value = "done"
