@@ -155,9 +155,10 @@ EMPTY_SELECTIONS = [
     ((2, 3), (np.zeros((2, 0), bool),)),
     ((2, 3, 4), (np.zeros((0, 0), bool), np.array([1]))),
     # errors NumPy still raises: a mask's other lengths must match, indices are checked
-    # on an empty x (gpu: torch checked neither)
+    # for an empty x or result (gpu: torch checked none of them)
     ((3, 0, 1, 0), (np.zeros((4, 0), bool),)),
     ((2, 0, 3), (np.array([[-1], [-3]], np.int32), ...)),
+    ((2, 2, 1, 2), (..., np.array([-3, 2], np.int32), None, slice(None, -2))),
 ]
 
 

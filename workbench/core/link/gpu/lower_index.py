@@ -107,6 +107,26 @@ def apply_index(torch: Any, x: Any, entries: list[Any]) -> Any:
     """`x[entries]` with NumPy's meaning (negative-step slices included)."""
     if needs_numpy_positions(torch, x, entries):
         return x.reshape(-1)[numpy_positions(torch, tuple(x.shape), entries, x.device)]
+    result = _torch_index(torch, x, entries)
+    if result.numel() == 0 and any(isinstance(e, torch.Tensor) and e.dtype != torch.bool
+                                   and e.numel() for e in entries):
+        check_like_numpy(torch, tuple(x.shape), entries)  # torch checks none of them
+    return result
+
+
+def check_like_numpy(torch: Any, shape: tuple[int, ...], entries: list[Any]) -> None:
+    """Raise NumPy's IndexError if NumPy refuses this index of an array of `shape`
+    (on a view without data: no memory for x, the index arrays copied to the host)."""
+    import numpy as np
+
+    from workbench.core.link.gpu.device import to_host
+
+    index = tuple(to_host(e) if isinstance(e, torch.Tensor) else e for e in entries)
+    np.broadcast_to(np.zeros((), np.int8), shape)[index]
+
+
+def _torch_index(torch: Any, x: Any, entries: list[Any]) -> Any:
+    """`x[entries]` by torch, slices it reads differently from NumPy rewritten first."""
     if any(_torch_misreads(e) for e in entries):
         if not any(e is Ellipsis for e in entries):
             entries = [*entries, Ellipsis]
