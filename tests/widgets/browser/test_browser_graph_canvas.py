@@ -117,6 +117,7 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
     expect(echo).to_have_text(f"kernel: selected {key}")
     expect(view.locator(f".wb-details-body[data-key='{key}']")).to_contain_text("sigmoid")
     expect(sigmoid.locator("rect")).to_have_attribute("stroke-width", "3")
+    expect(tooltip).to_be_hidden()  # the click put the hover box away
     expect(holder.locator("rect[stroke-width='3']")).to_have_count(1)
     page.screenshot(path=str(screenshot_dir / "graph-view-logistic-selected.png"))
 

@@ -231,6 +231,7 @@ function render({ model, el }) {
     drag = { x: event.clientX, y: event.clientY, tx: state.tx, ty: state.ty, moved: false,
       key: group ? group.id : null, id: event.pointerId };
     holder.setPointerCapture(event.pointerId);
+    tooltip.style.display = "none";  // out of the way of what the click selects
     event.preventDefault();
   });
   holder.addEventListener("pointermove", (event) => {
