@@ -10,10 +10,12 @@ Three graphs of N terms (issue 14: each took minutes on c, some were killed):
 Each (graph, N, linker) compiles in a fresh process with an empty cache directory, so
 a c figure is a cold compile: it includes building the C runtime and the precompiled
 prelude once, which the `baseline` row (a one-node graph, same conditions) shows
-alone. Wall-clock seconds from graph to compiled Function (building the graph
-excluded), then the growth ratio time(N_max) / time(N_min) against N_max / N_min
-(linear growth: the same ratio). PyTensor is timed on the same graphs when it is
-installed (`pip install pytensor`; never a dependency of workbench).
+alone. Wall-clock and CPU seconds (the process and its compiler processes) from
+graph to compiled Function (building the graph excluded), then the growth ratio
+time(N_max) / time(N_min) against N_max / N_min (linear growth: the same ratio). On a
+shared, loaded machine the CPU time is the faithful measure. PyTensor is timed on the
+same graphs when it is installed (`pip install pytensor`; never a dependency of
+workbench).
 
     python benchmarks/bench_compile_scaling.py                     # N = 500 1000 2000 5000
     python benchmarks/bench_compile_scaling.py --sizes 500 1000 --linkers py
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("scalars", "stack", "vectors")
@@ -54,11 +57,20 @@ def build(library: str, case: str, n: int) -> tuple[list, object]:
     raise ValueError(case)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the C compiler)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child(library: str, case: str, n: int, linker: str) -> None:
     import time
 
     inputs, output = build(library, case, n)
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     if library == "pytensor":
         import pytensor
 
@@ -67,11 +79,14 @@ def child(library: str, case: str, n: int, linker: str) -> None:
         import workbench as wb
 
         wb.function(inputs, output, linker=linker)
-    print(json.dumps({"seconds": time.perf_counter() - start}))
+    print(json.dumps({"seconds": time.perf_counter() - start, "cpu": _cpu() - cpu}))
 
 
-def measure(library: str, case: str, n: int, linker: str, timeout: float) -> float | None:
-    """Seconds of one cold compile in a fresh process, None past `timeout`."""
+def measure(library: str, case: str, n: int, linker: str, timeout: float
+            ) -> tuple[float, float] | None:
+    """(wall, CPU) seconds of one cold compile in a fresh process, None past `timeout`.
+    CPU time counts the compiler's processes too: on a shared, loaded machine it is the
+    faithful measure of the work."""
     with tempfile.TemporaryDirectory(prefix="wb-bench-scaling-") as cache:
         env = dict(os.environ, WORKBENCH_CACHE_DIR=cache,
                    PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -84,7 +99,8 @@ def measure(library: str, case: str, n: int, linker: str, timeout: float) -> flo
         except subprocess.CalledProcessError as exc:
             raise RuntimeError(f"{library} {case} N={n} {linker}: {exc.stderr[-1500:]}") \
                 from None
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(result["seconds"]), float(result["cpu"])
 
 
 def main() -> None:
@@ -109,23 +125,28 @@ def main() -> None:
             print("(pytensor is not installed: no PyTensor column)")
     for library, linker in libraries:
         base = measure(library, "baseline", 1, linker, args.timeout)
-        print(f"{library} {linker}: baseline (one node, cold cache) {base:.2f} s", flush=True)
-    print(f"\n{'case':>8} {'N':>6} " + " ".join(f"{lib[:2]}:{lk:>7}" for lib, lk in libraries))
+        assert base is not None
+        print(f"{library} {linker}: baseline (one node, cold cache) {base[0]:.2f} s wall, "
+              f"{base[1]:.2f} s cpu", flush=True)
+    print(f"\n{'case':>8} {'N':>6} "
+          + " ".join(f"{lib[:2] + ':' + lk + ' wall/cpu':>18}" for lib, lk in libraries))
     for case in args.cases:
-        times: dict[tuple[str, str], list[float | None]] = {lib: [] for lib in libraries}
+        times: dict[tuple[str, str], list[Any]] = {lib: [] for lib in libraries}
         for n in args.sizes:
             row = []
             for lib in libraries:
                 seconds = measure(lib[0], case, n, lib[1], args.timeout)
                 times[lib].append(seconds)
-                row.append(f"{seconds:10.2f}" if seconds is not None else f"{'>timeout':>10}")
+                row.append(f"{seconds[0]:9.2f}/{seconds[1]:8.2f}" if seconds is not None
+                           else f"{'>timeout':>18}")
             print(f"{case:>8} {n:6d} " + " ".join(row), flush=True)
         for lib, values in times.items():
             first, last = values[0], values[-1]
             if first and last and len(values) > 1:
                 print(f"{case:>8} {lib[0]} {lib[1]}: time(N={args.sizes[-1]}) / "
-                      f"time(N={args.sizes[0]}) = {last / first:.1f} "
-                      f"(N grows {args.sizes[-1] / args.sizes[0]:.0f}x)")
+                      f"time(N={args.sizes[0]}) = {last[0] / first[0]:.1f} wall, "
+                      f"{last[1] / first[1]:.1f} cpu (N grows "
+                      f"{args.sizes[-1] / args.sizes[0]:.0f}x)")
 
 
 if __name__ == "__main__":
