@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -16,8 +18,8 @@ from workbench.io import save
 runner = CliRunner()
 
 
-def run(*args):
-    result = runner.invoke(app, list(args))
+def run(*args, env=None):
+    result = runner.invoke(app, list(args), env=env)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -326,3 +328,91 @@ def test_mlp_example_compiles_and_profiles():
     code, out, err = run("profile", "--example", "mlp", "--calls", "2")
     assert code == 0, err
     assert "Dot" in out or "Gemm" in out
+
+
+def in_a_terminal(*args, env=None, timeout=120.0):
+    """Everything `workbench ARGS` writes to a real pseudo-terminal, and its exit code."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI in a terminal
+        os.environ.update(env or {})
+        os.execv(sys.executable, [sys.executable, "-m", "workbench.cli", *args])
+    output = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+PROFILE = ["profile", "tanh(x @ w)", "--var", "x=float64[50,8]", "--var", "w=float64[8,5]",
+           "--linker", "py", "--calls", "40"]
+
+
+def test_profiling_shows_a_bar_that_moves_per_call_in_a_terminal_only():
+    code, text = in_a_terminal(*PROFILE, env={"NO_COLOR": "1"})
+    assert code == 0, text
+    counts = [int(c) for c in re.findall(r"profiling.*? (\d+)/40", text)]
+    assert counts and counts[-1] == 40 and len(set(counts)) >= 2
+    assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", text)  # NO_COLOR: no colour codes
+    code, _, err = run(*PROFILE)  # not a terminal: no bar
+    assert code == 0 and "profiling" not in err
+
+
+def test_errors_are_red_on_a_colour_terminal_only():
+    code, text = in_a_terminal("show", "tnah(x)", env={"TERM": "xterm"})
+    assert code == 2 and "\x1b[" in text.split("error:")[0][-12:] + text.split("error:")[1][:6]
+    code, text = in_a_terminal("show", "tnah(x)", env={"NO_COLOR": "1"})
+    assert code == 2 and text.startswith("error: unknown function")
+
+
+def test_help_shows_no_bool_metavar_and_keeps_sentences_whole():
+    code, out, _ = run("--help", env={"COLUMNS": "200"})
+    assert code == 0 and "<bool>" not in out
+    assert "report the timings, the C compilation and cache hits, and the compiled graph" in out
+    code, out, _ = run("grad", "--help", env={"COLUMNS": "200"})
+    assert "<bool>" not in out and "--var" in out and "NAME=DTYPE[SHAPE]" in out
+
+
+def test_the_profile_example_fits_one_line_and_runs():
+    code, out, _ = run("profile", "--help", env={"COLUMNS": "80"})
+    example = next(line.strip() for line in out.splitlines()
+                   if line.strip().startswith("workbench profile "))
+    code, out, err = run(*shlex.split(example)[1:], "--linker", "py", "--calls", "2")
+    assert code == 0, err
+    assert out.startswith("Profile of 'tanh(x @ w)'")  # named after the expression
+
+
+def test_grad_json():
+    code, out, err = run("grad", "sum(tanh(x) * x)", "--var", "x=float64[?]", "--wrt", "x",
+                         "--simplify", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["cost"] == "sum(tanh(x) * x)"
+    (row,) = document["gradients"]
+    assert row["wrt"] == "x" and "tanh(x)" in row["formula"] and row["nodes"] > 1
+    assert row["simplified"]["nodes"] <= row["nodes"]
+
+
+def test_profile_json_has_the_compile_time_and_the_graph_name():
+    code, out, err = run("profile", "exp(x)", "--var", "x=float64[100]", "--linker", "py",
+                         "--json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    assert summary["name"] == "exp(x)"
+    assert set(summary["compile_time"]) >= {"rewriting", "linking (total)"}
+    assert all(seconds >= 0 for seconds in summary["compile_time"].values())

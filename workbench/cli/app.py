@@ -10,21 +10,18 @@ line on stderr; `--debug` shows the traceback).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
-from workbench.cli.errors import UsageError, unknown
-from workbench.cli.sources import parse_input_spec, resolve
+from workbench.cli.errors import UsageError, exit_codes, state, unknown
+from workbench.cli.maintenance import bench, cache_app
+from workbench.cli.terminal import c_compile_progress, progress, style
 
 #: click's exceptions, from the click typer uses (its own copy in recent versions)
 click_errors = sys.modules[typer.BadParameter.__module__]
@@ -43,12 +40,45 @@ class OneLineErrors(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError":  # the help, as click shows it
                 exc.show()
             else:
-                typer.echo(f"error: {_usage_message(exc)}", err=True)
+                typer.echo(f"{style('error:', err=True, fg='red', bold=True)} "
+                       f"{_usage_message(exc)}", err=True)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain_metavars(command, ctx)
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _plain_metavars(self, ctx)
+        for name in self.list_commands(ctx):
+            self.get_command(ctx, name)
+        super().format_help(ctx, formatter)
+
+
+#: what --help shows for the value of an option (instead of typer's `<str>`)
+METAVARS = {"graph": "GRAPH", "var": "NAME=DTYPE[SHAPE]", "example": "NAME", "wrt": "NAME",
+            "format": "FORMAT", "output": "FILE", "trace_path": "FILE", "mode": "MODE",
+            "exclude": "NAME", "at": "K", "linker": "NAME", "compare_with": "A,B",
+            "inputs": "NAME=DATA", "only": "FAMILIES"}
+
+
+def _plain_metavars(command: Any, ctx: Any) -> None:
+    """--help shows flags without a `<bool>` (they take no value) and values by what
+    they hold (`NAME=DTYPE[SHAPE]`, `FILE`, `N`) rather than by Python type."""
+    for param in command.get_params(ctx):
+        if param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        else:
+            param.metavar = METAVARS.get(param.name or "", "N")
 
 
 def _usage_message(exc: Exception) -> str:
@@ -74,16 +104,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
-cache_app = typer.Typer(help="Inspect or clear the compiled-module cache.", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
-
-_state = {"debug": False}
 
 GRAPH_HELP = ("The graph: an expression (\"exp(x) * y\"; names not declared with --var are "
               "float64 scalars; `workbench functions` lists the functions) or a graph file "
               "FILE.json. Or omit it and use --example NAME or --python FILE.py:NAME.")
-VAR_HELP = "Declare a variable of an expression: NAME=DTYPE[SHAPE], e.g. x=float64[?,3]."
+VAR_HELP = "Declare a variable of an expression, e.g. x=float64[?,3] (? = any length)."
 
 GraphArg = typer.Argument(None, help=GRAPH_HELP, show_default=False)
 VarOpt = typer.Option([], "--var", help=VAR_HELP)
@@ -109,40 +136,15 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
     """Build, print, differentiate, rewrite, compile and profile symbolic graphs."""
-    _state["debug"] = debug
+    state["debug"] = debug
 
 
-def _fail(message: str, code: int) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+def _resolve(graph: str | None, example: str | None, var: list[str], python: str | None
+             ) -> Any:
+    """The GraphSource of the command line (sources.py, imported when a command runs)."""
+    from workbench.cli.sources import resolve
 
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn exceptions into exit codes: 2 for bad input, 1 for failures."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except UsageError as exc:
-        if _state["debug"]:
-            traceback.print_exc()
-        _fail(str(exc), 2)
-    except NotImplementedError as exc:
-        from workbench.core.compile.mode import LinkerUnavailableError
-
-        if not isinstance(exc, LinkerUnavailableError):
-            raise
-        _fail(str(exc), 2)
-    except (FileNotFoundError, IsADirectoryError) as exc:
-        if _state["debug"]:
-            traceback.print_exc()
-        _fail(str(exc), 2)
-    except Exception as exc:  # noqa: BLE001 - the CLI boundary
-        if _state["debug"]:
-            traceback.print_exc()
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        _fail(f"{type(exc).__name__}: {first_line}", 1)
+    return resolve(graph, example, var, python)
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -153,21 +155,6 @@ def _write(text: str, output: Path | None) -> None:
         typer.echo(f"wrote {output}", err=True)
 
 
-def _use_color() -> bool:
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
-@contextmanager
-def _progress(label: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr for slow work (hidden when not a terminal)."""
-    show = sys.stderr.isatty()
-    if not show:
-        yield lambda n=1: None
-        return
-    with typer.progressbar(length=total or 1, label=label, file=sys.stderr) as bar:
-        yield bar.update
-
-
 # -- examples ----------------------------------------------------------------------------
 
 
@@ -175,7 +162,9 @@ def _progress(label: str, total: int | None = None) -> Iterator[Callable[[int], 
 def examples() -> None:
     """List the bundled example graphs.
 
-    Example: workbench show --example mlp
+    Example:
+
+        workbench show --example mlp
     """
     from workbench.examples import EXAMPLES
 
@@ -187,7 +176,9 @@ def examples() -> None:
 def functions() -> None:
     """List the tensor functions an expression may call.
 
-    Example: workbench show "softplus(x) - log1p(exp(x))" --var x=float64[?]
+    Example:
+
+        workbench show "softplus(x) - log1p(exp(x))" --var x=float64[?]
     """
     from workbench.cli.sources import expression_functions
 
@@ -209,9 +200,11 @@ def demo(
 ) -> None:
     """Run the quick-start example: dprint, compile, run on generated data.
 
-    Example: workbench demo --rows 2 --cols 5
+    Example:
+
+        workbench demo --rows 2 --cols 5
     """
-    with _errors():
+    with exit_codes():
         for flag, value in (("--rows", rows), ("--cols", cols)):
             if value < 1:
                 raise UsageError(f"{flag} {value}: the demo needs at least 1")
@@ -240,12 +233,14 @@ def show(
 ) -> None:
     """Print or draw a graph.
 
-    Example: workbench show "exp(x) * y" --var x=float64[?,3] --format pprint
+    Example:
+
+        workbench show "exp(x) * y" --var x=float64[?,3] --format pprint
     """
-    with _errors():
+    with exit_codes():
         if format not in FORMATS:
             raise UsageError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
-        source = resolve(graph, example, var, python)
+        source = _resolve(graph, example, var, python)
         outputs = source.outputs
         if format == "dprint":
             from workbench.core.printing import dprint
@@ -296,16 +291,20 @@ def grad(
     sum_: bool = typer.Option(False, "--sum",
                               help="Differentiate the sum of a graph that is not a scalar."),
     steps: bool = typer.Option(False, "--steps", help="Show the recorded backward pass."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Each gradient's formula and node count as JSON."),
 ) -> None:
     """The gradient graph of a scalar graph, before (and with --simplify after) rewriting.
 
-    Example: workbench grad "sum(tanh(x) * x)" --var x=float64[?] --wrt x --simplify
+    Example:
+
+        workbench grad "sum(tanh(x) * x)" --var x=float64[?] --wrt x --simplify
     """
     import workbench as wb
     from workbench.core.printing import dprint, pprint
 
-    with _errors():
-        source = resolve(graph, example, var, python)
+    with exit_codes():
+        source = _resolve(graph, example, var, python)
         by_name = {v.name: v for v in source.inputs}
         by_name.update({getattr(t, "name", None): t for t, _ in source.updates})
         targets = []
@@ -325,16 +324,43 @@ def grad(
             grads, record = wb.grad(cost, targets, trace=True)
         else:
             grads, record = wb.grad(cost, targets), None
-        for name, g in zip(wrt, grads):
-            typer.echo(f"d({cost.name or 'cost'})/d{name} =")
+        simplified = [wb.rewrite_graph([g], mode="FAST_RUN") if simplify else None
+                      for g in grads]
+        if as_json:
+            typer.echo(json.dumps(_grad_json(cost, wrt, grads, simplified, record), indent=1))
+            return
+        for name, g, fgraph in zip(wrt, grads, simplified):
+            typer.echo(style(f"d({cost.name or 'cost'})/d{name} =", bold=True))
             typer.echo("  " + pprint(g))
             typer.echo(dprint(g, file="str"))
-            if simplify:
-                fgraph = wb.rewrite_graph([g], mode="FAST_RUN")
-                typer.echo(f"after FAST_RUN rewriting ({len(fgraph.apply_nodes)} nodes):")
+            if fgraph is not None:
+                typer.echo(style(f"after FAST_RUN rewriting ({len(fgraph.apply_nodes)} nodes):",
+                                 bold=True))
+                typer.echo("  " + pprint(fgraph.outputs[0]))
                 typer.echo(dprint(fgraph, file="str"))
         if record is not None:
             typer.echo(str(record))
+
+
+def _grad_json(cost: Any, wrt: list[str], grads: list[Any], simplified: list[Any],
+               record: Any) -> dict[str, Any]:
+    """What `grad --json` prints: per input the formula and node count, before and
+    (with --simplify) after rewriting; with --steps the backward pass as text."""
+    from workbench.core.graph.basic import ancestors
+    from workbench.core.printing import pprint
+
+    rows = []
+    for name, g, fgraph in zip(wrt, grads, simplified):
+        row: dict[str, Any] = {"wrt": name, "formula": pprint(g),
+                               "nodes": len({v.owner for v in ancestors([g]) if v.owner})}
+        if fgraph is not None:
+            row["simplified"] = {"formula": pprint(fgraph.outputs[0]),
+                                 "nodes": len(fgraph.apply_nodes)}
+        rows.append(row)
+    result: dict[str, Any] = {"cost": pprint(cost), "gradients": rows}
+    if record is not None:
+        result["steps"] = str(record).splitlines()
+    return result
 
 
 # -- rewrite -----------------------------------------------------------------------------
@@ -355,14 +381,16 @@ def rewrite(
 ) -> None:
     """Rewrite a graph and show every step of the trace.
 
-    Example: workbench rewrite "log(1 + exp(x))" --var x=float64[?] --at 1
+    Example:
+
+        workbench rewrite "log(1 + exp(x))" --var x=float64[?] --at 1
     """
     import workbench as wb
     from workbench.core.printing import dprint
 
-    with _errors():
+    with exit_codes():
         _check_rewrite_names(exclude)
-        source = resolve(graph, example, var, python)
+        source = _resolve(graph, example, var, python)
         try:
             _, trace = wb.rewrite_graph(source.outputs, mode=mode, exclude=exclude, trace=True)
         except (KeyError, ValueError) as exc:
@@ -454,8 +482,10 @@ def _compile(source: Any, linker: str | None, mode: str | None = None) -> Any:
     import workbench as wb
 
     _check_linker(linker)
-    return wb.function(source.inputs, source.outputs, updates=source.updates or None,
-                       linker=linker, mode=mode, on_unused_input="ignore", name=source.name)
+    with c_compile_progress():
+        return wb.function(source.inputs, source.outputs, updates=source.updates or None,
+                           linker=linker, mode=mode, on_unused_input="ignore",
+                           name=source.name)
 
 
 def _check_linker(linker: str | None) -> None:
@@ -480,15 +510,16 @@ def compile_(
     """Compile a graph; report the timings, the C compilation and cache hits, and the
     compiled graph (or with --show-code the generated C).
 
-    Example: workbench compile --example mlp --linker c --show-code
+    Example:
+
+        workbench compile --example mlp --linker c --show-code
     """
     from workbench.core.printing import dprint
 
-    with _errors():
-        source = resolve(graph, example, var, python)
+    with exit_codes():
+        source = _resolve(graph, example, var, python)
         start = time.perf_counter()
-        with _progress("compiling"):
-            fn = _compile(source, linker)
+        fn = _compile(source, linker)
         elapsed = time.perf_counter() - start
         info = _compile_info(source, fn, elapsed)
         if as_json:
@@ -550,6 +581,8 @@ def _make_inputs(source: Any, specs: list[str]) -> list[Any]:
     given: dict[str, Any] = {}
     rng = np.random.default_rng(0)
     for spec in specs:
+        from workbench.cli.sources import parse_input_spec
+
         name, dtype, shape, path = parse_input_spec(spec)
         if path is not None:
             given[name] = np.load(path, allow_pickle=False)
@@ -604,14 +637,14 @@ def profile(
 ) -> None:
     """Run a graph on generated (or given) inputs and print where the time went.
 
-    Example: workbench profile "tanh(x @ w)" --var x=float64[?,?] --var w=float64[?,?]
-             --input x=float64[1000,100] --input w=float64[100,50] --calls 20
+    Example:
+
+        workbench profile "tanh(x @ w)" --var x=float64[500,80] --var w=float64[80,50]
     """
     from workbench.core.compile.profiling import compare
-    from workbench.core.compile.profiling import profile as run_profile
 
-    with _errors():
-        source = resolve(graph, example, var, python)
+    with exit_codes():
+        source = _resolve(graph, example, var, python)
         values = _make_inputs(source, inputs)
         if compare_with:
             names = [n.strip() for n in compare_with.split(",") if n.strip()]
@@ -619,95 +652,26 @@ def profile(
                 raise UsageError(f"--compare needs two linkers, e.g. py,c; got {compare_with!r}")
             stats = []
             for name in names:
-                with _progress(f"profiling on {name}"):
-                    stats.append(run_profile(_compile(source, name), *values, calls=calls))
+                stats.append(_profiled(_compile(source, name), values, calls, f" on {name}"))
             typer.echo(compare(stats[0], stats[1]))
             return
         fn = _compile(source, linker)
-        with _progress("profiling"):
-            stats = run_profile(fn, *values, calls=calls)
+        stats = _profiled(fn, values, calls)
         if trace_path is not None:
             stats.write_chrome_trace(str(trace_path))
             typer.echo(f"wrote {trace_path}", err=True)
         typer.echo(stats.to_json() if as_json else str(stats))
 
 
-# -- bench and cache -----------------------------------------------------------------------
+def _profiled(fn: Any, values: list[Any], calls: int, on: str = "") -> Any:
+    """The profile of `calls` calls of `fn`, with a bar that moves per call."""
+    from workbench.core.compile.profiling import profile as run_profile
+
+    with progress(f"profiling{on}", total=calls) as update:
+        return run_profile(fn, *values, calls=calls, on_call=update)
 
 
-#: the families of benchmarks/run.py
-BENCH_FAMILIES = ("fused", "overhead", "rows", "mlp", "compile")
+# -- bench and cache: maintenance.py ---------------------------------------------------------
 
-
-@app.command()
-def bench(
-    quick: bool = typer.Option(False, "--quick",
-                               help="Smaller sizes, fewer repeats (about a minute)."),
-    as_json: bool = typer.Option(False, "--json", help="The rows as JSON."),
-    only: Optional[str] = typer.Option(None, "--only",  # noqa: UP045
-                                       help="Comma-separated families: fused, overhead, "
-                                            "rows, mlp, compile."),
-    no_pytensor: bool = typer.Option(False, "--no-pytensor", help="Do not time PyTensor."),
-    no_jax: bool = typer.Option(False, "--no-jax", help="Do not time JAX."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1,  # noqa: UP045
-                                          help="Threads for BLAS, OpenMP and XLA alike."),
-) -> None:
-    """Run the benchmark suite of `benchmarks/` (benchmarks/run.py): a table of ratios
-    against NumPy and, when installed, PyTensor and JAX.
-
-    Example: workbench bench --quick
-    """
-    import subprocess
-
-    with _errors():
-        script = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
-        if not script.is_file():
-            raise UsageError("no benchmark suite found: it ships with the source checkout "
-                             "(benchmarks/run.py), not with the installed package")
-        families = [f.strip() for f in (only or "").split(",") if f.strip()]
-        unknown = [f for f in families if f not in BENCH_FAMILIES]
-        if unknown:
-            raise UsageError(f"--only: unknown benchmark families {', '.join(unknown)}; "
-                             f"known: {', '.join(BENCH_FAMILIES)}")
-        args = [sys.executable, str(script)]
-        args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
-        args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
-        args += ["--threads", str(threads)] if threads is not None else []
-        # stdout is the table (captured, then echoed); progress goes straight to stderr
-        done = subprocess.run(args, check=False, stdout=subprocess.PIPE, text=True)
-        if done.stdout:
-            typer.echo(done.stdout, nl=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"the benchmark suite failed (exit code {done.returncode})")
-
-
-@cache_app.command("info")
-def cache_info() -> None:
-    """Where the compiled-module cache is and what it holds."""
-    with _errors():
-        cache = _module_cache()
-        info = cache.info()
-        typer.echo(json.dumps(info, indent=1, default=str))
-
-
-@cache_app.command("clear")
-def cache_clear() -> None:
-    """Delete every compiled module from the cache, with the precompiled headers and the
-    remembered compiler probes kept beside it."""
-    with _errors():
-        cache = _module_cache()
-        from workbench.core.link.c.cache import clear_all
-
-        try:
-            lines = clear_all(cache)
-        except OSError as exc:
-            raise UsageError(f"cannot clear the cache: {exc}") from None
-        typer.echo("\n".join(lines))
-
-
-def _module_cache() -> Any:
-    try:
-        from workbench.core.link.c.cache import ModuleCache
-    except ImportError:
-        raise UsageError("the C linker's cache is not available in this build") from None
-    return ModuleCache()
+app.command()(bench)
+app.add_typer(cache_app, name="cache")

@@ -1,10 +1,20 @@
-"""The CLI's bad-input error and its "did you mean" hint (no workbench imports: the
-command line starts fast)."""
+"""The CLI's errors: bad input (UsageError, exit 2), its "did you mean" hint, and the
+boundary that turns exceptions into exit codes and one line on stderr (no workbench
+imports here: the command line starts fast)."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import traceback
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import typer
+
+from workbench.cli.terminal import style
+
+#: set by the root command: `--debug` shows tracebacks
+state = {"debug": False}
 
 
 class UsageError(ValueError):
@@ -24,3 +34,26 @@ def unknown(what: str, name: str, known: Iterable[str], where: str = "") -> Usag
     hint = did_you_mean(name, known)
     listing = where or f"known: {', '.join(known)}"
     return UsageError(f"unknown {what} {name!r}{hint}; {listing}")
+
+
+def fail(message: str, code: int) -> None:
+    """Print `message` as one `error:` line on stderr and exit with `code`."""
+    typer.echo(f"{style('error:', err=True, fg='red', bold=True)} {message}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """Turn exceptions into exit codes: 2 for bad input, 1 for failures."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary
+        if state["debug"]:
+            traceback.print_exc()
+        if isinstance(exc, (UsageError, FileNotFoundError, IsADirectoryError)) or (
+                type(exc).__name__ == "LinkerUnavailableError"):  # bad input: exit 2
+            fail(str(exc), 2)
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        fail(f"{type(exc).__name__}: {first_line}", 1)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,6 +215,12 @@ def _from_alias(cache: ModuleCache, key: str) -> Any:
     return None if module is None else getattr(module, alias["capsule"], None)
 
 
+#: Called as `listener(done, total)` each time a bundle of node kinds is compiled (or
+#: found on disk) while a graph's missing kinds compile: the CLI's progress bar.
+#: Listeners may be called from the compiling threads.
+progress_listeners: list[Callable[[int, int], None]] = []
+
+
 def _map(fn: Any, items: list[Any], workers: int) -> list[Any]:
     """`fn` over `items`, in parallel threads when there are several; each result is
     the value or the exception raised."""
@@ -270,6 +277,7 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     them into `cache.loaded_symbols` and record their aliases."""
     bundles = [bundle_source(b) for b in plan_bundles(kinds, workers)]
     bundles.sort(key=lambda b: -sum(k.cost for k in b.kinds))  # largest first: less idle
+    progress = _Progress(len(kinds))
 
     def build(bundle: BundleSource) -> tuple[Any, bool]:
         """(the loaded module, whether it was compiled rather than found on disk)."""
@@ -280,8 +288,10 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
             built = not cache.entry_dir(key).is_dir()  # (or another process built it)
             cache.ensure_built(("bundle",), bundle.source, BUNDLE_MODULE,
                                reject_warnings=REJECTED_WARNINGS, **args)
-        return cache.get_or_build(("bundle",), bundle.source, BUNDLE_MODULE,
-                                  reject_warnings=REJECTED_WARNINGS, **args), built
+        module = cache.get_or_build(("bundle",), bundle.source, BUNDLE_MODULE,
+                                    reject_warnings=REJECTED_WARNINGS, **args)
+        progress.advance(len(bundle.kinds))
+        return module, built
 
     failed: list[Kind] = []
     for bundle, result in zip(bundles, _map(build, bundles, workers)):
@@ -299,8 +309,10 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     if failed:
         def single(kind: Kind) -> Any:
             src = kind.source
-            return cache.get_or_build(("node",), src.source, src.module_name,
-                                      **src.build_args())
+            module = cache.get_or_build(("node",), src.source, src.module_name,
+                                        **src.build_args())
+            progress.advance(1)
+            return module
 
         # each kind alone: a kind with broken C raises its own error here
         for kind, result in zip(failed, _map(single, failed, workers)):
@@ -309,6 +321,22 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
             stats.modules_built += 1
             _record(cache, kind, result.fn, kind.key, kind.source.module_name, "fn")
     stats.compiled += len(kinds)
+
+
+class _Progress:
+    """Counts compiled kinds for `progress_listeners` (thread-safe)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self._lock = threading.Lock()
+
+    def advance(self, kinds: int) -> None:
+        if not progress_listeners:
+            return
+        with self._lock:
+            self.done = min(self.done + kinds, self.total)
+            for listener in list(progress_listeners):
+                listener(self.done, self.total)
 
 
 def _record(cache: ModuleCache, kind: Kind, capsule: Any, entry: str, module: str,

@@ -625,5 +625,8 @@ def default_cache() -> ModuleCache:
     global _default
     with _default_lock:
         if _default is None:
+            from workbench.core.link.c.cache_stats import record_at_exit
+
             _default = ModuleCache()
+            record_at_exit(_default)  # `workbench cache info` shows the sums
         return _default

@@ -1,0 +1,143 @@
+"""The maintenance commands: `workbench bench` (the benchmark suite) and `workbench cache`
+(where the compiled-module cache is, what it holds, its statistics; clearing it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from workbench.cli.errors import UsageError, exit_codes
+
+cache_app = typer.Typer(help="Inspect or clear the compiled-module cache.", no_args_is_help=True)
+
+
+#: the families of benchmarks/run.py
+BENCH_FAMILIES = ("fused", "overhead", "rows", "mlp", "compile")
+
+
+def bench(
+    quick: bool = typer.Option(False, "--quick",
+                               help="Smaller sizes, fewer repeats (about a minute)."),
+    as_json: bool = typer.Option(False, "--json", help="The rows as JSON."),
+    only: Optional[str] = typer.Option(None, "--only",  # noqa: UP045
+                                       help="Comma-separated families: fused, overhead, "
+                                            "rows, mlp, compile."),
+    no_pytensor: bool = typer.Option(False, "--no-pytensor", help="Do not time PyTensor."),
+    no_jax: bool = typer.Option(False, "--no-jax", help="Do not time JAX."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1,  # noqa: UP045
+                                          help="Threads for BLAS, OpenMP and XLA alike."),
+) -> None:
+    """Run the benchmark suite of `benchmarks/` (benchmarks/run.py): a table of ratios
+    against NumPy and, when installed, PyTensor and JAX.
+
+    Example:
+
+        workbench bench --quick
+    """
+    with exit_codes():
+        script = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+        if not script.is_file():
+            raise UsageError("no benchmark suite found: it ships with the source checkout "
+                             "(benchmarks/run.py), not with the installed package")
+        families = [f.strip() for f in (only or "").split(",") if f.strip()]
+        unknown = [f for f in families if f not in BENCH_FAMILIES]
+        if unknown:
+            raise UsageError(f"--only: unknown benchmark families {', '.join(unknown)}; "
+                             f"known: {', '.join(BENCH_FAMILIES)}")
+        args = [sys.executable, str(script)]
+        args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
+        args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
+        args += ["--threads", str(threads)] if threads is not None else []
+        # stdout is the table (captured, then echoed); progress goes straight to stderr
+        done = subprocess.run(args, check=False, stdout=subprocess.PIPE, text=True)
+        if done.stdout:
+            typer.echo(done.stdout, nl=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"the benchmark suite failed (exit code {done.returncode})")
+
+
+@cache_app.command("info")
+def cache_info(
+    as_json: bool = typer.Option(False, "--json", help="The same as JSON."),
+) -> None:
+    """Where the compiled-module cache is, what it holds, and its statistics summed over
+    every process that used it.
+
+    Example:
+
+        workbench cache info --json
+    """
+    from workbench.core.link.c.cache_stats import lifetime_stats
+
+    with exit_codes():
+        cache = _module_cache()
+        info = dict(cache.info(), lifetime=lifetime_stats(cache.root))
+        if as_json:
+            typer.echo(json.dumps(info, indent=1, default=str))
+            return
+        typer.echo(cache_table(info))
+
+
+def cache_table(info: dict[str, Any]) -> str:
+    """`cache info` as a two-column table (labels in bold on a colour terminal)."""
+    import time
+
+    from workbench.cli.terminal import style
+
+    life = info.get("lifetime") or {}
+    rows = [("location", info["root"]),
+            ("entries", f"{info['entries']} modules, {_size(info['total_bytes'])}"),
+            ("compiler", f"fingerprint {info['fingerprint']}" if info.get("fingerprint")
+             else "none found (the C linker is unavailable)")]
+    if life:
+        since = time.strftime("%Y-%m-%d %H:%M", time.localtime(life.get("since", 0)))
+        rows += [("used by", f"{_processes(life.get('processes', 0))} since {since}"),
+                 ("disk hits", str(life.get("disk_hits", 0))),
+                 ("memory hits", str(life.get("memory_hits", 0))),
+                 ("modules built", str(life.get("builds", 0) + life.get("unversioned_builds", 0))),
+                 ("corrupt, rebuilt", str(life.get("corrupt_rebuilds", 0))),
+                 ("compiling time", f"{life.get('compile_seconds', 0.0):.1f} s")]
+    else:
+        rows.append(("statistics", "none yet (they are kept from the first compile on)"))
+    width = max(len(label) for label, _ in rows)
+    return "\n".join(f"{style(label.ljust(width), bold=True)}  {value}" for label, value in rows)
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count} bytes"
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every compiled module from the cache, with the precompiled headers and the
+    remembered compiler probes kept beside it."""
+    with exit_codes():
+        cache = _module_cache()
+        from workbench.core.link.c.cache import clear_all
+
+        try:
+            lines = clear_all(cache)
+        except OSError as exc:
+            raise UsageError(f"cannot clear the cache: {exc}") from None
+        typer.echo("\n".join(lines))
+
+
+def _module_cache() -> Any:
+    try:
+        from workbench.core.link.c.cache import ModuleCache
+    except ImportError:
+        raise UsageError("the C linker's cache is not available in this build") from None
+    return ModuleCache()
+
+
+def _processes(count: int) -> str:
+    return f"{count} process" if count == 1 else f"{count} processes"

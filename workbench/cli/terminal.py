@@ -1,0 +1,86 @@
+"""What the `workbench` command draws on a terminal: colour and progress bars.
+
+Both appear only on a terminal: piped or redirected output stays plain text, and
+`NO_COLOR` (https://no-color.org) turns colour off. Progress bars go to stderr so
+that stdout stays the command's result.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, TextIO
+
+import typer
+
+
+def use_color(stream: TextIO | None = None) -> bool:
+    """Whether to colour what goes to `stream` (stdout by default)."""
+    stream = sys.stdout if stream is None else stream
+    return "NO_COLOR" not in os.environ and stream.isatty()
+
+
+def style(text: str, err: bool = False, **styles: Any) -> str:
+    """`text` with typer.style's `styles` (fg=, bold=) when its stream is coloured."""
+    return typer.style(text, **styles) if use_color(sys.stderr if err else sys.stdout) else text
+
+
+Update = Callable[..., None]
+
+
+@contextmanager
+def progress(label: str, total: int | None = None) -> Iterator[Update]:
+    """A progress bar on stderr for slow work, moved by `update(done, total=None)`;
+    it vanishes when the work ends and is not drawn when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        yield lambda done, total=None: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True, no_color="NO_COLOR" in os.environ)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+
+        def update(done: int, total: int | None = None) -> None:
+            bar.update(task, completed=done, **({"total": total} if total else {}))
+
+        yield update
+
+
+@contextmanager
+def c_compile_progress() -> Iterator[None]:
+    """A bar per node kind while the C linker compiles the kinds a graph is missing;
+    it appears with the first compiled kind (nothing when every kind is cached)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    try:
+        from workbench.core.link.c import bundle
+    except ImportError:  # a build without the C linker
+        yield
+        return
+    with ExitStack() as stack:
+        bars: list[Update] = []
+
+        def listener(done: int, total: int) -> None:
+            if not bars:
+                bars.append(stack.enter_context(progress("compiling C node kinds", total)))
+            bars[0](done, total)
+
+        bundle.progress_listeners.append(listener)
+        try:
+            yield
+        finally:
+            bundle.progress_listeners.remove(listener)
