@@ -155,3 +155,19 @@ def test_seed_001_dprint_of_x_times_two():
         " |DimShuffle{x,x} [id C]",
         " | |TensorConstant{2.0} [id D]",
     ]
+
+
+def test_pprint_writes_mean_negations_and_one_element_constants_as_a_reader_would():
+    import numpy as np
+    import workbench.tensor as wt
+
+    x = wt.dmatrix("x")
+    assert pprint(wt.mean(x ** 2)) == "mean(x ** 2.0)"
+    assert pprint(wt.mean(x, axis=0)) == "mean(x, axis=0)"
+    fixed = wt.tensor("float64", shape=(3, None), name="f")
+    assert pprint(wt.mean(fixed, axis=0)) == "mean(f, axis=0)"
+    assert pprint(wt.sum(x, axis=0) / wt.cast(x.shape[1], "float64")) == (
+        "sum(x, axis=0) / Cast{float64}(x.shape[1])")  # not a mean: another axis's length
+    assert pprint(wt.neg(wt.neg(x))) == "-(-x)"
+    assert pprint(x + wt.constant(np.ones((1, 1)))) == "x + 1.0"
+    assert pprint(x + wt.constant([1.0, 2.0])) == "x + [1., 2.]"

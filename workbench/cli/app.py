@@ -287,14 +287,16 @@ def grad(
     example: Optional[str] = ExampleOpt,  # noqa: UP045
     python: Optional[str] = PythonOpt,  # noqa: UP045
     simplify: bool = typer.Option(False, "--simplify",
-                                  help="Also show the gradient after FAST_RUN rewriting."),
+                                  help="Also show the formula after FAST_RUN rewriting and "
+                                       "the compiled graph (fused loops)."),
     sum_: bool = typer.Option(False, "--sum",
                               help="Differentiate the sum of a graph that is not a scalar."),
     steps: bool = typer.Option(False, "--steps", help="Show the recorded backward pass."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Each gradient's formula and node count as JSON."),
 ) -> None:
-    """The gradient graph of a scalar graph, before (and with --simplify after) rewriting.
+    """The gradient of a scalar graph (--sum for any other), before and with --simplify
+    after rewriting.
 
     Example:
 
@@ -324,8 +326,7 @@ def grad(
             grads, record = wb.grad(cost, targets, trace=True)
         else:
             grads, record = wb.grad(cost, targets), None
-        simplified = [wb.rewrite_graph([g], mode="FAST_RUN") if simplify else None
-                      for g in grads]
+        simplified = [_simplified(g) if simplify else None for g in grads]
         if as_json:
             typer.echo(json.dumps(_grad_json(cost, wrt, grads, simplified, record), indent=1))
             return
@@ -334,12 +335,24 @@ def grad(
             typer.echo("  " + pprint(g))
             typer.echo(dprint(g, file="str"))
             if fgraph is not None:
-                typer.echo(style(f"after FAST_RUN rewriting ({len(fgraph.apply_nodes)} nodes):",
+                formula, fused = fgraph
+                typer.echo(style("simplified (FAST_RUN rewrites):", bold=True))
+                typer.echo("  " + pprint(formula.outputs[0]))
+                typer.echo(style(f"compiled as {len(fused.apply_nodes)} node(s) (fused loops):",
                                  bold=True))
-                typer.echo("  " + pprint(fgraph.outputs[0]))
-                typer.echo(dprint(fgraph, file="str"))
+                typer.echo(dprint(fused, file="str"))
         if record is not None:
             typer.echo(str(record))
+
+
+def _simplified(g: Any) -> tuple[Any, Any]:
+    """(the gradient rewritten to its formula, the graph FAST_RUN compiles): the same
+    rewrites, the first without fusing loops or working in place, so it reads as the
+    textbook formula."""
+    import workbench as wb
+
+    return (wb.rewrite_graph([g], mode="FAST_RUN", exclude=["fusion", "inplace"]),
+            wb.rewrite_graph([g], mode="FAST_RUN"))
 
 
 def _grad_json(cost: Any, wrt: list[str], grads: list[Any], simplified: list[Any],
@@ -354,8 +367,9 @@ def _grad_json(cost: Any, wrt: list[str], grads: list[Any], simplified: list[Any
         row: dict[str, Any] = {"wrt": name, "formula": pprint(g),
                                "nodes": len({v.owner for v in ancestors([g]) if v.owner})}
         if fgraph is not None:
-            row["simplified"] = {"formula": pprint(fgraph.outputs[0]),
-                                 "nodes": len(fgraph.apply_nodes)}
+            formula, fused = fgraph
+            row["simplified"] = {"formula": pprint(formula.outputs[0]),
+                                 "nodes": len(fused.apply_nodes)}
         rows.append(row)
     result: dict[str, Any] = {"cost": pprint(cost), "gradients": rows}
     if record is not None:

@@ -8,6 +8,7 @@ as an infix expression such as `exp(x) * y`.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -202,7 +203,7 @@ def _scalar_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int] | 
     if symbol is not None and len(args) == 1:
         prec = _PRECEDENCE["neg"]
         (text, p), = args
-        return f"{symbol}{_wrap(text, p, prec)}", prec
+        return f"{symbol}{_wrap(text, p, prec + 1)}", prec  # -(-x), never --x
     return f"{name}({', '.join(t for t, _ in args)})", _ATOM
 
 
@@ -232,7 +233,10 @@ def pprint(graph: Any, file: TextIO | str | None = "str") -> str:
 
     def leaf(var: Variable) -> tuple[str, int]:
         if isinstance(var, Constant) and var.name is None:
-            return short_data_repr(var.data, limit=40), _ATOM
+            data = var.data
+            if getattr(data, "size", None) == 1:  # broadcast against the rest: a number
+                return repr(data.reshape(-1)[0].item()), _ATOM
+            return short_data_repr(data, limit=40), _ATOM
         return _variable_text(var), _ATOM
 
     def as_argument(var: Variable) -> tuple[str, int]:
@@ -355,7 +359,46 @@ def _install_tensor_rules() -> None:
         inner = index_text(node.op.idx_list, [t for t, _ in rest])
         return f"{_wrap(x, xp, _ATOM)}[{inner}]", _ATOM
 
+    def is_count(count: Variable, x: Variable, axes: tuple[int, ...]) -> bool:
+        """Whether `count` is how mean() counts the elements of x over `axes`: a
+        product (cast to float) of their static lengths and `x.shape[a]`."""
+        static, symbolic = 1, []  # the product of the constants; the axes read
+        stack = [count]
+        while stack:
+            var = stack.pop()
+            node = var.owner
+            if isinstance(var, Constant) and getattr(var.data, "size", 0) == 1:
+                static *= int(var.data.reshape(-1)[0])
+            elif node is not None and isinstance(node.op, Shape_i) and node.inputs[0] is x:
+                symbolic.append(node.op.i)
+            elif node is not None and (getattr(node.op, "new_order", None) is not None or type(
+                    getattr(node.op, "scalar_op", None)).__name__ in ("Cast", "Mul")):
+                stack.extend(node.inputs)  # a cast, a product or a broadcast DimShuffle
+            else:
+                return False
+        known = [x.type.shape[a] for a in axes if x.type.shape[a] is not None]
+        return sorted(symbolic) == sorted(a for a in axes if x.type.shape[a] is None) and (
+            static == math.prod(known))
+
+    def is_mean(node: Apply) -> bool:
+        if type(getattr(node.op, "scalar_op", None)).__name__ != "TrueDiv" or len(
+                node.inputs) != 2:
+            return False
+        total, count = node.inputs
+        if total.owner is None or not isinstance(total.owner.op, reduction.Sum):
+            return False
+        x = total.owner.inputs[0]
+        axis = total.owner.op.axis
+        axes = tuple(range(x.type.ndim)) if axis is None else tuple(axis)
+        return is_count(count, x, axes)
+
+    def mean_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        total = args[0][0]
+        return (f"mean{total[3:]}" if total.startswith("sum(") else f"{total} / {args[1][0]}",
+                _ATOM)
+
     register_pprint(reduction.CAReduce, reduction_rule)
+    register_pprint(is_mean, mean_rule)
     for op_class in (linalg.Dot, linalg.MatMul):
         register_pprint(op_class, matmul_rule)
     register_pprint(Shape_i, shape_i_rule)

@@ -317,3 +317,65 @@ def test_canonicalize_runs_in_fast_compile_too() -> None:
     fgraph, trace = wb.rewrite_graph([(x + 0) * 1], mode="FAST_COMPILE", trace=True)
     assert {"local_add_zero", "local_mul_one"} <= set(trace.rewrites_used())
     assert is_input(fgraph, "x") and fgraph.outputs[0].type.dtype == "float32"
+
+
+# -- what gradients are made of: ones filled to a shape, sums back to a shape ----------
+
+
+def test_a_product_with_filled_ones_is_the_other_operand() -> None:
+    x = wt.dvector("x")
+    ones = wt.alloc(1.0, x.shape[0])
+    fgraph = check([x], ones * wt.tanh(x), "local_mul_alloc", [mat(4)], exclude=["fusion"])
+    assert ops(fgraph) == ["Elemwise{tanh}"]
+
+
+def test_a_filled_value_multiplies_in_as_a_number() -> None:
+    x = wt.dvector("x")
+    n = wt.cast(x.shape[0], "float64")
+    fgraph = check([x], wt.alloc(1.0 / n, x.shape[0]) * x, "local_mul_alloc", [mat(5)],
+                   exclude=["fusion"])
+    assert not any(isinstance(node.op, Alloc) for node in fgraph.apply_nodes)
+    fgraph = check([x], wt.alloc(1.0, x.shape[0]) * 2.0 * wt.exp(x), "local_mul_alloc",
+                   [mat(3)], exclude=["fusion"])
+    assert not any(isinstance(node.op, Alloc) for node in fgraph.apply_nodes)
+
+
+def test_filled_ones_of_another_length_still_broadcast() -> None:
+    """x (length 1 at run time) times ones(n): the product has length n, so it stays."""
+    x, y = wt.dvector("x"), wt.dvector("y")
+    out = wt.alloc(1.0, y.shape[0]) * x
+    fgraph, _ = rewritten(out)
+    f = wb.function([x, y], out, mode="FAST_RUN")
+    np.testing.assert_array_equal(f(np.array([2.0]), np.zeros(3)), [2.0, 2.0, 2.0])
+    assert any(isinstance(node.op, Alloc) for node in fgraph.apply_nodes)
+
+
+def test_a_transposed_fill_of_a_vector_is_not_read_as_its_value() -> None:
+    x = wt.dmatrix("x")
+    v = wt.dvector("v")
+    filled_rows = wt.alloc(v, x.shape[1], x.shape[0]).T  # v runs down the columns
+    fast = wb.function([x, v], filled_rows * x, mode="FAST_RUN")
+    xv, vv = mat(2, 3), mat(2)
+    np.testing.assert_allclose(fast(xv, vv), vv[:, None] * xv)
+
+
+def test_sum_to_the_same_shape_is_removed() -> None:
+    x = wt.dvector("x")
+    (g,) = wb.grad((wt.tanh(x) * x).sum(), [x])
+    fgraph, trace = rewritten(g, exclude=["fusion"])
+    assert "local_useless_sum_to_shape" in trace.rewrites_used()
+    assert "SumToShape" not in " ".join(ops(fgraph))
+
+
+def test_the_gradient_of_sum_tanh_x_times_x_is_one_fused_loop() -> None:
+    """The textbook tanh(x) + x * (1 - tanh(x)**2), in one Elemwise (issue 16)."""
+    x = wt.dvector("x")
+    (g,) = wb.grad((wt.tanh(x) * x).sum(), [x])
+    formula, _ = rewritten(g, exclude=["fusion", "inplace"])
+    assert wb.pprint(formula.outputs[0]) == "tanh(x) + x * (1.0 - tanh(x) * tanh(x))"
+    fused, _ = rewritten(g)
+    (node,) = fused.apply_nodes
+    assert isinstance(node.op, Elemwise) and [v.name for v in node.inputs] == ["x"]
+    xv = mat(7)
+    np.testing.assert_allclose(wb.function([x], g)(xv), np.tanh(xv) + xv / np.cosh(xv) ** 2,
+                               rtol=1e-13)

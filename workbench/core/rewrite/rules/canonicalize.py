@@ -29,7 +29,7 @@ from workbench.core.rewrite.rules.rule_utils import broadcast_like, scalar_op_of
 from workbench.core.scalar.basic import Cast
 from workbench.core.tensor.basic import cast
 from workbench.core.tensor.creation import Alloc
-from workbench.core.tensor.elemwise import DimShuffle, Elemwise
+from workbench.core.tensor.elemwise import DimShuffle, Elemwise, SumToShape
 from workbench.core.tensor.join import as_int_vector
 from workbench.core.tensor.reduction import Sum
 from workbench.core.tensor.reshape import Reshape
@@ -39,6 +39,7 @@ __all__ = [
     "local_dimshuffle_merge", "local_dimshuffle_identity", "local_dimshuffle_lift",
     "local_useless_reshape", "local_useless_specify_shape", "local_useless_cast",
     "local_cast_cast", "local_sum_sum", "local_shape_of_alloc", "local_shape_i_of_alloc",
+    "local_useless_sum_to_shape",
 ]  # fmt: skip
 
 
@@ -219,3 +220,23 @@ def local_shape_i_of_alloc(fgraph: Any, node: Apply) -> Any:
         return None
     length = x.owner.inputs[1 + node.op.i]
     return [broadcast_like(length, node.outputs[0], node, fgraph=fgraph)]
+
+
+@register_canonicalize
+@node_rewriter([SumToShape])
+def local_useless_sum_to_shape(fgraph: Any, node: Apply) -> Any:
+    """``SumToShape(g, *lengths) -> g`` when no dimension can be summed: each requested
+    length is a constant other than 1, or g's length there is 1 or provably the
+    requested one (the ShapeFeature). Gradients of Elemwise whose operands had one
+    shape are full of these. Domain: every g (nothing is computed)."""
+    from workbench.core.graph.shape_feature import get_shape_feature, same_length
+
+    g, *lengths = node.inputs
+    feature = get_shape_feature(fgraph)
+    for d, want in enumerate(lengths):
+        wanted = int(want.data) if isinstance(want, Constant) else None
+        if (wanted is not None and wanted != 1) or g.type.shape[d] == 1:
+            continue
+        if not same_length(feature.get_length(g, d), want):
+            return None
+    return [broadcast_like(g, node.outputs[0], node, fgraph=fgraph)]

@@ -35,25 +35,29 @@ from workbench.core.rewrite.db import register_canonicalize
 from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.rewrite.rules.rule_utils import (
     UNIFORM_CHECK_LIMIT,
+    alloc_operand,
     broadcast_like,
     constant_data,
     filled,
     is_constant_value,
     is_float,
     owner_scalar_op,
+    same_shape,
     scalar_op_of,
     single_client,
     uniform_constant,
 )
 from workbench.core.scalar import math as smath
 from workbench.core.tensor import math as tm
+from workbench.core.tensor.creation import Alloc, alloc
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import constant
 
 __all__ = [
     "local_mul_div_same", "local_mul_div_same_left", "local_add_zero",
     "local_sub_zero", "local_mul_one", "local_div_one", "local_mul_zero", "local_sub_self",
-    "local_neg_neg", "local_add_constants", "local_mul_constants", "local_pow_constant",
+    "local_neg_neg", "local_mul_alloc", "local_add_constants", "local_mul_constants",
+    "local_pow_constant",
     "local_exp_log", "local_log_exp",
 ]  # fmt: skip
 
@@ -159,6 +163,35 @@ def local_sub_zero(fgraph: Any, node: Apply) -> Any:
 def local_mul_one(fgraph: Any, node: Apply) -> Any:
     """``x * 1 -> x`` and ``1 * x -> x``. Domain: every x (exact, NaN included)."""
     return _drop_neutral(fgraph, node, smath.Mul, 1, (0, 1))
+
+
+@register_canonicalize
+@node_rewriter([tm.mul.op])
+def local_mul_alloc(fgraph: Any, node: Apply) -> Any:
+    """``x * alloc(v, *shape) -> x * v`` when x already has the product's shape (the
+    ShapeFeature proves it), and ``-> x`` when v is 1: the ones (or the ``1/n`` of a
+    mean) a gradient starts from, filled to a shape only to be multiplied in.
+    Domain: every x (the same products, NaN included)."""
+    if scalar_op_of(node, smath.Mul) is None or not _numeric(node) or len(node.inputs) != 2:
+        return None
+    out = node.outputs[0]
+    for pos in (0, 1):
+        filled_with = alloc_operand(node.inputs[pos])
+        other = node.inputs[1 - pos]
+        if filled_with is None:
+            continue
+        if same_shape(fgraph, other, out):
+            if is_constant_value(filled_with, 1):
+                return [broadcast_like(other, out, node, fgraph=fgraph)]
+            return [broadcast_like(tm.mul(filled_with, other), out, node, fgraph=fgraph)]
+        data = constant_data(other)
+        allocated = node.inputs[pos].owner
+        if data is not None and data.size == 1 and isinstance(allocated.op, Alloc):
+            # alloc(v, *shape) * c -> alloc(v * c, *shape): the constant joins the value
+            value = tm.mul(filled_with, constant(data.reshape(())))
+            return [broadcast_like(alloc(value, *allocated.inputs[1:]), out, node,
+                                   fgraph=fgraph)]
+    return None
 
 
 @register_canonicalize

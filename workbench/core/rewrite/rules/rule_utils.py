@@ -100,7 +100,7 @@ def broadcast_like(new: Any, old: Variable, node: Apply, dropped: Sequence[Varia
         new = DimShuffle(new.type.ndim, ("x",) * pad + tuple(range(new.type.ndim)))(new)
     if new.type.ndim != otype.ndim:
         raise ValueError(f"cannot replace {old} ({otype}) by {new} ({new.type}): ranks differ")
-    if not _same_length_everywhere(new, old, dropped):
+    if not _same_length_everywhere(new, old, dropped) and not same_shape(fgraph, new, old):
         new = alloc(new, *_output_lengths(old, [new, *dropped]))
     if new.type != otype:
         new = specify_shape(new, otype.shape)
@@ -121,6 +121,34 @@ def _same_length_everywhere(new: Variable, old: Variable, dropped: Sequence[Vari
             if k >= 0 and shape[k] != 1:
                 return False
     return True
+
+
+def same_shape(fgraph: Any, new: Variable, old: Variable) -> bool:
+    """True if the fgraph's ShapeFeature proves `new` and `old` have one run-time shape
+    (e.g. ``x`` and ``x * ones(x.shape[0])``)."""
+    if fgraph is None or old.owner is None:
+        return False
+    from workbench.core.graph.shape_feature import get_shape_feature
+
+    try:
+        return get_shape_feature(fgraph).same_shape(new, old)
+    except (KeyError, TypeError, ValueError):  # a variable the feature has not seen
+        return False
+
+
+def alloc_operand(var: Variable) -> Variable | None:
+    """The value `var` is filled with if it is an Alloc, e.g. the ones a gradient starts
+    from (it broadcasts like the Alloc's own result); behind DimShuffles only a 0-d
+    value (a DimShuffle may transpose what a vector value fills)."""
+    from workbench.core.tensor.creation import Alloc
+
+    shuffled = False
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var, shuffled = var.owner.inputs[0], True
+    if var.owner is None or not isinstance(var.owner.op, Alloc):
+        return None
+    value = var.owner.inputs[0]
+    return None if shuffled and value.type.ndim != 0 else value
 
 
 def _output_lengths(old: Variable, operands: Sequence[Variable]) -> list[Any]:
