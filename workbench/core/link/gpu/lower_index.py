@@ -63,8 +63,8 @@ def needs_numpy_positions(torch: Any, x: Any, entries: list[Any]) -> bool:
     """Whether torch might read this advanced index of `x` differently from NumPy:
     several advanced entries (ints mixed with arrays, arrays separated by slices, None
     or an Ellipsis, where NumPy moves the broadcast dimensions first); an empty `x`
-    (torch checks no index of an empty result, NumPy checks them all); a mask with a
-    length-0 dimension (NumPy lets it index an axis of any length, torch does not).
+    (torch's errors differ from NumPy's there); a mask with a length-0 dimension
+    (NumPy lets it index an axis of any length, torch does not).
     """
     n_advanced = sum(_is_advanced(torch, e) for e in entries)
     if n_advanced != 1:
@@ -80,9 +80,9 @@ def numpy_positions(torch: Any, shape: tuple[int, ...], entries: list[Any], devi
     computed on the host: the index arrays are copied there)."""
     import numpy as np
 
-    from workbench.core.link.gpu.device import to_device, to_host
+    from workbench.core.link.gpu.device import to_device
 
-    index = tuple(to_host(e) if isinstance(e, torch.Tensor) else e for e in entries)
+    index = _host_index(torch, entries)
     positions = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
     return to_device(np.ascontiguousarray(positions[index]), device)
 
@@ -119,10 +119,14 @@ def check_like_numpy(torch: Any, shape: tuple[int, ...], entries: list[Any]) -> 
     (on a view without data: no memory for x, the index arrays copied to the host)."""
     import numpy as np
 
+    np.broadcast_to(np.zeros((), np.int8), shape)[_host_index(torch, entries)]
+
+
+def _host_index(torch: Any, entries: list[Any]) -> tuple[Any, ...]:
+    """The index for NumPy: its index tensors copied to the host."""
     from workbench.core.link.gpu.device import to_host
 
-    index = tuple(to_host(e) if isinstance(e, torch.Tensor) else e for e in entries)
-    np.broadcast_to(np.zeros((), np.int8), shape)[index]
+    return tuple(to_host(e) if isinstance(e, torch.Tensor) else e for e in entries)
 
 
 def _torch_index(torch: Any, x: Any, entries: list[Any]) -> Any:
