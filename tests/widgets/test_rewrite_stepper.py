@@ -78,8 +78,10 @@ def test_the_drawings_outline_what_the_step_removed_and_introduced(stepper):
     stepper.go_to_step(next(s.index for s in stepper.trace if s.rewrite == "local_log1p"))
     step, d = stepper.current, stepper.diff
     assert d.removed and d.introduced
-    assert outlined(stepper.before_svg.value, REMOVED) == d.removed
-    assert outlined(stepper.after_svg.value, INTRODUCED) == d.introduced
+    # an Apply and its output share a box: the boxes showing a changed node are marked
+    assert outlined(stepper.before_svg.value, REMOVED) == d.changed_boxes("before")
+    assert outlined(stepper.after_svg.value, INTRODUCED) == d.changed_boxes("after")
+    assert d.changed_boxes("after") <= d.introduced
     # the diff of the two graphs is the step's own record
     assert sorted(stepper.trace.node_id(a) for a in d.removed_applies()) == \
         sorted(step.removed_ids)
@@ -237,3 +239,88 @@ def test_step_navigator_on_its_own():
     assert seen == [1, 2, 3, 2, 0]
     nav.set_range(1, 5, 4)
     assert nav.value == 4 and seen[-1] == 4
+
+
+# -- pictures that show the change -------------------------------------------------------
+
+
+def _boxes(svg_html: str) -> dict[str, tuple[float, float, float, float]]:
+    """node key -> its rect (x, y, width, height), read from a drawing's SVG."""
+    from workbench.testing.drawings import svg_layout
+
+    svg = svg_html[svg_html.index("<svg"):svg_html.rindex("</svg>") + 6]
+    return {k: (b.left, b.top, b.width, b.height) for k, b in svg_layout(svg).boxes.items()}
+
+
+@pytest.fixture(scope="module")
+def logistic_stepper() -> RewriteStepper:
+    return RewriteStepper(get_example("logistic_regression"))
+
+
+def test_an_unchanged_node_keeps_its_place_in_every_step_of_the_fusion_trace(
+        logistic_stepper):
+    stepper = logistic_stepper
+    stepper.set_filter(pass_="fusion")
+    try:
+        assert len(stepper.steps) >= 2
+        for position in range(1, len(stepper.steps) + 1):
+            stepper.go(position)
+            before, after = _boxes(stepper.before_svg.value), _boxes(stepper.after_svg.value)
+            kept = set(before) & set(after)  # boxes of nodes the step left alone
+            assert kept and kept <= stepper.diff.kept
+            assert {k: before[k] for k in kept} == {k: after[k] for k in kept}
+    finally:
+        stepper.set_filter()
+
+
+def test_the_fusion_step_frames_and_centres_the_change_with_one_removed_count(
+        logistic_stepper):
+    stepper = logistic_stepper
+    fusion = next(s for s in stepper.trace.steps if s.rewrite == "elemwise_fusion")
+    stepper.go_to_step(fusion.index)
+    assert "Rewriting cost" in stepper.title.value  # the output's name, not a pprint
+    text = stepper.headline.value + stepper.step_info.value
+    # one count of what was removed (Apply nodes), the same wherever it is said
+    assert set(re.findall(r"removed (\d+)", text)) == {str(len(fusion.removed))}
+    assert f"removed {len(fusion.removed)}" in stepper.headline.value
+    views = []
+    for svg, kind in ((stepper.before_svg.value, "removed"),
+                      (stepper.after_svg.value, "introduced")):
+        frame = re.search(r'class="changed-region" x="([-0-9.]+)" y="([-0-9.]+)" '
+                          r'width="([0-9.]+)" height="([0-9.]+)"', svg)
+        focus = re.search(r'data-focus="([-0-9.]+) ([-0-9.]+) ([0-9.]+) ([0-9.]+)"', svg)
+        view = re.search(r'viewBox="([-0-9.]+) ([-0-9.]+) ([0-9.]+) ([0-9.]+)"', svg)
+        fx, fy, fw, fh = map(float, frame.groups())
+        vx, vy, vw, vh = map(float, view.groups())
+        assert vx <= fx and fx + fw <= vx + vw and vy <= fy and fy + fh <= vy + vh
+        # both sides show the same window, centred on all the step changed
+        views.append((vx, vy, vw, vh))
+        cx, cy, cw, ch = map(float, focus.groups())
+        assert abs((vx + vw / 2) - (cx + cw / 2)) < 1 and abs((vy + vh / 2) - (cy + ch / 2)) < 1
+        assert f'data-highlight="{kind}"' in svg
+    assert views[0] == views[1]
+    # the fused node: its caption wraps in the box, its whole formula is its hover text
+    composite = next(a for a in stepper.diff.introduced_applies() if "Composite" in str(a.op))
+    from workbench.inspector import node_key
+
+    title = re.search(rf'id="{node_key(composite)}"[^>]*><title>([^<]*)</title>',
+                      stepper.after_svg.value)
+    assert str(composite.op) in title.group(1).replace("&gt;", ">").replace("&lt;", "<")
+
+
+def test_the_inplace_step_keeps_the_output_named_cost(logistic_stepper):
+    step = next(s for s in logistic_stepper.trace.steps if s.rewrite == "inplace")
+    logistic_stepper.go_to_step(step.index)
+    assert [o.name for o in logistic_stepper.trace.graph_at(step.index).outputs] == ["cost"]
+    assert ">→ cost</text>" in logistic_stepper.after_svg.value  # the inplace node makes cost
+
+
+def test_a_title_falls_back_to_a_short_pprint():
+    from workbench.widgets._common import graph_title
+
+    x = wt.dvector("x")
+    assert graph_title([wt.log(1 + x)]) == " ".join(wb.pprint(wt.log(1 + x)).split())
+    long = wt.exp(x)
+    for _ in range(20):
+        long = wt.exp(long) + x
+    assert len(graph_title([long])) <= 48 and graph_title([long]).endswith("…")

@@ -12,8 +12,9 @@ from typing import Any
 
 import networkx as nx
 
-from workbench.inspector.draw import _as_digraph, draw, to_svg
-from workbench.inspector.graph import APPLY
+from workbench.inspector.draw import _as_digraph, _merge_keys, draw, to_svg
+from workbench.inspector.graph import APPLY, merged_graph
+from workbench.inspector.layout import GraphLayout, layout_union
 
 
 @dataclass
@@ -25,6 +26,34 @@ class GraphDiff:
     removed: set[str] = field(default_factory=set)
     introduced: set[str] = field(default_factory=set)
     kept: set[str] = field(default_factory=set)
+    _layout: GraphLayout | None = field(default=None, repr=False)
+    _merged: tuple[nx.DiGraph, nx.DiGraph, GraphLayout] | None = field(default=None,
+                                                                       repr=False)
+
+    @property
+    def layout(self) -> GraphLayout:
+        """One layout over both graphs: a node they share sits at the same place in
+        the before and the after drawing (computed once, on first use)."""
+        if self._layout is None:
+            self._layout = layout_union([self.before, self.after])
+        return self._layout
+
+    def merged(self) -> tuple[nx.DiGraph, nx.DiGraph, GraphLayout]:
+        """(before, after) with each Apply and its single output in one box
+        (`merged_graph`), and one layout over both."""
+        if self._merged is None:
+            before, after = merged_graph(self.before), merged_graph(self.after)
+            self._merged = before, after, layout_union([before, after])
+        return self._merged
+
+    def changed_keys(self, side: str = "after") -> set[str]:
+        """The nodes a side's drawing frames: removed (before) or introduced (after)."""
+        return self.removed if side == "before" else self.introduced
+
+    def changed_boxes(self, side: str = "after") -> set[str]:
+        """The boxes of the merged drawing (`to_svg(merge=True)`) that show a changed node."""
+        before, after, _ = self.merged()
+        return _merge_keys(before if side == "before" else after, self.changed_keys(side))
 
     def removed_applies(self) -> list[Any]:
         """The Apply objects that left the graph."""
@@ -46,23 +75,42 @@ class GraphDiff:
                            if graph.nodes[k]["kind"] == APPLY)
             return ", ".join(names) or "-"
 
-        return (f"removed {len(self.removed)} nodes ({ops(self.before, self.removed)}); "
-                f"introduced {len(self.introduced)} ({ops(self.after, self.introduced)}); "
-                f"kept {len(self.kept)}")
+        def applies(graph: nx.DiGraph, keys: set[str]) -> int:
+            return sum(graph.nodes[k]["kind"] == APPLY for k in keys)
+
+        return (f"removed {applies(self.before, self.removed)} Apply nodes "
+                f"({ops(self.before, self.removed)}); introduced "
+                f"{applies(self.after, self.introduced)} ({ops(self.after, self.introduced)})")
 
     def __str__(self) -> str:
         return self.summary()
 
     def draw(self, ax: Any = None, side: str = "after") -> Any:
-        """Draw the `after` graph (introduced nodes highlighted) or the `before` one."""
+        """Draw the `after` graph (introduced nodes filled) or the `before` one
+        (removed nodes filled), both from the one shared layout."""
         if side == "before":
-            return draw(self.before, ax=ax, highlight={"removed": self.removed})
-        return draw(self.after, ax=ax, highlight={"introduced": self.introduced})
+            return draw(self.before, ax=ax, highlight={"removed": self.removed},
+                        positions=self.layout)
+        return draw(self.after, ax=ax, highlight={"introduced": self.introduced},
+                    positions=self.layout)
 
-    def to_svg(self, side: str = "after") -> str:
-        if side == "before":
-            return to_svg(self.before, highlight={"removed": self.removed})
-        return to_svg(self.after, highlight={"introduced": self.introduced})
+    def to_svg(self, side: str = "after", legend: bool = True, merge: bool = False) -> str:
+        """SVG of one side from the shared layout, its changed nodes filled and framed.
+
+        Both sides carry the same `data-focus` (the bounds of everything the step
+        removed or introduced), so viewers can show the same window on both.
+        `merge`: an Apply and its single output drawn as one box.
+        """
+        graph = self.before if side == "before" else self.after
+        kind = "removed" if side == "before" else "introduced"
+        changed = self.changed_keys(side)
+        if merge:
+            before, after, positions = self.merged()
+            focus = _merge_keys(before, self.removed) | _merge_keys(after, self.introduced)
+        else:
+            positions, focus = self.layout, self.removed | self.introduced
+        return to_svg(graph, highlight={kind: changed}, legend=legend, positions=positions,
+                      frame=changed, focus=focus, merge=merge)
 
 
 def diff(before: Any, after: Any) -> GraphDiff:

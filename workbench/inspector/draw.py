@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from workbench.inspector.graph import APPLY, CONSTANT, INPUT, OUTPUT, VARIABLE
+import networkx as nx
+
+from workbench.inspector.graph import APPLY, CONSTANT, INPUT, OUTPUT, VARIABLE, merged_graph
 from workbench.inspector.layout import FONT_SIZE, GraphLayout, _as_digraph, layout
 
 #: Fill colours by node kind (seed 001: Apply blue, Variables red-ish, ...).
@@ -89,19 +91,34 @@ def _legend_svg(kinds: Iterable[str]) -> tuple[list[str], float]:
     return parts, x
 
 
+def _merge_keys(g: nx.DiGraph, keys: Iterable[str]) -> set[str]:
+    """The boxes of a merged graph that show any of `keys`."""
+    wanted = set(keys)
+    return {head for head, data in g.nodes(data=True) if wanted & set(data["members"])}
+
+
 def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
            legend: bool = True, positions: GraphLayout | None = None,
-           frame: Iterable[str] | None = None) -> str:
+           frame: Iterable[str] | None = None, focus: Iterable[str] | None = None,
+           merge: bool = False) -> str:
     """A standalone SVG document of `graph`: one `<g class="node ...">` per node.
 
     `positions` is a layout to draw from (e.g. one over the union of a rewrite
     step's before and after, so shared nodes stay put); by default the graph's own.
-    `frame` names nodes to draw a dashed frame around (the changed region).
-    Each node group has `id` = its DiGraph key, `data-label` = its `[id X]` letter
-    and a `<title>` with its full text, so a browser can find, select and explain it.
+    `frame` names nodes to draw a dashed frame around (the changed region);
+    `focus` nodes (of `positions`, drawn here or not) whose bounds a viewer should
+    show, written as the `data-focus` attribute. `merge`: an Apply and its single
+    output in one box (`merged_graph`), half the layers. Each node group has `id` =
+    its DiGraph key, `data-label` = its `[id X]` letter and a `<title>` with its
+    full text, so a browser can find, select and explain it.
     """
     g = _as_digraph(graph)
-    lay = (positions or layout(g)).restrict(g.nodes)
+    if merge:
+        g = merged_graph(g)
+        highlight = {kind: _merge_keys(g, keys) for kind, keys in (highlight or {}).items()}
+        frame = _merge_keys(g, frame or ())
+    full = positions or layout(g)
+    lay = full.restrict(g.nodes)
     marks = _highlights(highlight)
     legend_parts, legend_w = _legend_svg(sorted(set(marks.values()))) if legend else ([], 0.0)
     dy = _LEGEND_H if legend else 0.0
@@ -110,7 +127,7 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
-        f'font-size="{FONT_SIZE:g}">',
+        f'font-size="{FONT_SIZE:g}"{_focus_attribute(full, focus, dy)}>',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
         '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
@@ -134,7 +151,7 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
         data = g.nodes[key]
         fill, stroke, stroke_width = _style(data, marks.get(key))
         mark = f' data-highlight="{marks[key]}"' if key in marks else ""
-        rx = 0 if data["kind"] == APPLY else 8
+        rx = 0 if data["kind"] == APPLY or data.get("merged_apply") else 8
         parts.append(
             f'<g class="node {data["kind"]}" id="{key}" '
             f'data-label={quoteattr(str(data["label"]))}{mark}>'
@@ -151,6 +168,14 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
         parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _focus_attribute(lay: GraphLayout, focus: Iterable[str] | None, dy: float) -> str:
+    region = lay.bounds(focus or ())
+    if region is None:
+        return ""
+    x0, y0, x1, y1 = region
+    return f' data-focus="{x0 - 8:.1f} {y0 - 8 + dy:.1f} {x1 - x0 + 16:.1f} {y1 - y0 + 16:.1f}"'
 
 
 def draw(graph: Any, ax: Any = None, highlight: Mapping[str, Iterable[str]] | None = None,

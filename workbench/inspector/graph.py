@@ -196,6 +196,48 @@ def find(g: nx.DiGraph, label_or_name: str) -> str:
     raise KeyError(f"no node labelled or named {label_or_name!r} in this graph")
 
 
+def merged_nodes(g: nx.DiGraph) -> dict[str, list[str]]:
+    """Drawn box -> the graph nodes it shows (keyed by the first of them).
+
+    An Apply with a single output is drawn as one box with that output (its
+    name, value and gradient inside), as micrograd draws an operation with its
+    result: half the layers, so a graph fits a projector without shrinking
+    text. Inputs, constants and the outputs of multi-output Applies keep their
+    own boxes.
+    """
+    groups: dict[str, list[str]] = {}
+    merged: set[str] = set()
+    for key, data in g.nodes(data=True):
+        if data["kind"] == APPLY:
+            outputs = list(g.successors(key))
+            if len(outputs) == 1:
+                groups[key] = [key, outputs[0]]
+                merged.add(outputs[0])
+                continue
+        groups.setdefault(key, [key])
+    return {head: members for head, members in groups.items() if head not in merged}
+
+
+def merged_graph(g: nx.DiGraph) -> nx.DiGraph:
+    """`g` with each `merged_nodes` group as one node (the head's data, `members`
+    listing the group, `kind` the output's when it is a graph output)."""
+    groups = merged_nodes(g)
+    head_of = {member: head for head, members in groups.items() for member in members}
+    merged = nx.DiGraph()
+    for head, members in groups.items():
+        data = dict(g.nodes[head])
+        last = g.nodes[members[-1]]
+        if len(members) > 1:
+            data["output_name"] = last.get("name")
+            if last["kind"] == OUTPUT:
+                data["kind"] = OUTPUT
+                data["merged_apply"] = True
+        merged.add_node(head, **data, members=list(members))
+    merged.add_edges_from((head_of[s], head_of[t]) for s, t in g.edges
+                          if head_of[s] != head_of[t])
+    return merged
+
+
 def apply_nodes(g: nx.DiGraph) -> list[str]:
     return [k for k, d in g.nodes(data=True) if d["kind"] == APPLY]
 

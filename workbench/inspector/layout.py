@@ -157,12 +157,14 @@ def caption_lines(data: Mapping[str, Any]) -> list[str]:
     """What a node's box shows: its text wrapped, and an Apply's `[id X]` letter."""
     lines = wrap_text(str(data.get("text", "")))
     label = data.get("label")
-    if label and data.get("kind") == "apply":
+    if label and (data.get("kind") == "apply" or data.get("merged_apply")):
         tag = f"[{label}]"
         if len(lines[-1]) + 1 + len(tag) <= WRAP_CHARS:
             lines[-1] = f"{lines[-1]} {tag}"
         else:
             lines.append(tag)
+    if data.get("output_name"):  # an Apply drawn with its named output (merged_graph)
+        lines.append(f"→ {data['output_name']}")
     return lines
 
 

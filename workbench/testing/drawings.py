@@ -108,6 +108,6 @@ def svg_layout(svg: str) -> GraphLayout:
         points = tuple(zip(numbers[0::2], numbers[1::2]))
         edges.append(EdgeRoute(path.get("data-source"), path.get("data-target"), points))
     line_height = max(line_ys, default=font_size * 1.25)
-    return GraphLayout(boxes, edges, width=_number(root.get("width")),
-                       height=_number(root.get("height")), font_size=font_size,
+    view = [float(v) for v in (root.get("viewBox") or "0 0 0 0").split()]
+    return GraphLayout(boxes, edges, width=view[2], height=view[3], font_size=font_size,
                        line_height=line_height, char_width=CHAR_WIDTH / FONT_SIZE * font_size)

@@ -17,6 +17,9 @@ from typing import Any, TypeVar
 
 import ipywidgets as widgets
 
+from workbench.core.graph.basic import Variable
+from workbench.core.printing import pprint
+
 W = TypeVar("W", bound=widgets.DOMWidget)
 
 #: Text the status label shows once a slow callback has finished (browser tests wait on it).
@@ -101,8 +104,23 @@ def html_table(header: Sequence[str], rows: Iterable[Sequence[Any]], css: str = 
     return "".join(parts)
 
 
-def pre(text: str, css: str = "") -> str:
-    """Preformatted, escaped text."""
+def pre(text: str, css: str = "", wrap: bool = False) -> str:
+    """Preformatted, escaped text; `wrap`: long lines wrap instead of scrolling."""
     cls = f' class="{css}"' if css else ""
+    space = "white-space:pre-wrap;overflow-wrap:anywhere" if wrap else "white-space:pre"
     return (f"<pre{cls} style=\"margin:2px 0;font-size:12px;line-height:1.3;"
-            f"white-space:pre;overflow-x:auto\">{html.escape(text)}</pre>")
+            f"{space};overflow-x:auto\">{html.escape(text)}</pre>")
+
+
+def graph_title(outputs: Iterable[Variable], fallback: str | None = None,
+                limit: int = 48) -> str:
+    """What a title calls a graph: its outputs' names (`cost`), else a short pprint
+    of its output cut at `limit` characters, else `fallback`."""
+    outputs = list(outputs)
+    names = [o.name for o in outputs]
+    if outputs and all(names):
+        return ", ".join(names)
+    if len(outputs) == 1:
+        text = " ".join(pprint(outputs[0]).split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+    return fallback or f"{len(outputs)} outputs"

@@ -32,6 +32,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.tensor.type import format_shape
 from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE
 from workbench.inspector.graph import APPLY, OUTPUT
+from workbench.inspector.graph import merged_nodes as drawn_nodes
 from workbench.inspector.layout import GraphLayout, caption_lines, layout
 
 STATIC = Path(__file__).parent / "static"
@@ -95,28 +96,6 @@ def _hover(data: Mapping[str, Any], value: Any, grad: Any) -> list[str]:
         if grad is not None:
             rows.append("gradient: " + _hover_value(grad))
     return rows
-
-
-def drawn_nodes(g: nx.DiGraph) -> dict[str, list[str]]:
-    """Drawn box -> the graph nodes it shows (keyed by the first of them).
-
-    An Apply with a single output is drawn as one box with that output (its
-    name, value and gradient inside), as micrograd draws an operation with its
-    result: half the layers, so a 60-node graph fits a projector without
-    shrinking text. Inputs, constants and the outputs of multi-output Applies
-    keep their own boxes.
-    """
-    groups: dict[str, list[str]] = {}
-    merged: set[str] = set()
-    for key, data in g.nodes(data=True):
-        if data["kind"] == APPLY:
-            outputs = list(g.successors(key))
-            if len(outputs) == 1:
-                groups[key] = [key, outputs[0]]
-                merged.add(outputs[0])
-                continue
-        groups.setdefault(key, [key])
-    return {head: members for head, members in groups.items() if head not in merged}
 
 
 def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],

@@ -43,6 +43,7 @@ from workbench.core.rewrite import RewriteStep, RewriteTrace, rewrite_graph
 from workbench.inspector import GraphDiff, diff, to_networkx, to_svg
 from workbench.widgets._common import (
     figure_png,
+    graph_title,
     html_table,
     pre,
     run_with_status,
@@ -54,20 +55,37 @@ __all__ = ["RewriteStepper", "StepNavigator", "svg_for_widget"]
 
 ALL = "(all)"
 _SVG_SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
-_VIEW_BOX = re.compile(r'viewBox="0 0 ([0-9.]+) ([0-9.]+)"')
+_VIEW_BOX = re.compile(r'viewBox="(-?[0-9.]+) (-?[0-9.]+) ([0-9.]+) ([0-9.]+)"')
+_FOCUS = re.compile(r'data-focus="(-?[0-9.]+) (-?[0-9.]+) ([0-9.]+) ([0-9.]+)"')
+_REGION = re.compile(r'<rect class="changed-region" x="(-?[0-9.]+)" y="(-?[0-9.]+)" '
+                     r'width="([0-9.]+)" height="([0-9.]+)"')
 
 
-def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25) -> str:
-    """An inspector SVG document fitted into an HTML widget's box (no XML header): the
-    whole graph stays in view, so the outlined nodes of a step are never scrolled away;
-    a small graph is enlarged at most `max_scale` times."""
+def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25,
+                   context: tuple[float, float] = (600.0, 500.0)) -> str:
+    """An inspector SVG document fitted into an HTML widget's box (no XML header).
+
+    Without a changed region the whole graph is fitted. With one (the
+    `changed-region` frame `to_svg` draws), the view is centred on it and shows at
+    least `context` pixels of the drawing around it, so the change is in sight,
+    readable and framed at once. A small view is enlarged at most `max_scale` times.
+    """
     svg = svg.split("?>", 1)[1] if svg.startswith("<?xml") else svg
     box = _VIEW_BOX.search(svg)
-    limit = (f'max-width:{float(box.group(1)) * max_scale:.0f}px;'
-             f'max-height:{float(box.group(2)) * max_scale:.0f}px' if box else "")
+    region = _FOCUS.search(svg) or _REGION.search(svg)
+    if box and region:
+        x, y, w, h = (float(v) for v in region.groups())
+        view_w, view_h = max(w + 40.0, context[0]), max(h + 40.0, context[1])
+        cx, cy = x + w / 2, y + h / 2
+        svg = _VIEW_BOX.sub(f'viewBox="{cx - view_w / 2:.1f} {cy - view_h / 2:.1f} '
+                            f'{view_w:.1f} {view_h:.1f}"', svg, count=1)
+        box = _VIEW_BOX.search(svg)
+    limit = (f'max-width:{float(box.group(3)) * max_scale:.0f}px;'
+             f'max-height:{float(box.group(4)) * max_scale:.0f}px' if box else "")
+    align = "xMidYMid" if region else "xMinYMin"
     svg = _SVG_SIZE.sub(f'<svg\\1 width="100%" height="100%" style="{limit}" '
-                        'preserveAspectRatio="xMinYMin meet"', svg, count=1)
-    return f'<div class="{css}" style="height:100%">{svg}</div>'
+                        f'preserveAspectRatio="{align} meet"', svg, count=1)
+    return f'<div class="{css}" style="height:100%;text-align:center">{svg}</div>'
 
 
 class StepNavigator(widgets.HBox):
@@ -148,17 +166,18 @@ def _source_graph(obj: Any) -> tuple[list[Variable], list[Variable] | None, str]
     maker = getattr(obj, "maker", None)
     if maker is not None:  # a compiled Function: its symbolic graph, rewritten again
         outputs = [o.variable for o in maker.outputs]
-        outputs += [expr for _, expr in getattr(maker, "updates", None) or []]
-        return outputs, None, obj.name or "function"
+        updates = [expr for _, expr in getattr(maker, "updates", None) or []]
+        return outputs + updates, None, graph_title(outputs, obj.name or "function")
     if hasattr(obj, "input_shapes") and isinstance(getattr(obj, "outputs", None), list):
-        outputs = list(obj.outputs) + [expr for _, expr in getattr(obj, "updates", None) or []]
-        return outputs, None, str(obj.name)
+        outputs = list(obj.outputs)
+        updates = [expr for _, expr in getattr(obj, "updates", None) or []]
+        return outputs + updates, None, graph_title(outputs, str(obj.name))
     if isinstance(obj, FunctionGraph):
-        return list(obj.outputs), list(obj.inputs), "graph"
+        return list(obj.outputs), list(obj.inputs), graph_title(obj.outputs, "graph")
     if isinstance(obj, Variable):
-        return [obj], None, pprint(obj).splitlines()[0][:80]
+        return [obj], None, graph_title([obj])
     if isinstance(obj, list | tuple) and obj and all(isinstance(v, Variable) for v in obj):
-        return list(obj), None, f"{len(obj)} outputs"
+        return list(obj), None, graph_title(obj, f"{len(obj)} outputs")
     raise TypeError("RewriteStepper takes a Variable, a list of Variables, a FunctionGraph, a "
                     "compiled Function or a GraphSource (workbench.examples.get_example); got "
                     f"{type(obj).__name__} {obj!r}")
@@ -178,7 +197,7 @@ class RewriteStepper(widgets.VBox):
     """
 
     def __init__(self, graph_or_function: Any, mode: Any = "FAST_RUN", *,
-                 height: int = 420) -> None:
+                 height: int = 540) -> None:
         self.outputs, self.inputs, name = _source_graph(graph_or_function)
         #: input name -> shape for the numeric check (a GraphSource gives them)
         self.input_shapes: dict[str, tuple[int, ...]] = {
@@ -238,15 +257,22 @@ class RewriteStepper(widgets.VBox):
         self.rerun_button.on_click(lambda _: self.rerun())
         self.check_button.on_click(lambda _: self.check_step())
 
+        self.headline = styled(widgets.HTML(), "wb-step-headline")
         legend = widgets.HTML(
-            "<small>left: before the step, nodes it <b style='color:#d32f2f'>removed</b>; "
-            "right: after, nodes it <b style='color:#2e7d32'>introduced</b></small>")
+            "<small>left: before the step, what it <b style='background:#ef9a9a;"
+            "padding:0 3px'>removed</b>; right: after, what it <b style='background:#81c784;"
+            "padding:0 3px'>introduced</b>; the dashed frame is the changed region, hover "
+            "a node for its full text</small>")
+        # what a class looks at first (the two drawings) sits right under the buttons,
+        # so it is on screen at 1280x800 without scrolling; details follow
         super().__init__([
             self.title,
-            widgets.HBox([self.pass_filter, self.rewrite_filter, self.status]),
-            self.step_list, self.nav, self.step_info, legend,
+            widgets.HBox([self.nav, self.status]),
+            self.headline, legend,
             widgets.HBox([self.before_svg, self.after_svg]),
-            self.region,
+            self.region, self.step_info,
+            widgets.HBox([self.pass_filter, self.rewrite_filter]),
+            self.step_list,
             widgets.HBox([self.count_plot,
                           widgets.VBox([widgets.HTML("<b>exclude rewrites, then re-run</b>"),
                                         self.exclude_area, self.rerun_button,
@@ -385,7 +411,7 @@ class RewriteStepper(widgets.VBox):
         first = trace.steps[0].nodes_before if trace.steps else len(fgraph.apply_nodes)
         excluded = (f"; excluded: {', '.join(self.excluded)}" if self.excluded else "")
         self.title.value = (
-            f"<b>Rewriting {html.escape(self._name)}</b> with mode "
+            f"<b class='wb-graph-name'>Rewriting {html.escape(self._name)}</b> with mode "
             f"<code>{html.escape(str(self.mode))}</code>: <span class='wb-step-count' "
             f"data-steps='{len(trace.steps)}'>{len(trace.steps)} steps</span>, "
             f"{first} → {len(fgraph.apply_nodes)} Apply nodes{html.escape(excluded)}")
@@ -459,6 +485,7 @@ class RewriteStepper(widgets.VBox):
             graph = self.trace.view_at(len(self.trace)) if self.trace.steps else self.fgraph
             self.before_svg.value = svg_for_widget(to_svg(graph))
             self.after_svg.value = ""
+            self.headline.value = ""
             self.region.value = ""
             self.count_plot.value = self._count_png(None)
             self.check_button.disabled = True
@@ -478,8 +505,14 @@ class RewriteStepper(widgets.VBox):
         finally:
             self.step_list.observe(self._on_list, names="value")
         self.step_info.value = self._info_html(step, d)
-        self.before_svg.value = svg_for_widget(d.to_svg("before"), "wb-svg-holder wb-before")
-        self.after_svg.value = svg_for_widget(d.to_svg("after"), "wb-svg-holder wb-after")
+        self.headline.value = (
+            f"<div style='font-size:14px'><b>step {step.index}: "
+            f"{html.escape(step.rewrite)}</b> [{html.escape(step.pass_ or '-')}] · "
+            f"{_change_text(step)}</div>")
+        self.before_svg.value = svg_for_widget(d.to_svg("before", legend=False, merge=True),
+                                               "wb-svg-holder wb-before")
+        self.after_svg.value = svg_for_widget(d.to_svg("after", legend=False, merge=True),
+                                              "wb-svg-holder wb-after")
         rows = self.region_texts()
         parts = ["<b>the rewired inputs, before → after (pprint)</b>"]
         if not rows:
@@ -489,8 +522,10 @@ class RewriteStepper(widgets.VBox):
                 parts.append("<div><i>the same formula: the step changed how it is computed "
                              "(e.g. an inplace Op), not what</i></div>")
             parts.append(f'<div class="wb-region-row" style="display:flex;gap:12px">'
-                         f'<div style="flex:1">before{pre(old, "wb-region-before")}</div>'
-                         f'<div style="flex:1">after{pre(new, "wb-region-after")}</div></div>')
+                         f'<div style="flex:1;min-width:0">before'
+                         f'{pre(old, "wb-region-before", wrap=True)}</div>'
+                         f'<div style="flex:1;min-width:0">after'
+                         f'{pre(new, "wb-region-after", wrap=True)}</div></div>')
         self.region.value = "".join(parts)
         self.count_plot.value = self._count_png(step)
 
@@ -498,10 +533,8 @@ class RewriteStepper(widgets.VBox):
         tags = ", ".join(step.tags) or "-"
         rows = [("rewrite", step.rewrite), ("tags", tags), ("pass", step.pass_ or "-"),
                 ("applied to", str(step.node) if step.node is not None else "-"),
-                ("Apply nodes", f"{step.nodes_before} → {step.nodes_after} "
-                                f"(-{len(step.removed)} +{len(step.introduced)})"),
-                ("defined at", step.source or "-"),
-                ("diff", d.summary())]
+                ("Apply nodes", _change_text(step)),
+                ("defined at", step.source or "-")]
         if step.failed:
             rows.append(("FAILED", (step.error or "").strip().splitlines()[-1:][0]
                          if step.error else "failed"))
@@ -623,6 +656,12 @@ class RewriteStepper(widgets.VBox):
 
 def _css_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", name)
+
+
+def _change_text(step: RewriteStep) -> str:
+    """The one count of what a step did: Apply nodes before -> after, removed, introduced."""
+    return (f"Apply nodes {step.nodes_before} → {step.nodes_after}: removed "
+            f"{len(step.removed)}, introduced {len(step.introduced)}")
 
 
 def _step_text(step: RewriteStep) -> str:

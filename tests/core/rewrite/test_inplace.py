@@ -280,3 +280,14 @@ def test_prechecking_many_readers_of_a_view_of_an_input_stays_linear() -> None:
         assert not any(isinstance(node.op, Elemwise) and node.op.inplace_pattern
                        for node in fgraph.apply_nodes)  # the input is never destroyed
     assert work[1] < 15 * work[0], f"10x the readers, {work[1] / work[0]:.1f}x the work"
+
+
+def test_the_inplace_step_keeps_the_outputs_name() -> None:
+    """An output called `cost` is still `cost` after the inplace pass replaced its node."""
+    x = wt.vector("x")
+    cost = (wt.exp(x) * 2.0).sum() / 3.0
+    cost.name = "cost"
+    fgraph, trace = rewrite_graph(cost, mode=NO_FUSION, trace=True)
+    assert any(step.rewrite == "inplace" for step in trace.steps)
+    assert [o.name for o in fgraph.outputs] == ["cost"]
+    assert _inplace_nodes(fgraph)

@@ -112,6 +112,16 @@ class FromFunctionNodeRewriter(NodeRewriter):
         return self.fn(fgraph, node)
 
 
+def carry_over(old: Variable, new: Variable) -> None:
+    """What a replacement inherits from the variable it replaces: its name (the
+    output called `cost` is still `cost` after a rewrite) and its source line."""
+    if new.name is None and old.name is not None:
+        new.name = old.name
+    old_source = getattr(old.tag, "source", None)
+    if old_source is not None:
+        new.tag.source = old_source
+
+
 def node_rewriter(tracks: Sequence[Any] | None, inplace: bool = False, name: str | None = None
                   ) -> Callable[[Callable[..., Any]], FromFunctionNodeRewriter]:
     """Decorator: `@node_rewriter([Elemwise]) def local_x(fgraph, node): ...`."""
@@ -373,11 +383,7 @@ def apply_node_rewriter(fgraph: FunctionGraph, rewriter: NodeRewriter, node: App
             if old not in fgraph.variables:
                 continue
             if new not in fgraph.variables:
-                if new.name is None and old.name is not None:
-                    new.name = old.name
-                old_source = getattr(old.tag, "source", None)
-                if old_source is not None:
-                    new.tag.source = old_source
+                carry_over(old, new)
             fgraph.replace(old, new, reason=rewriter)
     except Exception as exc:
         _failure(fgraph, rewriter, node, exc, trace)

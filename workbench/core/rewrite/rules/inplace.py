@@ -33,7 +33,7 @@ from workbench.core.graph.features import ReplaceValidate
 from workbench.core.graph.fg import FunctionGraph, InconsistencyError
 from workbench.core.graph.shape_feature import get_shape_feature
 from workbench.core.rewrite.db import register_inplace
-from workbench.core.rewrite.engine import GraphRewriter
+from workbench.core.rewrite.engine import GraphRewriter, carry_over
 from workbench.core.tensor.elemwise import Elemwise
 
 __all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter", "protect_inputs"]
@@ -195,6 +195,8 @@ class InplaceRewriter(GraphRewriter):
             new = _inplace_node(handler, node)
             if new is None:
                 continue
+            for old, replacement in zip(node.outputs, new.outputs):
+                carry_over(old, replacement)
             if trace is not None:
                 trace.begin_step(self, node)
             try:
