@@ -171,3 +171,18 @@ def test_pprint_writes_mean_negations_and_one_element_constants_as_a_reader_woul
     assert pprint(wt.neg(wt.neg(x))) == "-(-x)"
     assert pprint(x + wt.constant(np.ones((1, 1)))) == "x + 1.0"
     assert pprint(x + wt.constant([1.0, 2.0])) == "x + [1., 2.]"
+
+
+def test_id_letters_never_equal_a_variables_name():
+    """An input called X is never confused with a node labelled [id X]."""
+    import re
+
+    import workbench.core.tensor as wt
+
+    inputs = [wt.dscalar(chr(ord("A") + k)) for k in range(1, 26, 2)]  # B, D, F, ...
+    total = inputs[0]
+    for var in inputs[1:]:
+        total = total * var
+    labels = set(re.findall(r"\[id ([A-Z]+)\]", dprint(total, file="str")))
+    assert len(labels) == 2 * len(inputs) - 1  # every input and every mul has its own
+    assert not labels & {v.name for v in inputs}

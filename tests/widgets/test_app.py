@@ -169,7 +169,9 @@ def test_gradient_and_rewrite_tabs_get_the_cost_wrt_point_and_mode(fake_tab_modu
     assert [v.name for v in wrt] == ["x", "y"]
     assert {v.name: np.shape(val) for v, val in point.items()} == {"x": (3,), "n": (),
                                                                      "y": ()}
-    assert "not a scalar" in app.tab_boxes["gradient"].children[0].children[0].value
+    chooser, tab = app.tab_boxes["gradient"].children
+    assert "not a scalar" in tab.children[0].value
+    assert [box.description for box in chooser.children[1:]] == ["x", "y"]
     app.show_tab("rewrites")
     graph, mode = fake_tab_modules["rewrites"]
     assert graph is app.output and mode == "FAST_COMPILE"
@@ -223,6 +225,17 @@ def test_gradient_and_rewrite_tabs_with_the_real_widgets():
     explorer = app.show_tab("gradient")
     assert isinstance(explorer, GradExplorer)
     assert [v.name for v in explorer.wrt] == ["x", "w"]
+    app.wrt_boxes["x"].value = False  # untick x: the gradient is taken w.r.t. w alone
+    explorer = app.tab("gradient")
+    assert [v.name for v in explorer.wrt] == ["w"] and app.wrt_names == ["w"]
+    app.wrt_boxes["w"].value = False
+    assert app.tab("gradient") is None
+    assert "tick at least one input" in app.tab_boxes["gradient"].children[1].value
+    with pytest.raises(ValueError, match="cannot differentiate with respect to q: the float "
+                                         "inputs are x, w"):
+        app.set_wrt(["q"])
+    app.set_wrt(["x", "w"])
+    explorer = app.tab("gradient")
     # the explorer evaluates at the app's point, so its numbers match the graph tab's
     x, w = app.source.inputs
     np.testing.assert_allclose(explorer.point[x], app.point[x])

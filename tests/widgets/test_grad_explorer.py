@@ -222,3 +222,14 @@ def test_nodes_show_values_and_the_gradients_so_far_and_never_move(explorer):
     assert places() == start  # relabelled in place: the eye sees only the numbers change
     explorer.values_toggle.value = False
     assert all(len(n["lines"]) == 1 for n in explorer.canvas.graph["nodes"])
+
+
+def test_titles_name_the_cost_and_count_one_sum_in_the_singular():
+    x = wt.dscalar("x")
+    y = x * wt.sin(x)
+    y.name = "cost"
+    explorer = GradExplorer(y, [x], point={x: 0.7})
+    assert "d cost / d x</b>" in explorer.title.value
+    assert "1 sum<" in explorer.title.value and "1 sums" not in explorer.title.value
+    unnamed = GradExplorer(x * wt.sin(x), [x], point={x: 0.7})
+    assert "d x * sin(x) / d x" in unnamed.title.value

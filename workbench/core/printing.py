@@ -36,12 +36,33 @@ class IdLabels:
 
     def __init__(self) -> None:
         self._labels: dict[Any, str] = {}
+        self._avoid: set[str] = set()
+        self._next = 0
+
+    def avoid_names_of(self, outputs: list[Variable]) -> None:
+        """Never hand out a label equal to the name of a variable of this graph, so
+        `[id X]` cannot be confused with an input called `X`."""
+        seen: set[int] = set()
+        stack = list(outputs)
+        while stack:
+            var = stack.pop()
+            if id(var) in seen:
+                continue
+            seen.add(id(var))
+            if var.name is not None:
+                self._avoid.add(var.name)
+            if var.owner is not None:
+                stack.extend(var.owner.inputs)
 
     def __call__(self, obj: Any) -> str:
         key = obj.owner if isinstance(obj, Variable) and obj.owner is not None else obj
         label = self._labels.get(key)
         if label is None:
-            label = _id_label(len(self._labels))
+            label = _id_label(self._next)
+            self._next += 1
+            while label in self._avoid:
+                label = _id_label(self._next)
+                self._next += 1
             self._labels[key] = label
         return label
 
@@ -110,6 +131,7 @@ def dprint(
     """
     outputs, fgraph = _outputs_of(graph)
     labels = ids if ids is not None else IdLabels()
+    labels.avoid_names_of(outputs)
     lines: list[str] = []
     expanded: set[Apply] = set()
 

@@ -114,6 +114,9 @@ class Workbench(widgets.VBox):
         self.point: dict[Variable, Any] = {}
         self.views: dict[str, Any] = {}  # tab name -> the widget built for the current graph
         self.error: str | None = None
+        #: the inputs the gradient tab differentiates with respect to (None: every float one)
+        self.wrt_names: list[str] | None = None
+        self.wrt_boxes: dict[str, widgets.Checkbox] = {}
 
         self.expression_text = styled(widgets.Text(
             value=expression, placeholder="e.g. tanh(x @ w).sum()", description="expression",
@@ -215,6 +218,7 @@ class Workbench(widgets.VBox):
             if var.name not in declared:
                 self.add_variable(var.name, str(var.type.dtype), "")
         self.source = source
+        self._reset_wrt()
         self.source.input_shapes = {
             v.name: tuple(self.profile_size if s is None else int(s) for s in v.type.shape)
             for v in source.inputs}
@@ -275,17 +279,62 @@ class Workbench(widgets.VBox):
             return
         box = self.tab_boxes[name]
         self.status.value = f"building {name}…"
+        above = (self._wrt_chooser(),) if name == "gradient" and self.wrt_boxes else ()
         try:
             view = _BUILDERS[name](self)
         except Exception as exc:  # shown in the tab: the other tabs keep working
-            box.children = (widgets.HTML(
+            box.children = (*above, widgets.HTML(
                 f'<pre class="wb-tab-error" style="color:#b00020;white-space:pre-wrap">'
-                f"{html.escape(f'{name}: {type(exc).__name__}: {exc}')}</pre>"),)
+                f"{html.escape(f'{name}: {type(exc).__name__}: {exc}')}</pre>"))
             self.views[name] = None
         else:
             self.views[name] = view
-            box.children = (view,)
+            box.children = (*above, view)
         self.status.value = DONE
+
+    # -- what the gradient is taken with respect to -------------------------------------
+    def _float_inputs(self) -> list[Variable]:
+        return [v for v in self.source.inputs if dtypes.is_float_dtype(v.type.dtype)]
+
+    def _reset_wrt(self) -> None:
+        """A new graph: keep the chosen inputs it still has (else all), new checkboxes."""
+        names = [v.name for v in self._float_inputs()]
+        kept = [n for n in (self.wrt_names or []) if n in names]
+        self.wrt_names = kept or None
+        self.wrt_boxes = {}
+        for name in names:
+            box = styled(widgets.Checkbox(value=self.wrt_names is None or name in kept,
+                                          description=name, indent=False,
+                                          layout=widgets.Layout(width="auto")),
+                         "wb-wrt", f"wb-wrt-{_css(name)}")
+            box.observe(self._on_wrt_box, names="value")
+            self.wrt_boxes[name] = box
+
+    def _wrt_chooser(self) -> widgets.HBox:
+        return styled(widgets.HBox([widgets.HTML("<b>differentiate with respect to:</b>&nbsp;"),
+                                    *self.wrt_boxes.values()]), "wb-wrt-chooser")
+
+    def _on_wrt_box(self, change: dict[str, Any]) -> None:
+        self.set_wrt([name for name, box in self.wrt_boxes.items() if box.value])
+
+    def set_wrt(self, names: Sequence[str]) -> None:
+        """Differentiate with respect to these inputs only (the gradient tab's checkboxes);
+        the gradient tab is rebuilt."""
+        if self.source is None:
+            raise ValueError("no graph yet: build an expression first")
+        known = list(self.wrt_boxes)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"cannot differentiate with respect to {', '.join(unknown)}: "
+                             f"the float inputs are {', '.join(known) or 'none'}")
+        self.wrt_names = list(names)
+        for name, box in self.wrt_boxes.items():
+            box.unobserve(self._on_wrt_box, names="value")
+            box.value = name in self.wrt_names
+            box.observe(self._on_wrt_box, names="value")
+        self.views.pop("gradient", None)
+        if self.selected_tab == "gradient":
+            self._build_tab("gradient")
 
     # -- what each tab shows ------------------------------------------------------------
     @property
@@ -302,8 +351,12 @@ class Workbench(widgets.VBox):
         return out if out.type.ndim == 0 else out.sum()
 
     def wrt(self) -> list[Variable]:
-        """The inputs the gradient tab differentiates with respect to: the float ones."""
-        return [v for v in self.source.inputs if dtypes.is_float_dtype(v.type.dtype)]
+        """The inputs the gradient tab differentiates with respect to: the float ones
+        ticked in its chooser (all of them until the user chooses)."""
+        floats = self._float_inputs()
+        if self.wrt_names is None:
+            return floats
+        return [v for v in floats if v.name in self.wrt_names]
 
     def _graph_tab(self) -> Any:
         from workbench.widgets.graph_view import GraphView
@@ -312,9 +365,11 @@ class Workbench(widgets.VBox):
 
     def _gradient_tab(self) -> Any:
         wrt = self.wrt()
-        if not wrt:
+        if not self._float_inputs():
             raise ValueError("the expression has no float input to differentiate with "
                              "respect to (integer and bool inputs have no gradient)")
+        if not wrt:
+            raise ValueError("tick at least one input to differentiate with respect to")
         explorer = _lazy("workbench.widgets.grad_explorer", "GradExplorer")
         cost = self.cost()
         view = explorer(cost, wrt, point={v: self.point[v] for v in self.source.inputs})

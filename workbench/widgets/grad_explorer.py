@@ -51,7 +51,14 @@ from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace
 from workbench.core.printing import pprint
 from workbench.inspector import node_key, to_networkx
 from workbench.inspector.graph import _graph_parts
-from workbench.widgets._common import html_table, pre, run_with_status, status_label, styled
+from workbench.widgets._common import (
+    graph_title,
+    html_table,
+    pre,
+    run_with_status,
+    status_label,
+    styled,
+)
 from workbench.widgets.graph_canvas import GraphCanvas, graph_data, relabel
 from workbench.widgets.rewrite_stepper import StepNavigator
 
@@ -110,12 +117,11 @@ class GradExplorer(widgets.VBox):
         self._check_html = ""
 
         self.status = status_label("working…")
-        wrt_text = ", ".join(self._name(v) for v in self.wrt)
         self.title = styled(widgets.HTML(
-            f"<b>d {html.escape(self._name(cost))} / d ({html.escape(wrt_text)})</b>: "
+            f"<b>{html.escape(self.derivative_title())}</b>: "
             f"<span class='wb-entry-count' data-entries='{len(self.entries)}'>"
-            f"{len(self.trace.steps)} backward steps, {len(self.trace.accumulations)} sums"
-            "</span>"), "wb-grad-title")
+            f"{_count(len(self.trace.steps), 'backward step')}, "
+            f"{_count(len(self.trace.accumulations), 'sum')}</span>"), "wb-grad-title")
         self.nav = StepNavigator(self._show, minimum=0, maximum=len(self.entries),
                                  noun="position")
         self.first_button, self.prev_button = self.nav.first_button, self.nav.prev_button
@@ -347,6 +353,11 @@ class GradExplorer(widgets.VBox):
         else:
             self.check_output.value = ""
 
+    def derivative_title(self) -> str:
+        """`d cost / d x, d cost / d w`: the cost by its name (or a short formula)."""
+        cost = graph_title([self.cost], limit=40)
+        return ", ".join(f"d {cost} / d {graph_title([v], limit=24)}" for v in self.wrt)
+
     def _name(self, var: Variable) -> str:
         """`x`, or `[id C] tanh(x * w)` for an unnamed intermediate."""
         if var.name is not None:
@@ -551,3 +562,8 @@ def _brief(value: Any) -> str:
     text = np.array2string(array, threshold=12, edgeitems=3, precision=4,
                            suppress_small=True)
     return " ".join(text.split())
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 sum`, `3 sums`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
