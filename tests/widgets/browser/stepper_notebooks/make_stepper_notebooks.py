@@ -39,9 +39,35 @@ explorer = GradExplorer(cost, [x, w], point={x: np.array([1.0, 2.0]), w: np.arra
 explorer
 '''
 
+FUSION_STEPPER = '''\
+from workbench.examples import get_example
+from workbench.widgets import RewriteStepper
+
+stepper = RewriteStepper(get_example("logistic_regression"))
+fusion = next(s for s in stepper.trace.steps if s.rewrite == "elemwise_fusion")
+stepper.go_to_step(fusion.index)  # the step that fuses 11 nodes into one Composite
+stepper
+'''
+
+GRAD_X_SIN_X = '''\
+import ipywidgets as widgets
+import workbench.tensor as wt
+
+from workbench.inspector import node_key
+from workbench.widgets import GradExplorer
+
+x = wt.dscalar("x")
+y = x * wt.sin(x)
+explorer = GradExplorer(y, [x], point={x: 0.7})
+keys = widgets.HTML(f"<span class='wb-test-keys' data-x='{node_key(x)}' "
+                    f"data-mul='{node_key(y.owner)}'></span>")
+widgets.VBox([explorer, keys])
+'''
+
 
 def notebook(title: str, code: str) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=[new_markdown_cell(title), new_code_cell(code)])
+    cells = [new_markdown_cell(title)] if title else []
+    nb = new_notebook(cells=[*cells, new_code_cell(code)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     return nb
@@ -54,6 +80,9 @@ NOTEBOOKS = {
     "grad_explorer.ipynb": notebook(
         "# GradExplorer\nThe backward pass of `sum(tanh(x * w) + x * x)`, step by step.",
         GRAD_EXPLORER),
+    # no title cell: the widget is the first thing on the page, as at the top of a screen
+    "fusion_stepper.ipynb": notebook("", FUSION_STEPPER),
+    "grad_x_sin_x.ipynb": notebook("", GRAD_X_SIN_X),
 }
 
 
