@@ -176,6 +176,14 @@ def test_02_autodiff_in_the_classroom(executed):
     assert "verify_grad: the symbolic gradient matches finite differences" in text
     assert "verify_grad caught the mistake:" in text
     assert _widgets_shown(book) == 1  # the GradExplorer
+    # the drawing of y: x's two edges, the one into mul routed around sin's box
+    from workbench.testing.drawings import layout_problems, svg_layout
+
+    (svg,) = [o["data"]["image/svg+xml"] for c in book.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
+    drawn = svg_layout(svg if isinstance(svg, str) else "".join(svg))
+    x_key = next(k for k, b in drawn.boxes.items() if b.lines == ("x",))
+    assert sum(e.source == x_key for e in drawn.edges) == 2 and layout_problems(drawn) == []
 
 
 def test_03_rewrites_step_by_step(executed):
@@ -193,7 +201,9 @@ def test_03_rewrites_step_by_step(executed):
     assert "without fusion: 5 nodes instead of 1" in text
     assert "log(1 + 1e-17) without local_log1p: 0.0" in text
     assert "log(1 + 1e-17) with it:             1e-17" in text
-    assert _widgets_shown(book) == 1  # the RewriteStepper
+    assert re.search(r"step \d+: 5 Apply nodes removed, 1 introduced; \d+ graph nodes stay",
+                     text)
+    assert _widgets_shown(book) == 2  # the RewriteStepper of log1p, the one of fusion
 
 
 def test_04_compiling_and_profiling_covers_every_available_linker(executed):
