@@ -1,6 +1,7 @@
 """The inspector: networkx graphs, queries, layout, drawing, export and diff."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import networkx as nx
@@ -140,6 +141,13 @@ def test_dot_and_json_exports():
     g = to_networkx(cost)
     dot = to_dot(cost)
     assert dot.startswith('digraph "workbench" {') and dot.count("->") == g.number_of_edges()
+    # each node where the layout puts it (points, y up), with its wrapped caption
+    lay = layout(g)
+    key = find(g, "h")
+    pos = re.search(rf'"{key}" \[label="([^"]*)".*pos="([-0-9.]+),([-0-9.]+)!"', dot)
+    assert pos.group(1) == "\\n".join(lay.boxes[key].lines)
+    assert float(pos.group(2)) == pytest.approx(lay.boxes[key].x * 0.75, abs=0.1)
+    assert float(pos.group(3)) == pytest.approx((lay.height - lay.boxes[key].y) * 0.75, abs=0.1)
     data = json.loads(to_json(cost))
     back = nx.node_link_graph(data, edges="links")
     assert len(back) == len(g) and back.number_of_edges() == g.number_of_edges()

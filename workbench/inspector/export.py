@@ -7,8 +7,9 @@ from typing import Any
 
 import networkx as nx
 
-from workbench.inspector.draw import KIND_STYLE, _as_digraph, _caption
+from workbench.inspector.draw import KIND_STYLE, _as_digraph
 from workbench.inspector.graph import APPLY
+from workbench.inspector.layout import layout
 
 _JSON_SAFE = (str, int, float, bool, type(None))
 
@@ -18,17 +19,26 @@ def _dot_quote(text: str) -> str:
 
 
 def to_dot(graph: Any, name: str = "workbench") -> str:
-    """The graph as Graphviz DOT text (boxes for Apply nodes, rounded for Variables)."""
+    """The graph as Graphviz DOT text (boxes for Apply nodes, rounded for Variables).
+
+    Each node carries the caption, size and position of workbench's own layout
+    (`pos` in points, `!` pinned): `dot` lays it out afresh, `neato -n2` keeps
+    the boxes where `to_svg` draws them.
+    """
     g = _as_digraph(graph)
-    lines = [f"digraph {_dot_quote(name)} {{", "  rankdir=TB;", "  node [fontname=monospace];"]
+    lay = layout(g)
+    lines = [f"digraph {_dot_quote(name)} {{", "  rankdir=TB;",
+             "  node [fontname=monospace, fixedsize=true];"]
     for key, data in g.nodes(data=True):
         style = KIND_STYLE[data["kind"]]
-        shape = "box" if data["kind"] == APPLY else "box, style=\"rounded,filled\""
-        if data["kind"] == APPLY:
-            shape = "box, style=filled"
+        shape = "box, style=filled" if data["kind"] == APPLY else "box, style=\"rounded,filled\""
+        box = lay.boxes[key]
+        label = "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in box.lines)
         lines.append(
-            f"  {_dot_quote(key)} [label={_dot_quote(_caption(data, limit=60))}, shape={shape}, "
-            f"fillcolor={_dot_quote(style['fill'])}, color={_dot_quote(style['stroke'])}];"
+            f'  {_dot_quote(key)} [label="{label}", shape={shape}, '
+            f"fillcolor={_dot_quote(style['fill'])}, color={_dot_quote(style['stroke'])}, "
+            f'pos="{box.x * 0.75:.1f},{(lay.height - box.y) * 0.75:.1f}!", '
+            f"width={box.width / 96:.3f}, height={box.height / 96:.3f}];"
         )
     for source, target, data in g.edges(data=True):
         lines.append(f"  {_dot_quote(source)} -> {_dot_quote(target)} "
