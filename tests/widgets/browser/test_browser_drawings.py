@@ -114,3 +114,38 @@ def test_the_x_to_mul_edge_of_x_sin_x_is_not_covered(voila_app, notebook_root,
                for px, py in result["samples"])  # in view, not scrolled away
     page.locator(".wb-grad-svg").screenshot(path=str(screenshot_dir /
                                                      "voila-grad-x-sin-x-edges.png"))
+
+
+JS_TEXT_OUTSIDE = """() => {
+  const out = [];
+  for (const group of document.querySelectorAll('g.node')) {
+    const r = group.querySelector('rect').getBoundingClientRect();
+    for (const t of group.querySelectorAll('text')) {
+      const b = t.getBoundingClientRect();
+      if (b.left < r.left - 0.5 || b.right > r.right + 0.5 || b.top < r.top - 0.5
+          || b.bottom > r.bottom + 0.5) out.push([group.id, t.textContent, b.width, r.width]);
+    }
+  }
+  return out;
+}"""
+
+
+def test_cli_svg_captions_fit_their_boxes_as_chromium_renders_them(page, tmp_path,
+                                                                   screenshot_dir):
+    """The layout sizes boxes from a font's metrics; Chromium's rendering must agree."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+    from workbench.examples import EXAMPLES
+
+    for name in EXAMPLES:
+        svg = tmp_path / f"{name}.svg"
+        result = CliRunner().invoke(app, ["show", "--example", name, "--format", "svg",
+                                          "--output", str(svg)])
+        assert result.exit_code == 0, result.output
+        page.goto(svg.as_uri())
+        assert page.locator("g.node").count() > 0
+        assert page.evaluate(JS_TEXT_OUTSIDE) == [], name
+    page.set_viewport_size(PROJECTOR)
+    page.goto((tmp_path / "logistic_regression.svg").as_uri())
+    page.screenshot(path=str(screenshot_dir / "cli-svg-logistic-regression-1280x800.png"))
