@@ -62,11 +62,18 @@ def layout_problems(lay: GraphLayout, char_width: float | None = None) -> list[s
         if len(box.lines) * lay.line_height > box.height + 0.01:
             problems.append(f"caption of {box.key} ({len(box.lines)} lines) is taller than "
                             f"its box ({box.height:.0f} px)")
+    bucket = 64.0  # boxes by the horizontal strips they touch: segments meet few of them
+    strips: dict[int, list[NodeBox]] = {}
+    for box in boxes:
+        for k in range(int(box.top // bucket), int(box.bottom // bucket) + 1):
+            strips.setdefault(k, []).append(box)
     for edge in lay.edges:
         for p, q in zip(edge.points, edge.points[1:]):
             x_lo, x_hi = min(p[0], q[0]), max(p[0], q[0])
             y_lo, y_hi = min(p[1], q[1]), max(p[1], q[1])
-            for box in boxes:
+            near = {id(b): b for k in range(int(y_lo // bucket), int(y_hi // bucket) + 1)
+                    for b in strips.get(k, ())}
+            for box in near.values():
                 if box.key in (edge.source, edge.target):
                     continue
                 if box.right < x_lo or box.left > x_hi or box.bottom < y_lo or box.top > y_hi:

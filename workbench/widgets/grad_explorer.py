@@ -354,9 +354,9 @@ class GradExplorer(widgets.VBox):
             self.check_output.value = ""
 
     def derivative_title(self) -> str:
-        """`d cost / d x, d cost / d w`: the cost by its name (or a short formula)."""
+        """`d cost / d x, d w`: the cost by its name (or a short formula)."""
         cost = graph_title([self.cost], limit=40)
-        return ", ".join(f"d {cost} / d {graph_title([v], limit=24)}" for v in self.wrt)
+        return f"d {cost} / " + ", ".join(f"d {graph_title([v], limit=24)}" for v in self.wrt)
 
     def _name(self, var: Variable) -> str:
         """`x`, or `[id C] tanh(x * w)` for an unnamed intermediate."""

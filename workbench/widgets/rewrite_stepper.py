@@ -540,8 +540,12 @@ class RewriteStepper(widgets.VBox):
                          if step.error else "failed"))
         removed = ",".join(sorted(d.removed))
         introduced = ",".join(sorted(d.introduced))
+        # the boxes of the drawings that show them (an Apply shares its output's box)
+        boxes = {side: ",".join(sorted(d.changed_boxes(side))) for side in ("before", "after")}
         return (f'<div class="wb-step-body" data-step="{step.index}" '
-                f'data-removed="{removed}" data-introduced="{introduced}">'
+                f'data-removed="{removed}" data-introduced="{introduced}" '
+                f'data-removed-boxes="{boxes["before"]}" '
+                f'data-introduced-boxes="{boxes["after"]}">'
                 f"<b>step {step.index}: {html.escape(step.rewrite)}</b>"
                 + html_table(["", ""], rows, css="wb-table wb-step-table") + "</div>")
 

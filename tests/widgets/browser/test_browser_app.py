@@ -133,7 +133,7 @@ def test_app_build_error_then_graph_rewrites_gradient_profile_in_voila(
     gradient = open_tab(page, "gradient")
     explorer = gradient.locator(".wb-grad-explorer")
     expect(explorer).to_be_visible(timeout=60_000)
-    expect(explorer.locator(".wb-grad-title")).to_contain_text("/ d (x, w)")  # both floats
+    expect(explorer.locator(".wb-grad-title")).to_contain_text("/ d x, d w")  # both floats
     step_panel = explorer.locator(".wb-grad-step")
     before = step_panel.inner_text()
     explorer.locator(".wb-next").click()

@@ -57,8 +57,8 @@ def test_rewrite_stepper_next_filter_check_exclude_in_voila(voila_app, stepper_n
     body = page.locator(".wb-step-body[data-step='3']")
     expect(body).to_contain_text("stabilize")
     assert body.get_attribute("data-removed") != first_removed
-    introduced = body.get_attribute("data-introduced").split(",")
-    # the nodes the step introduced, and only they, are outlined green in the "after" drawing
+    introduced = body.get_attribute("data-introduced-boxes").split(",")
+    # the boxes showing what the step introduced, and only they, are green in "after"
     green = outlined(page, ".wb-after-svg", INTRODUCED)
     expect(green).to_have_count(len(introduced))
     assert sorted(green.evaluate_all("els => els.map(e => e.id)")) == sorted(introduced)
