@@ -261,6 +261,15 @@ def test_grad_before_and_after_rewriting():
     assert code == 2 and "no input named 'nope'" in err
 
 
+def test_grad_simplify_of_a_mean_reads_as_a_textbook_formula():
+    code, out, err = run("grad", "mean(x ** 2)", "--var", "x=float64[?]", "--wrt", "x",
+                         "--simplify")
+    assert code == 0, err
+    simplified = out.split("simplified (FAST_RUN rewrites):")[1]
+    assert simplified.splitlines()[1].strip() == "2.0 * x / x.shape[0]"
+    assert "Cast{" not in out.splitlines()[1]  # the formula before rewriting, too
+
+
 def test_grad_of_an_example_with_the_backward_steps():
     code, out, err = run("grad", "--example", "logistic_regression", "--wrt", "w", "--steps")
     assert code == 0, err

@@ -419,8 +419,67 @@ def _install_tensor_rules() -> None:
         return (f"mean{total[3:]}" if total.startswith("sum(") else f"{total} / {args[1][0]}",
                 _ATOM)
 
+    def scalar_op_name(var: Variable) -> str:
+        node = var.owner
+        return "" if node is None else type(getattr(node.op, "scalar_op", None)).__name__
+
+    def beneath_broadcast(var: Variable) -> Variable:
+        """`var` without the DimShuffles that only add broadcast dimensions."""
+        while var.owner is not None and getattr(var.owner.op, "new_order", None) is not None:
+            var = var.owner.inputs[0]
+        return var
+
+    def is_shape_count(var: Variable) -> bool:
+        """Whether `var` is a length read from a shape (`x.shape[0]`), or a product of
+        such lengths and integer constants: a count a reader sees as a number."""
+        var = beneath_broadcast(var)
+        node = var.owner
+        if isinstance(var, Constant):
+            return getattr(var.data, "size", 0) == 1 and var.data.dtype.kind in "iu"
+        if node is None:
+            return False
+        if isinstance(node.op, Shape_i):
+            return True
+        return scalar_op_name(var) == "Mul" and all(is_shape_count(i) for i in node.inputs)
+
+    def is_cast_of_a_count(node: Apply) -> bool:
+        return scalar_op_name(node.outputs[0]) == "Cast" and is_shape_count(node.inputs[0])
+
+    def cast_of_a_count_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+        return args[0]  # `n` as a float reads as `n`: the cast is the machine's concern
+
+    def reciprocal_of(var: Variable) -> Variable | None:
+        """`a` when `var` is `1 / a` (possibly broadcast), else None."""
+        var = beneath_broadcast(var)
+        if scalar_op_name(var) != "TrueDiv":
+            return None
+        one, denominator = var.owner.inputs
+        one = beneath_broadcast(one)
+        if isinstance(one, Constant) and getattr(one.data, "size", 0) == 1 and (
+                one.data.reshape(-1)[0] == 1):
+            return denominator
+        return None
+
+    def is_product_with_a_reciprocal(node: Apply) -> bool:
+        return (scalar_op_name(node.outputs[0]) == "Mul" and len(node.inputs) == 2
+                and any(reciprocal_of(i) is not None for i in node.inputs))
+
+    def product_with_a_reciprocal_rule(node: Apply,
+                                       args: list[tuple[str, int]]) -> tuple[str, int]:
+        """`1 / a * b` and `b * (1 / a)` read as `b / a`, which is what they compute."""
+        k = 0 if reciprocal_of(node.inputs[0]) is not None else 1
+        (other, other_prec), (reciprocal, _) = args[1 - k], args[k]
+        prec = _PRECEDENCE["/"]
+        one, slash, below = reciprocal.partition(" / ")  # `1.0 / a`, a already wrapped
+        if not slash or "(" in one:  # a named reciprocal: keep the product
+            left, right = (reciprocal, other) if k == 0 else (other, reciprocal)
+            return f"{left} * {right}", _PRECEDENCE["*"]
+        return f"{_wrap(other, other_prec, prec)} / {below}", prec
+
     register_pprint(reduction.CAReduce, reduction_rule)
     register_pprint(is_mean, mean_rule)
+    register_pprint(is_cast_of_a_count, cast_of_a_count_rule)
+    register_pprint(is_product_with_a_reciprocal, product_with_a_reciprocal_rule)
     for op_class in (linalg.Dot, linalg.MatMul):
         register_pprint(op_class, matmul_rule)
     register_pprint(Shape_i, shape_i_rule)
