@@ -427,6 +427,23 @@ def test_profile_json_has_the_compile_time_and_the_graph_name():
     assert all(seconds >= 0 for seconds in summary["compile_time"].values())
 
 
+COMMANDS = ["examples", "functions", "demo", "show", "grad", "rewrite", "compile", "profile",
+            "bench", "cache", "cache info", "cache clear"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_names_values_by_what_they_hold_not_by_python_type(command):
+    code, out, err = run(*command.split(), "--help", env={"COLUMNS": "200"})
+    assert code == 0, err
+    assert re.findall(r"<(?:str|bool|int|float|path|list\[\w+\])>", out) == [], out
+
+
+def test_the_graph_argument_says_what_it_accepts():
+    code, out, _ = run("show", "--help", env={"COLUMNS": "200"})
+    row = next(line for line in out.splitlines() if "GRAPH" in line and "The graph" in line)
+    assert "EXPR|FILE.json" in row and "an expression" in row
+
+
 def test_grad_simplify_gives_the_textbook_formula_in_one_fused_loop():
     code, out, err = run("grad", "sum(tanh(x) * x)", "--var", "x=float64[?]", "--wrt", "x",
                          "--simplify")

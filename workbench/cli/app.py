@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from workbench.cli.errors import UsageError, exit_codes, state, unknown
 from workbench.cli.maintenance import bench, cache_app
@@ -69,9 +69,14 @@ METAVARS = {"graph": "GRAPH", "var": "NAME=DTYPE[SHAPE]", "example": "NAME", "wr
             "inputs": "NAME=DATA", "only": "FAMILIES"}
 
 
+#: what --help shows in the type column of a positional argument (instead of `<str>`)
+ARGUMENT_KINDS = {"graph": "EXPR|FILE.json"}
+
+
 def _plain_metavars(command: Any, ctx: Any) -> None:
     """--help shows flags without a `<bool>` (they take no value) and values by what
-    they hold (`NAME=DTYPE[SHAPE]`, `FILE`, `N`) rather than by Python type."""
+    they hold (`NAME=DTYPE[SHAPE]`, `FILE`, `N`) rather than by Python type; the same
+    for the commands of a group (`cache info`)."""
     for param in command.get_params(ctx):
         if param.metavar is not None:
             continue
@@ -79,6 +84,11 @@ def _plain_metavars(command: Any, ctx: Any) -> None:
             param.metavar = ""
         else:
             param.metavar = METAVARS.get(param.name or "", "N")
+        if isinstance(param, TyperArgument):  # typer shows its Python type beside it
+            kind = ARGUMENT_KINDS.get(param.name or "", "")
+            param.display_type_rich = lambda ctx, kind=kind: kind
+    for subcommand in getattr(command, "commands", {}).values():
+        _plain_metavars(subcommand, ctx)
 
 
 def _usage_message(exc: Exception) -> str:
