@@ -175,3 +175,21 @@ def test_the_checker_sees_an_edge_through_a_box():
     assert not segment_crosses_box((0.0, 45.0), (100.0, 45.0), box)  # along the border
     assert not segment_crosses_box((0.0, 0.0), (30.0, 100.0), box)
     assert np.isclose(box.left, 40.0)
+
+
+def test_graphs_past_the_sugiyama_budget_get_lanes_that_cross_no_box(monkeypatch):
+    """The 2,000-node long chain takes the lane layout (linear time); forced onto lanes,
+    every example still draws no edge through a box."""
+    import importlib
+
+    layout_module = importlib.import_module("workbench.inspector.layout")  # the module, not
+    # the function `workbench.inspector.layout` that the package exports under its name
+    chain = to_networkx(get_example("long_chain").outputs)
+    lay = layout(chain)
+    assert lay.extra.get("routing") == "lanes"
+    assert layout_problems(lay) == []
+    monkeypatch.setattr(layout_module, "SUGIYAMA_BUDGET", 0)
+    for name in EXAMPLES:
+        lay = layout(to_networkx(get_example(name).outputs))
+        assert lay.extra.get("routing") == "lanes"
+        assert layout_problems(lay) == [], name

@@ -41,6 +41,12 @@ PAD_X, PAD_Y = 8.0, 5.0
 X_SPACE, Y_SPACE, MARGIN = 18.0, 34.0, 10.0
 #: The width a long edge takes in the layers it passes through.
 DUMMY_WIDTH = 8.0
+#: Past this many vertices (nodes plus one per layer a long edge crosses) grandalf's
+#: Sugiyama takes minutes (the 2,000-node long chain makes 160,000): such graphs get
+#: the lane layout instead, which is linear and still never draws an edge through a box.
+SUGIYAMA_BUDGET = 5000
+#: The distance between the vertical lanes long edges take in the lane layout.
+LANE_SPACE = 10.0
 #: Caption lines wrap at this many characters; longer captions keep MAX_LINES.
 WRAP_CHARS, MAX_LINES = 26, 4
 
@@ -233,6 +239,9 @@ def layout(graph: Any, captions: Mapping[str, Sequence[str]] | None = None,
         height = max([LINE_HEIGHT] + [sizes[key][1] for key in layer])
         bands.append((top, top + height))
         top += height + layer_gap
+    long_edge_cells = sum(rank_of[t] - rank_of[s] - 1 for s, t in g.edges)
+    if g.number_of_nodes() + long_edge_cells > SUGIYAMA_BUDGET:
+        return _lane_layout(g, grouped, rank_of, lines, sizes, bands, layer_gap, node_gap)
     vertices = {}
     for key in (key for layer in grouped for key in layer):
         v = Vertex(key)
@@ -330,6 +339,13 @@ def _spread(centre: float, width: float, count: int) -> list[float]:
     return [centre - span / 2 + span * i / (count - 1) for i in range(count)]
 
 
+def _without_repeats(points: list[Point]) -> tuple[Point, ...]:
+    """`points` with consecutive repeats dropped (a zero-length segment draws nothing)."""
+    kept = [points[0]]
+    kept.extend(q for p, q in zip(points, points[1:]) if q != p)
+    return tuple(kept)
+
+
 def _routes(sug: Any, component: Any, ranks: list[int],
             bands: list[tuple[float, float]]) -> list[EdgeRoute]:
     """Polylines: vertical inside layer bands (at a box's port or a dummy vertex),
@@ -365,12 +381,67 @@ def _routes(sug: Any, component: Any, ranks: list[int],
         for x, r in inner[e]:
             points += [(x, bands[int(r)][0]), (x, bands[int(r)][1])]
         points += [(in_port[e], bands[r1][0]), (in_port[e], ty - target.view.h / 2)]
-        deduped = [points[0]]
-        for p in points[1:]:
-            if p != deduped[-1]:
-                deduped.append(p)
-        routes.append(EdgeRoute(source.data, target.data, tuple(deduped)))
+        routes.append(EdgeRoute(source.data, target.data, _without_repeats(points)))
     return routes
+
+
+def _lane_layout(g: nx.DiGraph, grouped: list[list[str]], rank_of: dict[str, int],
+                 lines: dict[str, tuple[str, ...]], sizes: dict[str, tuple[float, float]],
+                 bands: list[tuple[float, float]], layer_gap: float,
+                 node_gap: float) -> GraphLayout:
+    """The layout of a graph too big for Sugiyama: each layer's boxes left to right in
+    graph order; an edge between neighbouring layers runs straight through the gap
+    between them; a longer edge leaves its source into the gap below it, runs to a
+    vertical lane left of every box (one lane per source, shared by its long edges, so
+    an input used in every layer draws as one trunk) and enters its target from the
+    gap above it. Every segment lies in a gap or a lane, so no box is ever crossed."""
+    lane_of: dict[str, int] = {}
+    for s, t in g.edges:
+        if rank_of[t] - rank_of[s] > 1 and s not in lane_of:
+            lane_of[s] = len(lane_of)
+    first_x = MARGIN + len(lane_of) * LANE_SPACE + (node_gap if lane_of else 0.0)
+    boxes: dict[str, NodeBox] = {}
+    right = first_x
+    for r, layer in enumerate(grouped):
+        x = first_x
+        top, bottom = bands[r]
+        for key in layer:
+            w, h = sizes[key]
+            boxes[key] = NodeBox(key, x + w / 2, (top + bottom) / 2, w, h, lines[key], r)
+            x += w + node_gap
+        right = max(right, x - node_gap)
+
+    def gap_y(after_rank: int, lane: int) -> float:
+        """A y inside the gap below band `after_rank`, staggered per lane."""
+        return bands[after_rank][1] + layer_gap * (0.25 + 0.5 * (lane % 7) / 7)
+
+    out_port: dict[tuple[str, str], float] = {}
+    in_port: dict[tuple[str, str], float] = {}
+    for key, box in boxes.items():
+        targets = sorted(g.successors(key), key=lambda t: boxes[t].x)
+        for t, x in zip(targets, _spread(box.x, box.width, len(targets))):
+            out_port[key, t] = x
+        sources = sorted(g.predecessors(key), key=lambda s: boxes[s].x)
+        for s, x in zip(sources, _spread(box.x, box.width, len(sources))):
+            in_port[s, key] = x
+    routes = []
+    for s, t in g.edges:
+        a, b = boxes[s], boxes[t]
+        sx, tx = out_port[s, t], in_port[s, t]
+        if s in lane_of and b.rank - a.rank > 1:
+            lane_x = MARGIN + lane_of[s] * LANE_SPACE
+            y0, y1 = gap_y(a.rank, lane_of[s]), gap_y(b.rank - 1, lane_of[s])
+            points = [(sx, a.bottom), (sx, y0), (lane_x, y0), (lane_x, y1), (tx, y1),
+                      (tx, b.top)]
+        else:
+            points = [(sx, a.bottom), (sx, bands[a.rank][1]), (tx, bands[b.rank][0]),
+                      (tx, b.top)]
+        routes.append(EdgeRoute(s, t, _without_repeats(points)))
+    order = {key: i for i, key in enumerate(g.nodes)}
+    boxes = dict(sorted(boxes.items(), key=lambda kv: order[kv[0]]))
+    height = bands[-1][1] + MARGIN if bands else 2 * MARGIN
+    return GraphLayout(boxes, routes, width=right + MARGIN, height=height,
+                       extra={"routing": "lanes"})
 
 
 def layout_union(graphs: Sequence[Any], **kwargs: Any) -> GraphLayout:
