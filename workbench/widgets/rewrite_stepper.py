@@ -597,7 +597,7 @@ class RewriteStepper(widgets.VBox):
         step = self.current
         if step is None:
             raise ValueError("no step to check (the filters leave none)")
-        view = self.trace.graph_at(step.index - 1)
+        view = self.trace.view_at(step.index - 1)
         with warnings.catch_warnings():  # its warning is replaced by the error below
             warnings.simplefilter("ignore")
             checker = StepChecker(view)  # random inputs; evaluates the graph before the step
@@ -606,7 +606,7 @@ class RewriteStepper(widgets.VBox):
             raise ValueError(f"no random inputs could evaluate this graph "
                              f"({checker.disabled_reason})")
         before = list(checker.reference)
-        after_view = self.trace.graph_at(step.index)
+        after_view = self.trace.view_at(step.index)  # the same live view, moved on
         ok, message = True, ""
         try:
             checker(self.trace, step, after_view)
@@ -636,7 +636,7 @@ class RewriteStepper(widgets.VBox):
     def _better_check_inputs(self, checker: Any, view: FunctionGraph) -> None:
         """Shared variables keep their values and inputs of a GraphSource get its shapes
         (the checker's own random sizes may not fit, e.g. a (3, 3) weight matrix)."""
-        from workbench.core.compile.debugmode import _evaluate, random_value
+        from workbench.core.compile.debugmode import random_value
 
         shared = [v for v in view.inputs if hasattr(v, "get_value")]
         if not shared and not any(v.name in self.input_shapes for v in view.inputs):
@@ -650,12 +650,10 @@ class RewriteStepper(widgets.VBox):
                 shape = self.input_shapes.get(var.name, (2, 3))
                 values.append(random_value(var.type, rng, tuple(shape) or (1,)))
         try:
-            reference = _evaluate(view, values)
+            checker.use_inputs(view, values)
         except Exception as exc:  # keep the checker's own inputs (if they worked)
             if checker.inputs is None:
                 checker.disabled_reason = f"{type(exc).__name__}: {exc}"
-            return
-        checker.inputs, checker.reference, checker.disabled_reason = values, reference, None
 
 
 def _css_name(name: str) -> str:

@@ -135,11 +135,8 @@ class StepChecker:
         rng = np.random.default_rng(seed)
         for unknown in ((2, 3), (3, 3)):
             try:
-                values = [random_value(v.type, rng, unknown) for v in fgraph.inputs]
-                self.reference = _evaluate(fgraph, values)
-                self.inputs = values
-                self.tolerances = [arithmetic_tolerance(ancestors([out]))
-                                   for out in fgraph.outputs]
+                self.use_inputs(fgraph, [random_value(v.type, rng, unknown)
+                                         for v in fgraph.inputs])
                 break
             except Exception as exc:  # no valid random inputs: this graph is not checked
                 self.disabled_reason = f"{type(exc).__name__}: {exc}"
@@ -150,6 +147,14 @@ class StepChecker:
                           f"inputs could evaluate it ({self.disabled_reason})", UserWarning,
                           stacklevel=4)
         self.checked = 0
+
+    def use_inputs(self, fgraph: FunctionGraph, values: list[Any]) -> None:
+        """Check on `values`: evaluate `fgraph` on them as the reference (raises what the
+        evaluation raises) and take each output's tolerance from its arithmetic."""
+        self.reference = _evaluate(fgraph, values)
+        self.inputs = values
+        self.tolerances = [arithmetic_tolerance(ancestors([out])) for out in fgraph.outputs]
+        self.disabled_reason = None
 
     def __call__(self, trace: Any, step: Any, fgraph: FunctionGraph) -> None:
         if self.inputs is None or self.reference is None or not step.changed:

@@ -194,7 +194,7 @@ def test_swapped_aliases_never_call_another_kinds_function(tmp_path):
 
 def test_cache_info_on_a_missing_directory_creates_nothing(tmp_path):
     missing = tmp_path / "nowhere"
-    done = run_python("from workbench.cli import app; app()", missing, "cache", "info")
+    done = run_python("from workbench.cli import app; app()", missing, "cache", "info", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["entries"] == 0
     assert not missing.exists()
