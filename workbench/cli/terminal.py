@@ -61,8 +61,9 @@ def progress(label: str, total: int | None = None) -> Iterator[Update]:
 
 @contextmanager
 def c_compile_progress() -> Iterator[None]:
-    """A bar per node kind while the C linker compiles the kinds a graph is missing;
-    it appears with the first compiled kind (nothing when every kind is cached)."""
+    """A bar of node kinds while the C linker compiles the kinds a graph is missing:
+    it appears when the compilers start and moves as each bundle (one compiler run)
+    finishes; nothing when every kind is cached."""
     if not sys.stderr.isatty():
         yield
         return

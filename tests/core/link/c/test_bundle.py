@@ -227,13 +227,14 @@ def test_load_entry_removes_a_corrupt_entry_with_a_warning(tmp_path):
 
 
 def test_progress_listeners_hear_the_kinds_compile(tmp_path, monkeypatch):
-    """What moves the CLI's progress bar: (kinds done, kinds to compile), up to all."""
+    """What moves the CLI's progress bar: (kinds done, kinds to compile), from none
+    (heard as the compilers start, so the bar shows while they run) up to all."""
     heard = []
     monkeypatch.setattr(bundle, "progress_listeners",
                         [lambda done, total: heard.append((done, total))])
     f = c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))
     kinds = f.linker.report.compiled
-    assert heard[-1] == (kinds, kinds)
+    assert heard[0] == (0, kinds) and heard[-1] == (kinds, kinds)
     assert [done for done, _ in heard] == sorted(done for done, _ in heard)
     heard.clear()
     c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))  # every kind on disk

@@ -215,9 +215,9 @@ def _from_alias(cache: ModuleCache, key: str) -> Any:
     return None if module is None else getattr(module, alias["capsule"], None)
 
 
-#: Called as `listener(done, total)` each time a bundle of node kinds is compiled (or
-#: found on disk) while a graph's missing kinds compile: the CLI's progress bar.
-#: Listeners may be called from the compiling threads.
+#: Called as `listener(done, total)` when a graph's missing kinds start compiling
+#: (done = 0) and each time a bundle of them is compiled (or found on disk): the CLI's
+#: progress bar. Listeners may be called from the compiling threads.
 progress_listeners: list[Callable[[int, int], None]] = []
 
 
@@ -278,6 +278,7 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     bundles = [bundle_source(b) for b in plan_bundles(kinds, workers)]
     bundles.sort(key=lambda b: -sum(k.cost for k in b.kinds))  # largest first: less idle
     progress = _Progress(len(kinds))
+    progress.advance(0)  # the compilers start: a bar shows while they run
 
     def build(bundle: BundleSource) -> tuple[Any, bool]:
         """(the loaded module, whether it was compiled rather than found on disk)."""
