@@ -98,13 +98,22 @@ def executed(tmp_path_factory: pytest.TempPathFactory):
 def _cell_text(cell) -> str:
     if cell.cell_type != "code":
         return ""
-    parts = []
+    parts: list[str] = []
+    stdout_at = None  # index in parts of the stdout text still being written
     for out in cell.outputs:
-        if out.output_type == "stream":
+        if out.output_type == "stream" and out.name == "stdout" and stdout_at is not None:
+            # one print() can reach the notebook in pieces with stderr from a background
+            # thread (a cold C compile) between them: keep the printed line whole
+            parts[stdout_at] += out.text
+        elif out.output_type == "stream":
+            if out.name == "stdout":
+                stdout_at = len(parts)
             parts.append(out.text)
         elif out.output_type == "error":
+            stdout_at = None
             parts.append(f"ERROR {out.ename}: {out.evalue}")
         else:
+            stdout_at = None
             data = out.get("data", {})
             parts.append(data.get("text/plain", ""))
             if WIDGET_VIEW in data:
