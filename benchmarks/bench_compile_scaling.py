@@ -83,8 +83,9 @@ def child(library: str, case: str, n: int, linker: str) -> None:
 
 
 def measure(library: str, case: str, n: int, linker: str, timeout: float
-            ) -> tuple[float, float] | None:
-    """(wall, CPU) seconds of one cold compile in a fresh process, None past `timeout`.
+            ) -> tuple[float, float] | str | None:
+    """(wall, CPU) seconds of one cold compile in a fresh process, None past `timeout`,
+    or for PyTensor the error it stopped with (e.g. its RecursionError on 5,000 inputs).
     CPU time counts the compiler's processes too: on a shared, loaded machine it is the
     faithful measure of the work."""
     with tempfile.TemporaryDirectory(prefix="wb-bench-scaling-") as cache:
@@ -97,6 +98,9 @@ def measure(library: str, case: str, n: int, linker: str, timeout: float
         except subprocess.TimeoutExpired:
             return None
         except subprocess.CalledProcessError as exc:
+            if library == "pytensor":  # a graph PyTensor cannot compile is a result here
+                last = (exc.stderr.strip().splitlines() or ["?"])[-1]
+                return f"fails: {last.split(':')[0]}"
             raise RuntimeError(f"{library} {case} N={n} {linker}: {exc.stderr[-1500:]}") \
                 from None
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -137,12 +141,16 @@ def main() -> None:
             for lib in libraries:
                 seconds = measure(lib[0], case, n, lib[1], args.timeout)
                 times[lib].append(seconds)
-                row.append(f"{seconds[0]:9.2f}/{seconds[1]:8.2f}" if seconds is not None
-                           else f"{'>timeout':>18}")
+                if seconds is None:
+                    row.append(f"{'>timeout':>18}")
+                elif isinstance(seconds, str):
+                    row.append(f"{seconds:>18}")
+                else:
+                    row.append(f"{seconds[0]:9.2f}/{seconds[1]:8.2f}")
             print(f"{case:>8} {n:6d} " + " ".join(row), flush=True)
         for lib, values in times.items():
             first, last = values[0], values[-1]
-            if first and last and len(values) > 1:
+            if isinstance(first, tuple) and isinstance(last, tuple) and len(values) > 1:
                 print(f"{case:>8} {lib[0]} {lib[1]}: time(N={args.sizes[-1]}) / "
                       f"time(N={args.sizes[0]}) = {last[0] / first[0]:.1f} wall, "
                       f"{last[1] / first[1]:.1f} cpu (N grows "
