@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from workbench.core.graph.basic import Apply, Constant, Variable, short_data_repr
+from workbench.core.graph.basic import Apply, Constant, Variable, ancestors, short_data_repr
 from workbench.core.graph.fg import FunctionGraph
 
 
@@ -42,17 +42,7 @@ class IdLabels:
     def avoid_names_of(self, outputs: list[Variable]) -> None:
         """Never hand out a label equal to the name of a variable of this graph, so
         `[id X]` cannot be confused with an input called `X`."""
-        seen: set[int] = set()
-        stack = list(outputs)
-        while stack:
-            var = stack.pop()
-            if id(var) in seen:
-                continue
-            seen.add(id(var))
-            if var.name is not None:
-                self._avoid.add(var.name)
-            if var.owner is not None:
-                stack.extend(var.owner.inputs)
+        self._avoid.update(var.name for var in ancestors(outputs) if var.name is not None)
 
     def __call__(self, obj: Any) -> str:
         key = obj.owner if isinstance(obj, Variable) and obj.owner is not None else obj
