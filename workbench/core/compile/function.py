@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.compile.mode import Mode, get_linker, get_mode
 from workbench.core.compile.shared import SharedVariable, _refiled
+from workbench.core.compile.specs import In, Out, UnusedInputError, UnusedInputWarning
 from workbench.core.graph.basic import (
     Constant,
     Variable,
@@ -50,74 +51,6 @@ __all__ = [
 ]  # fmt: skip
 
 _MISSING = object()
-
-
-class UnusedInputError(ValueError):
-    """An input given to `function` is not needed by any output or update."""
-
-
-class UnusedInputWarning(UserWarning):
-    """Warned for an unused input when `on_unused_input="warn"`."""
-
-
-class In:
-    """An input of a function, with options.
-
-    `value`: default used when the argument is not given (None: no default).
-    `name`: the keyword to pass it
-    by (default: the variable's name). `borrow`: keep the default value itself
-    rather than a copy. `mutable`: Ops may overwrite the value in place.
-    `strict` / `allow_downcast`: how arguments are filtered through the type.
-    `update`: an expression whose value replaces the default after each call.
-    `implicit`: not an argument of the function; the default value is always used.
-    """
-
-    def __init__(
-        self,
-        variable: Variable,
-        value: Any = None,
-        name: str | None = None,
-        borrow: bool = False,
-        mutable: bool = False,
-        strict: bool = False,
-        allow_downcast: bool | None = None,
-        update: Variable | None = None,
-        implicit: bool = False,
-    ) -> None:
-        if not isinstance(variable, Variable):
-            raise TypeError(f"In() takes a Variable, got {describe_value(variable)}")
-        self.variable = variable
-        self.value = value
-        self.name = name if name is not None else variable.name
-        self.borrow = borrow
-        self.mutable = mutable
-        self.strict = strict
-        self.allow_downcast = allow_downcast
-        self.update = update
-        self.implicit = implicit
-        if implicit and value is None and not isinstance(variable, SharedVariable):
-            raise ValueError(f"In({variable}, implicit=True) needs a value")
-
-    @property
-    def has_default(self) -> bool:
-        return self.value is not None
-
-    def __repr__(self) -> str:
-        return f"In({self.variable})"
-
-
-class Out:
-    """An output of a function; `borrow=True` allows returning internal storage (the
-    value may then alias an input or be overwritten by the next call)."""
-
-    def __init__(self, variable: Variable, borrow: bool = False) -> None:
-        if not isinstance(variable, Variable):
-            raise TypeError(f"Out() takes a Variable, got {describe_value(variable)}")
-        self.variable = variable
-        self.borrow = borrow
-
-    def __repr__(self) -> str:
-        return f"Out({self.variable})"
 
 
 def function(
