@@ -347,10 +347,10 @@ def _gpu_available() -> bool:
 
 
 def _gpu_transfer(var: Any, target: str) -> Any:
-    """x.transfer("gpu") / ("cpu"): the transfer Ops of the GPU package (no torch needed)."""
+    """x.transfer("gpu") / ("cpu"): the transfer Ops of the tensor layer (no torch needed)."""
     if target not in ("gpu", "cuda", "device", "cpu", "host"):
         return None
-    from workbench.core.link.gpu.transfer import transfer
+    from workbench.core.tensor.transfer import transfer
 
     return transfer(var, target)
 

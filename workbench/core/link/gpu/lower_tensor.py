@@ -15,7 +15,6 @@ from workbench.core.graph.basic import Apply
 from workbench.core.ifelse import IfElse
 from workbench.core.link.gpu.lower_elemwise import astype
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
-from workbench.core.link.gpu.transfer import _Transfer
 from workbench.core.scalar import math as sm
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.creation import NEGATIVE_DIMENSIONS, Alloc, ARange, Eye
@@ -27,6 +26,7 @@ from workbench.core.tensor.reduction import Any as AnyOp
 from workbench.core.tensor.reshape import BroadcastTo, Reshape
 from workbench.core.tensor.shape import Shape, Shape_i, SpecifyShape
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
+from workbench.core.tensor.transfer import Transfer
 
 _LOW = (dtypes.float16, dtypes.bfloat16)
 
@@ -407,7 +407,7 @@ def lower_repeat(node: Apply, ctx: LowerContext) -> Kernel:
 # -- identities -----------------------------------------------------------------------------
 
 
-@register_lowering(_IdentityGradOp, _Transfer)
+@register_lowering(_IdentityGradOp, Transfer)
 def lower_identity(node: Apply, ctx: LowerContext) -> Kernel:
     """Ops that only change gradients, and transfers: values are already on the device
     (the linker moves graph inputs there and outputs back)."""

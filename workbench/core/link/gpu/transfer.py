@@ -1,11 +1,9 @@
-"""Moving values between the host and the device: transfer Ops, rewrites, device storage.
+"""Moving values between the host and the device: transfer rewrites, device storage.
 
-`x.transfer("gpu")` inserts a `ToDevice` node and `x.transfer("cpu")` a `ToHost`
-node (seed 000's transfer targets, through `register_transfer`). Both keep x's
-Type: placement is not part of the type. On the Python linker they are the
-identity; on the GPU linker every value already lives on the device, so a
-`ToDevice` output of the graph is returned as a device tensor, while other
-outputs come back as NumPy arrays.
+The transfer Ops `ToDevice` and `ToHost` are graph objects and live in the tensor
+layer (`workbench.core.tensor.transfer`; re-exported here). On the GPU linker
+every value already lives on the device, so a `ToDevice` output of the graph is
+returned as a device tensor, while other outputs come back as NumPy arrays.
 
 Rewrites (canonicalize): `ToHost(ToDevice(x))` and `ToDevice(ToHost(x))` become
 `x`, and a node fed by `ToHost(v)` is moved onto the device (it reads `v` and its
@@ -19,100 +17,28 @@ and updates it there, while `get_value` and every other reader see NumPy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from workbench.core.graph.basic import Apply, Variable
-from workbench.core.graph.op import Op
 from workbench.core.rewrite.db import register_canonicalize
 from workbench.core.rewrite.engine import node_rewriter
+from workbench.core.tensor.transfer import (
+    DEVICE_TARGETS,
+    HOST_TARGETS,
+    ToDevice,
+    ToHost,
+    Transfer,
+    to_device_op,
+    to_host_op,
+    transfer,
+)
 
 __all__ = [
     "DeviceCell", "ToDevice", "ToHost", "device_shared", "is_device_cell", "keep_on_device",
     "to_device_op", "to_host_op", "transfer",
 ]  # fmt: skip
-
-DEVICE_TARGETS = ("gpu", "cuda", "device")
-HOST_TARGETS = ("cpu", "host")
-
-
-class _Transfer(Op):
-    """The identity, marking where a value moves between host and device."""
-
-    abstract = True
-    __props__ = ()
-    view_map = {0: [0]}  # noqa: RUF012 (the Op contract's class attribute)
-
-    def make_node(self, x: Any) -> Apply:
-        from workbench.core.tensor.variable import as_tensor_variable
-
-        x = as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        output_storage[0][0] = inputs[0]
-
-    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
-                    ) -> list[tuple[Any, ...]]:
-        return [input_shapes[0]]
-
-    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
-             ) -> list[Variable]:
-        """The gradient moves back the other way."""
-        back = to_host_op if isinstance(self, ToDevice) else to_device_op
-        return [back(output_grads[0])]
-
-    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
-             ) -> list[Variable | None]:
-        return [None if eval_points[0] is None else self(eval_points[0])]
-
-
-class ToDevice(_Transfer):
-    """Host -> device (target "gpu")."""
-
-    abstract = False
-
-    def __str__(self) -> str:
-        return "ToDevice"
-
-
-class ToHost(_Transfer):
-    """Device -> host (target "cpu")."""
-
-    abstract = False
-
-    def __str__(self) -> str:
-        return "ToHost"
-
-
-to_device_op = ToDevice()
-to_host_op = ToHost()
-
-
-def transfer(var: Variable, target: str) -> Variable | None:
-    """The registered transfer function: tensors to "gpu"/"cuda"/"device" or "cpu"/"host"."""
-    from workbench.core.tensor.type import TensorType
-
-    if not isinstance(var.type, TensorType) or not isinstance(target, str):
-        return None
-    owner = var.owner
-    if target in DEVICE_TARGETS:
-        if owner is not None and isinstance(owner.op, ToDevice):
-            return var
-        if owner is not None and isinstance(owner.op, ToHost):
-            return owner.inputs[0]
-        return to_device_op(var)
-    if target in HOST_TARGETS:
-        if owner is not None and isinstance(owner.op, ToDevice):
-            return owner.inputs[0]
-        if owner is not None and isinstance(owner.op, ToHost):
-            return var
-        return to_host_op(var)
-    return None
-
 
 
 # -- rewrites ---------------------------------------------------------------------------------
@@ -124,7 +50,7 @@ def local_cut_transfer_pairs(fgraph: Any, node: Apply) -> list[Variable] | None:
     """``ToHost(ToDevice(x))`` and ``ToDevice(ToHost(x))`` -> ``x``."""
     (x,) = node.inputs
     inner = x.owner
-    if inner is not None and isinstance(inner.op, _Transfer) and \
+    if inner is not None and isinstance(inner.op, Transfer) and \
             type(inner.op) is not type(node.op):
         return [inner.inputs[0]]
     return None
@@ -134,7 +60,7 @@ def local_cut_transfer_pairs(fgraph: Any, node: Apply) -> list[Variable] | None:
 @node_rewriter(None)
 def local_compute_on_device(fgraph: Any, node: Apply) -> list[Variable] | None:
     """``op(ToHost(a), b)`` -> ``ToHost(op(a, b))``: compute where the data is, move once."""
-    if isinstance(node.op, _Transfer):
+    if isinstance(node.op, Transfer):
         return None
     if not any(v.owner is not None and isinstance(v.owner.op, ToHost) for v in node.inputs):
         return None
