@@ -38,6 +38,7 @@ import numpy as np
 
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Op
 from workbench.core.graph.type import Type
 from workbench.core.printing import _outputs_of
@@ -193,6 +194,10 @@ def encode_op(op: Op) -> dict[str, Any]:
 
     if isinstance(op, Composite):  # its prop is a compiled program: save the scalar graph
         return {"op": _qualified(Composite), "graph": encode_graph(op.inputs, op.outputs)}
+    if isinstance(op, InnerGraphOp):  # its props, and the graph it holds
+        return {"op": _qualified(type(op)),
+                "props": {k: encode_value(v) for k, v in op.inner_graph_props().items()},
+                "graph": encode_graph(op.inner_inputs, op.inner_outputs)}
     props = op.__props__ or ()
     encoded = {"op": _qualified(type(op)),
                "props": {p: encode_value(getattr(op, p)) for p in props}}
@@ -438,6 +443,8 @@ def decode_op(spec: dict[str, Any], where: str) -> Op:
         inputs, outputs = decode_graph(spec.get("graph"), f"{where}.graph")
         with _refused_at(where, "cannot build Composite"):
             return Composite(inputs, outputs)
+    if issubclass(cls, InnerGraphOp):
+        return _decode_inner_graph_op(cls, spec, where)
     props = {}
     for key, value in _checked_props(cls, spec, where).items():
         if isinstance(value, dict) and value.get("own_rule"):
@@ -447,6 +454,18 @@ def decode_op(spec: dict[str, Any], where: str) -> Op:
         props["name"] = checked_op_name(spec["name"], f"{where}.name")
     with _refused_at(where, f"cannot build {cls.__name__}({props})"):
         return cls(**props)
+
+
+def _decode_inner_graph_op(cls: type[InnerGraphOp], spec: dict[str, Any], where: str
+                           ) -> Op:
+    inputs, outputs = decode_graph(spec.get("graph"), f"{where}.graph")
+    saved = spec.get("props", {})
+    if not isinstance(saved, dict) or not all(isinstance(k, str) for k in saved):
+        raise GraphFileError(f"{where}.props", "expected an object of props")
+    props = {checked_text(k, f"{where}.props"): decode_value(v, f"{where}.props.{k}")
+             for k, v in saved.items()}
+    with _refused_at(where, f"cannot build {cls.__name__} from its inner graph"):
+        return cls.from_inner_graph(inputs, outputs, **props)
 
 
 def decode_graph(document: dict[str, Any], where: str = ""

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from workbench.core.graph.basic import Apply, Constant, Variable, ancestors, short_data_repr
 from workbench.core.graph.fg import FunctionGraph
+from workbench.core.graph.inner_graph import InnerGraphOp
 
 
 def _id_label(n: int) -> str:
@@ -141,12 +142,16 @@ def dprint(
         return text
 
     # An explicit stack keeps deep graphs (thousands of nodes) from hitting the
-    # recursion limit. Each entry: (variable, prefix for its own line, prefix for
-    # its children, depth).
+    # recursion limit. Each entry: (variable or a ready line, prefix for its own
+    # line, depth). The inner graph of an inner-graph Op (a loop's body) follows
+    # the node's inputs, its lines marked " >".
     for out in outputs:
-        stack: list[tuple[Variable, str, int]] = [(out, "", 0)]
+        stack: list[tuple[Variable | str, str, int]] = [(out, "", 0)]
         while stack:
             var, prefix, level = stack.pop()
+            if isinstance(var, str):
+                lines.append(prefix + var)
+                continue
             lines.append(prefix + describe(var))
             node = var.owner
             if node is None or node in expanded:
@@ -154,6 +159,12 @@ def dprint(
             expanded.add(node)
             if depth is not None and level + 1 >= depth:
                 continue
+            if isinstance(node.op, InnerGraphOp):
+                inner_prefix = prefix + " >"
+                for inner_out in reversed(node.op.inner_outputs):
+                    stack.append((inner_out, inner_prefix, level + 1))
+                stack.append((f"{node.op.inner_graph_title} of [id {labels(var)}]:",
+                              inner_prefix, level + 1))
             child_prefix = prefix + " |"
             for child in reversed(node.inputs):
                 stack.append((child, child_prefix, level + 1))

@@ -31,6 +31,7 @@ from workbench.core.graph.fg import (
     InconsistencyError,
     MissingInputError,
 )
+from workbench.core.graph.inner_graph import InnerGraphOp, inner_graph_nodes
 from workbench.core.graph.op import Op, Thunk
 from workbench.core.graph.type import (
     DisconnectedType,
@@ -44,10 +45,10 @@ from workbench.core.graph.utils import MethodNotDefined, SourceLocation
 
 __all__ = [
     "OUTPUT", "AlreadyThere", "Apply", "Constant", "DisconnectedType", "Feature",
-    "FunctionGraph", "Generic", "History", "InconsistencyError", "MethodNotDefined",
-    "MissingInputError", "NodeFinder", "NullType", "Op", "ReplaceValidate", "SourceLocation",
-    "Thunk", "Type", "Validator", "Variable", "ancestors", "applys_between", "clone",
-    "clone_get_equiv", "clone_replace", "disconnected_type", "explicit_graph_inputs",
-    "generic", "graph_inputs", "io_toposort", "orphans_between", "register_transfer",
-    "variables_between", "walk",
+    "FunctionGraph", "Generic", "History", "InconsistencyError", "InnerGraphOp",
+    "MethodNotDefined", "MissingInputError", "NodeFinder", "NullType", "Op", "ReplaceValidate",
+    "SourceLocation", "Thunk", "Type", "Validator", "Variable", "ancestors", "applys_between",
+    "clone", "clone_get_equiv", "clone_replace", "disconnected_type", "explicit_graph_inputs",
+    "generic", "graph_inputs", "inner_graph_nodes", "io_toposort", "orphans_between",
+    "register_transfer", "variables_between", "walk",
 ]
