@@ -32,7 +32,6 @@ def _load() -> None:
     from workbench.core.compile import In, Mode, Out, function, shared
     from workbench.core.compile.function import Function
     from workbench.core.compile.profiling import ProfileStats, profile
-    from workbench.core.compile.shared import SharedVariable
     from workbench.core.derivatives import Lop, Rop, hessian, jacobian
     from workbench.core.grad import (
         BackwardTrace,
@@ -60,6 +59,7 @@ def _load() -> None:
         register_transfer,
     )
     from workbench.core.ifelse import ifelse
+    from workbench.core.link.shared import SharedVariable
     from workbench.core.printing import dprint, pprint
     from workbench.core.rewrite import RewriteTrace, rewrite_graph
 

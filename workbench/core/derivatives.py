@@ -357,7 +357,7 @@ class JacobianGradOp(_InnerGraphOp):
 
 def _jacobian_op(expression: Variable, wrts: list[Variable], consider_constant: Any,
                  disconnected_inputs: str) -> list[Variable]:
-    from workbench.core.compile.shared import SharedVariable
+    from workbench.core.link.shared import SharedVariable
 
     seed = expression.type.clone(dtype=grad_dtype(expression))("jacobian_seed")
     rows = grad(None, wrts, known_grads={expression: seed}, consider_constant=consider_constant,

@@ -38,7 +38,6 @@ import ipywidgets as widgets
 import networkx as nx
 import numpy as np
 
-from workbench.core.compile.shared import SharedVariable
 from workbench.core.grad import (
     Accumulation,
     BackwardStep,
@@ -48,6 +47,7 @@ from workbench.core.grad import (
     is_null,
 )
 from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace
+from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import pprint
 from workbench.inspector import node_key, to_networkx
 from workbench.inspector.graph import _graph_parts

@@ -23,8 +23,8 @@ import ipywidgets as widgets
 import networkx as nx
 import numpy as np
 
-from workbench.core.compile.shared import SharedVariable
 from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import IdLabels, dprint
 from workbench.inspector import find, to_networkx
 from workbench.inspector.graph import APPLY, _graph_parts

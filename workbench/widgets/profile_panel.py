@@ -22,8 +22,8 @@ import numpy as np
 
 from workbench.core.compile.mode import available_linkers, default_linker
 from workbench.core.compile.profiling import ProfileStats, compare, measure
-from workbench.core.compile.shared import SharedVariable
 from workbench.core.graph.basic import Variable
+from workbench.core.link.shared import SharedVariable
 from workbench.inspector.graph import _graph_parts
 from workbench.widgets._common import (
     figure_png,

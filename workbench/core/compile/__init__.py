@@ -18,7 +18,7 @@ from workbench.core.compile.mode import (
     register_linker,
     register_mode,
 )
-from workbench.core.compile.shared import SharedVariable, shared, shared_constructor
+from workbench.core.link.shared import SharedVariable, shared, shared_constructor
 
 __all__ = [
     "Function", "FunctionMaker", "In", "LinkerUnavailableError", "MissingInputError", "Mode",

@@ -24,7 +24,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from workbench.core.compile.mode import Mode, get_linker, get_mode
-from workbench.core.compile.shared import SharedVariable, _refiled
 from workbench.core.compile.specs import In, Out, UnusedInputError, UnusedInputWarning
 from workbench.core.graph.basic import (
     Constant,
@@ -36,6 +35,7 @@ from workbench.core.graph.basic import (
 from workbench.core.graph.fg import FunctionGraph, MissingInputError
 from workbench.core.graph.utils import SourceLocation, user_source_location
 from workbench.core.link.dtype_support import enforce_backend_dtypes
+from workbench.core.link.shared import SharedVariable, reworded_error
 from workbench.core.link.vm import (
     Container,
     Linker,
@@ -449,8 +449,8 @@ class FunctionMaker:
         try:
             value = spec.variable.type.filter(spec.value, spec.strict, self._downcast(spec))
         except (TypeError, ValueError) as exc:
-            raise _refiled(exc, f"{self.label}: default value of input {spec.name!r} does not "
-                                f"fit type {spec.variable.type}: {exc}") from exc
+            raise reworded_error(exc, f"{self.label}: default value of input {spec.name!r} "
+                                 f"does not fit type {spec.variable.type}: {exc}") from exc
         if not spec.borrow and may_share_memory(spec.variable.type, value, spec.value):
             value = copy_value(value)
         return value
@@ -695,7 +695,7 @@ class Function:
             reason = f"expected {spec.variable.type}, got {describe_value(value)}: {reason}"
         message = f"Bad input argument {position}{name} to {self.maker.label}: {reason}"
         if isinstance(exc, (TypeError, ValueError)):
-            return _refiled(exc, message)
+            return reworded_error(exc, message)
         return TypeError(message)
 
     def _signature(self) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.compile.shared import SharedVariable
 from workbench.core.graph.basic import Variable
+from workbench.core.link.shared import SharedVariable
 from workbench.core.link.vm import describe_value
 
 __all__ = ["In", "Out", "UnusedInputError", "UnusedInputWarning"]

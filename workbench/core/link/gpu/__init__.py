@@ -52,7 +52,7 @@ __all__ = [
 
 
 def _install() -> None:
-    from workbench.core.compile.shared import shared_constructor
+    from workbench.core.link.shared import shared_constructor
 
     shared_constructor(_shared_with_target)
 

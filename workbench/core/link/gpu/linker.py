@@ -173,8 +173,8 @@ class GpuLinker(Linker):
 
     def _runner(self, vm: Any, user_in: list[Cell], user_out: list[Cell],
                 smap: dict[Variable, Cell], constant_tensors: list[Any]) -> Callable[[], None]:
-        from workbench.core.compile.shared import SharedVariable
         from workbench.core.link.gpu.transfer import DeviceCell, ToDevice
+        from workbench.core.link.shared import SharedVariable
 
         fg = self.fgraph
         assert fg is not None

@@ -126,8 +126,8 @@ def device_shared(value: Any, name: str | None = None, device: Any = None,
     Functions compiled with the GPU linker read and update it on the device; other
     linkers and `get_value()` see NumPy arrays (copied from the device).
     """
-    from workbench.core.compile.shared import tensor_constructor
     from workbench.core.link.gpu.device import resolve_device
+    from workbench.core.link.shared import tensor_constructor
 
     var = tensor_constructor(value, name=name, **kwargs)
     if var is None:
@@ -140,8 +140,8 @@ def device_shared(value: Any, name: str | None = None, device: Any = None,
 def keep_on_device(variable: Any, device: Any = None) -> Any:
     """Move an existing shared variable's value onto `device`, where it then stays (the
     variable, and every function already using it, keep working); returns it."""
-    from workbench.core.compile.shared import SharedVariable
     from workbench.core.link.gpu.device import resolve_device
+    from workbench.core.link.shared import SharedVariable
 
     if not isinstance(variable, SharedVariable):
         raise TypeError(f"keep_on_device needs a shared variable, got {variable!r} of type "
@@ -160,7 +160,7 @@ def _shared_with_target(value: Any, name: str | None = None, strict: bool = Fals
     """`shared(value, target="gpu")`: a device shared variable; other targets: host."""
     if target is None:
         return None
-    from workbench.core.compile.shared import shared
+    from workbench.core.link.shared import shared
 
     if target in DEVICE_TARGETS:
         return device_shared(value, name=name, strict=strict, allow_downcast=allow_downcast,

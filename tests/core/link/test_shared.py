@@ -6,8 +6,8 @@ import pytest
 import workbench.core.tensor as wt
 from workbench.core import dtypes
 from workbench.core.compile import SharedVariable, function, shared, shared_constructor
-from workbench.core.compile.shared import TensorSharedVariable, shared_constructors
 from workbench.core.graph import Generic, Type
+from workbench.core.link.shared import TensorSharedVariable, shared_constructors
 
 
 def test_arrays_give_tensor_shared_variables():

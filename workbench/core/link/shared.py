@@ -1,5 +1,8 @@
 """Shared variables: graph inputs whose value lives with the variable, across calls.
 
+They live in the link layer next to `Container`, the storage cell they own; the
+compile layer and the backends (`link.gpu`) build on them.
+
 A `SharedVariable` holds its value in a `Container` (a storage cell with a
 Type). Every compiled function that uses it reads that same cell, so
 `set_value` is seen by the next call without recompiling, and `updates` write
@@ -24,7 +27,7 @@ from workbench.core.link.vm import Container, copy_value, describe_value, may_sh
 
 __all__ = [
     "SharedVariable", "shared", "shared_constructor", "shared_constructors",
-    "tensor_constructor", "generic_constructor",
+    "tensor_constructor", "generic_constructor", "reworded_error",
 ]  # fmt: skip
 
 
@@ -53,7 +56,7 @@ class SharedVariable(Variable):
             try:
                 filtered = type.filter(value, strict, allow_downcast)
             except (TypeError, ValueError) as exc:
-                raise _refiled(exc, f"cannot make a shared variable of type {type} "
+                raise reworded_error(exc, f"cannot make a shared variable of type {type} "
                                f"from {describe_value(value)}: {exc}") from exc
             container = Container(type, [filtered], name=name, strict=strict,
                                   allow_downcast=allow_downcast)
@@ -74,7 +77,7 @@ class SharedVariable(Variable):
         try:
             filtered = self.type.filter(value, container.strict, container.allow_downcast)
         except (TypeError, ValueError) as exc:
-            raise _refiled(
+            raise reworded_error(
                 exc,
                 f"cannot set the value of shared variable {self._label()}: expected a value "
                 f"of type {self.type}, got {describe_value(value)}: {exc}",
@@ -106,7 +109,7 @@ class SharedVariable(Variable):
         return f"<shared {self.type}>"
 
 
-def _refiled(exc: Exception, message: str) -> Exception:
+def reworded_error(exc: Exception, message: str) -> Exception:
     """An exception of the same class as `exc` (or its TypeError/ValueError base) with
     a new message."""
     try:
