@@ -11,7 +11,7 @@ from workbench.core.tensor import advanced_subtensor as _advanced_subtensor  # n
 from workbench.core.tensor import creation as _creation  # noqa: E402
 from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
 from workbench.core.tensor import join as _join  # noqa: E402
-from workbench.core.tensor import linalg as _linalg  # noqa: E402
+from workbench.core.tensor import linalg  # noqa: E402
 from workbench.core.tensor import reduction as _reduction  # noqa: E402
 from workbench.core.tensor import reshape as _reshape  # noqa: E402
 from workbench.core.tensor import shape as _shape  # noqa: E402
@@ -28,7 +28,8 @@ from workbench.core.tensor.elemwise import (
 )
 from workbench.core.tensor.extra_ops import *  # noqa: F403,E402
 from workbench.core.tensor.join import *  # noqa: F403,E402
-from workbench.core.tensor.linalg import *  # noqa: F403,E402
+from workbench.core.tensor.linalg import products as _products  # noqa: E402
+from workbench.core.tensor.linalg.products import *  # noqa: F403,E402
 from workbench.core.tensor.math import (
     abs,
     add,
@@ -187,7 +188,7 @@ from workbench.core.tensor.variable import (
     constant,
 )
 
-_FAMILIES = (_advanced_subtensor, _creation, _extra_ops, _join, _linalg, _reduction, _reshape,
+_FAMILIES = (_advanced_subtensor, _creation, _extra_ops, _join, _products, _reduction, _reshape,
              _shape, _special, _subtensor)
 
 __all__ = [
@@ -217,4 +218,5 @@ __all__ = [
     "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
 ]  # fmt: skip
 __all__ += [name for module in _FAMILIES for name in module.__all__]
+__all__ += ["linalg"]  # the namespace wt.linalg (solve, cholesky, det, ...)
 del _FAMILIES
