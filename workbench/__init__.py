@@ -28,6 +28,7 @@ def _load() -> None:
     --version) does not import NumPy, ml_dtypes and the whole engine."""
     from workbench.config import config
     from workbench.core import dtypes
+    from workbench.core import random as random
     from workbench.core import tensor as tensor
     from workbench.core.compile import In, Mode, Out, function, shared
     from workbench.core.compile.function import Function
@@ -113,7 +114,7 @@ __all__ = [
     "RewriteTrace", "profile",
     "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
     "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer",
-    "rewrite_graph", "shared",
+    "random", "rewrite_graph", "shared",
     "tensor",
     # autodiff
     "BackwardTrace", "DisconnectedInputError", "GradientError", "Lop", "NullTypeGradError",

@@ -144,8 +144,13 @@ def dprint(
     # An explicit stack keeps deep graphs (thousands of nodes) from hitting the
     # recursion limit. Each entry: (variable or a ready line, prefix for its own
     # line, depth). The inner graph of an inner-graph Op (a loop's body) follows
-    # the node's inputs, its lines marked " >".
-    for out in outputs:
+    # the node's inputs, its lines marked " >". A compiled function's update (output
+    # index -> the input it replaces: a shared variable, a random generator's state)
+    # is named beside that output.
+    updated = {k: fgraph.inputs[i] for k, i in
+               (getattr(fgraph, "update_mapping", None) or {}).items()} if fgraph else {}
+    for k, out in enumerate(outputs):
+        first = len(lines)
         stack: list[tuple[Variable | str, str, int]] = [(out, "", 0)]
         while stack:
             var, prefix, level = stack.pop()
@@ -168,6 +173,8 @@ def dprint(
             child_prefix = prefix + " |"
             for child in reversed(node.inputs):
                 stack.append((child, child_prefix, level + 1))
+        if k in updated:
+            lines[first] += f" -> update of {describe(updated[k])}"
 
     text = "\n".join(lines)
     if file == "str":

@@ -24,7 +24,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from workbench.core.compile.mode import Mode, get_linker, get_mode
-from workbench.core.compile.specs import In, Out, UnusedInputError, UnusedInputWarning
+from workbench.core.compile.specs import (
+    In,
+    Out,
+    UnusedInputError,
+    UnusedInputWarning,
+    default_updates,
+)
 from workbench.core.graph.basic import (
     Constant,
     Variable,
@@ -65,6 +71,7 @@ def function(
     allow_input_downcast: bool | None = None,
     profile: Any = None,
     trust_input: bool = False,
+    no_default_updates: bool = False,
 ) -> Function:
     """Compile a callable computing `outputs` from `inputs`.
 
@@ -75,14 +82,16 @@ def function(
     computed before any is applied). `givens`: pairs or dict Variable ->
     replacement, substituted before compiling. `mode`: a mode name or Mode;
     `linker`: "py", "c", "gpu" or None (the fastest available) overrides the
-    mode's. `on_unused_input`: "raise", "warn" or "ignore".
+    mode's. `on_unused_input`: "raise", "warn" or "ignore". Shared variables with a
+    `default_update` (random generators of a RandomStream) are updated with it unless
+    `updates` names them or `no_default_updates` is True.
     """
     with _gc_paused():
         maker = FunctionMaker(
             inputs, outputs, mode=mode, updates=updates, givens=givens, linker=linker,
             name=name, on_unused_input=on_unused_input,
             allow_input_downcast=allow_input_downcast, profile=profile,
-            source=user_source_location(skip=1),
+            source=user_source_location(skip=1), no_default_updates=no_default_updates,
         )
         return maker.create(trust_input=trust_input)
 
@@ -123,6 +132,7 @@ class FunctionMaker:
         allow_input_downcast: bool | None = None,
         profile: Any = None,
         source: SourceLocation | None = None,
+        no_default_updates: bool = False,
     ) -> None:
         if on_unused_input not in ("raise", "warn", "ignore"):
             raise ValueError(
@@ -143,6 +153,9 @@ class FunctionMaker:
         explicit = self._check_inputs(inputs)
         self.outputs, self.return_kind, self.output_keys = self._check_outputs(outputs)
         update_pairs = self._check_updates(updates, explicit)
+        if not no_default_updates:
+            update_pairs += default_updates(
+                [o.variable for o in self.outputs] + [e for _, e in update_pairs], update_pairs)
         replacements = self._check_givens(givens)
         for spec in explicit:  # an intermediate used as input: cut the graph there
             if spec.variable.owner is not None:

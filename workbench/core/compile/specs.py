@@ -10,7 +10,7 @@ from workbench.core.graph.basic import Variable
 from workbench.core.link.shared import SharedVariable
 from workbench.core.link.vm import describe_value
 
-__all__ = ["In", "Out", "UnusedInputError", "UnusedInputWarning"]
+__all__ = ["In", "Out", "UnusedInputError", "UnusedInputWarning", "default_updates"]
 
 
 class UnusedInputError(ValueError):
@@ -79,3 +79,26 @@ class Out:
 
     def __repr__(self) -> str:
         return f"Out({self.variable})"
+
+
+def default_updates(exprs: list[Variable], pairs: list[tuple[Any, Variable]]
+                    ) -> list[tuple[SharedVariable, Variable]]:
+    """The updates a function adds by itself: for each shared variable the graph of
+    `exprs` reads that has a `default_update` (a random generator's next state) and no
+    update in `pairs`, the pair (variable, default_update). Repeated over the added
+    expressions, which may read more such variables."""
+    from workbench.core.graph.basic import graph_inputs
+
+    updated = {getattr(target, "variable", target) for target, _ in pairs}
+    found: list[tuple[SharedVariable, Variable]] = []
+    frontier = list(exprs)
+    while frontier:
+        new = []
+        for root in graph_inputs(frontier):
+            update = getattr(root, "default_update", None)
+            if update is not None and isinstance(root, SharedVariable) and root not in updated:
+                updated.add(root)
+                found.append((root, update))
+                new.append(update)
+        frontier = new
+    return found

@@ -109,8 +109,8 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
                       "Python implementation (NumPy's arithmetic in that dtype, rounded "
                       "after every operation)")
     op_c = c_op_of(node.op)
-    if op_c is None:
-        raise NoCCode(f"{node.op} has no C code")
+    if op_c is None:  # an Op may say why it runs in Python (`why_no_c_code`)
+        raise NoCCode(getattr(node.op, "why_no_c_code", None) or f"{node.op} has no C code")
     supports = getattr(op_c, "c_supports", None)
     if supports is not None and not supports(node):
         raise NoCCode(f"{node.op} has no C code for these types")

@@ -1,0 +1,62 @@
+"""Gradients of reparameterised draws; a clear error for the others."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+
+
+def _fixed(seed=0):
+    return np.random.default_rng(seed)  # a constant state: the same noise at every call
+
+
+def test_normal_gradient_in_loc_and_scale():
+    wb.verify_grad(lambda loc, scale: (wb.random.normal(loc, scale, size=(3, 2), rng=_fixed())
+                                       ** 2).sum(),
+                   [np.array([0.5, -1.0]), np.array([[1.5], [0.7], [2.0]])])
+
+
+def test_uniform_gradient_in_low_and_high():
+    wb.verify_grad(lambda lo, hi: wt.sin(wb.random.uniform(lo, hi, rng=_fixed(1))).sum(),
+                   [np.array([-1.0, 0.0, 0.5]), np.array([2.0, 1.0, 3.0])])
+
+
+def test_exponential_and_gamma_gradient_in_scale():
+    wb.verify_grad(lambda s: (wb.random.exponential(s, size=(4, 3), rng=_fixed(2)) ** 2).sum(),
+                   [np.array([0.5, 1.0, 2.0])])
+    wb.verify_grad(lambda s: wt.log(wb.random.gamma(2.5, s, size=5, rng=_fixed(3))).sum()
+                   + wb.random.gamma(2.5, s, size=5, rng=_fixed(3)).sum(), [np.array(1.7)])
+
+
+def test_the_gradient_is_the_pathwise_derivative():
+    loc, scale = wt.dscalar("loc"), wt.dscalar("scale")
+    x = wb.random.normal(loc, scale, size=(4,), rng=_fixed())
+    g_loc, g_scale = wb.grad(x.sum(), [loc, scale])
+    eps = np.random.default_rng(0).normal(size=4)
+    gl, gs = wb.function([loc, scale], [g_loc, g_scale])(1.0, 2.0)
+    assert gl == pytest.approx(4.0)
+    assert gs == pytest.approx(eps.sum())
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: wb.random.beta(p, 2.0, size=3, rng=_fixed()),
+    lambda p: wb.random.poisson(p, size=3, rng=_fixed()),
+    lambda p: wb.random.gamma(p, 1.0, size=3, rng=_fixed()),
+    lambda p: wb.random.bernoulli(p, size=3, rng=_fixed()),
+])
+def test_non_differentiable_draws_raise_a_clear_error(make):
+    p = wt.dscalar("p")
+    draw = make(p)
+    with pytest.raises(wb.NullTypeGradError, match="not a differentiable function"):
+        wb.grad(wt.cast(draw, "float64").sum(), p)
+
+
+def test_the_state_is_not_differentiated_when_not_asked():
+    srng = wb.random.RandomStream(0)
+    w = wt.dvector("w")
+    cost = (w * srng.normal(size=(3,))).sum()
+    g = wb.function([w], wb.grad(cost, w))(np.ones(3))
+    assert g.shape == (3,)

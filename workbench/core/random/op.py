@@ -1,0 +1,197 @@
+"""RandomVariable: the Op of a random draw, with the generator state as input and output.
+
+A node of a RandomVariable has inputs ``(rng, size, *params)`` and outputs
+``(next_rng, draw)``; its default output is the draw. `perform` copies the
+generator, draws with the NumPy `Generator` method of the same name and
+returns the advanced copy, so the same input state always gives the same draw
+(the node is a pure function of its inputs) and the state only moves forward
+through updates. Hence:
+
+- constant folding never computes a draw (`do_constant_folding` is False: a
+  draw must change from one call to the next);
+- the merge pass may merge two nodes only when they have the same generator
+  state and parameters, which give the same draw anyway (distinct streams are
+  distinct inputs and are never merged).
+
+`size` is an int64 vector (empty for NumPy's ``size=None``); the parameters
+broadcast like NumPy's. A subclass names its NumPy method (`method`), the rank
+of one draw (`ndim_supp`), the rank of each parameter in one draw
+(`ndims_params`) and, when the draw is a differentiable function of its
+parameters for fixed noise, the gradients (`reparameterised_grads`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core import dtypes
+from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.op import Op
+from workbench.core.random.type import RandomGeneratorType, as_generator_variable
+from workbench.core.tensor.elemwise import broadcast_static_shapes
+from workbench.core.tensor.type import TensorType
+from workbench.core.tensor.variable import as_tensor_variable
+
+__all__ = ["RandomVariable", "as_size_vector"]
+
+StaticShape = tuple[int | None, ...]
+
+
+def as_size_vector(size: Any) -> Variable:
+    """NumPy's `size` argument (None, an int, a sequence of ints and/or integer scalars,
+    or an integer vector) as an int64 vector of static length; None gives length 0."""
+    from workbench.core.tensor.join import as_int_vector, as_length
+
+    if size is None:
+        return as_int_vector([])
+    if isinstance(size, Variable):
+        vec = as_tensor_variable(size)
+        if vec.type.ndim == 0:
+            return as_int_vector([as_length(vec, "size")])
+        if vec.type.ndim != 1 or not vec.type.dtype.is_int or vec.type.shape[0] is None:
+            raise TypeError(f"size must be an integer vector of known length, got {vec} of "
+                            f"type {vec.type}")
+        return vec
+    if isinstance(size, (int, np.integer)):
+        size = (size,)
+    return as_int_vector([as_length(s, "size") for s in size])
+
+
+class RandomVariable(Op):
+    """A random draw from the distribution named by `method` (see the module docstring).
+
+    `dtype`: the dtype of the draw. `inplace`: advance the input generator itself
+    instead of a copy (only safe when nothing else reads that state).
+    """
+
+    __props__ = ("dtype", "inplace")
+    default_output = 1
+    #: the NumPy Generator method drawing from this distribution
+    method = ""
+    #: rank of one draw (0: scalar draws, 1: vector draws such as dirichlet)
+    ndim_supp = 0
+    #: rank of each parameter within one draw
+    ndims_params: tuple[int, ...] = ()
+    #: whether the draw is a differentiable function of its parameters for fixed noise
+    reparameterised = False
+    #: what the C linker's report says of these nodes
+    why_no_c_code = ("random draws run NumPy's Generator through perform inside the C loop "
+                     "(the same draws as the py linker)")
+
+    def __init__(self, dtype: str = "float64", inplace: bool = False) -> None:
+        self.dtype = dtypes.as_dtype(dtype)
+        self.inplace = inplace
+        if inplace:
+            self.destroy_map = {0: [0]}
+
+    def __str__(self) -> str:
+        return f"{self.method}_rv{{{self.dtype}{', inplace' if self.inplace else ''}}}"
+
+    # -- building -----------------------------------------------------------------
+    def make_node(self, rng: Any, size: Any, *params: Any) -> Apply:
+        rng = as_generator_variable(rng)
+        size = size if isinstance(size, Variable) and size.type.ndim == 1 else \
+            as_size_vector(size)
+        params = [as_tensor_variable(p) for p in params]
+        if len(params) != len(self.ndims_params):
+            raise TypeError(f"{self.method} takes {len(self.ndims_params)} parameters, got "
+                            f"{len(params)}")
+        for p, nd in zip(params, self.ndims_params):
+            if p.type.ndim < nd:
+                raise ValueError(f"{self.method}: parameter {p} ({p.type}) needs at least {nd} "
+                                 f"dimension{'s' if nd != 1 else ''}")
+        shape = self.static_shape(size, params)
+        draw = TensorType(self.dtype, shape)()
+        return Apply(self, [rng, size, *params], [rng.type(), draw])
+
+    def batch_shape_of_params(self, params: Sequence[Variable]) -> StaticShape:
+        """The broadcast of the parameters' batch shapes (ValueError if they cannot)."""
+        batch = [p.type.shape[: p.type.ndim - nd] for p, nd in zip(params, self.ndims_params)]
+        ndim = max((len(b) for b in batch), default=0)
+        padded = [(1,) * (ndim - len(b)) + tuple(b) for b in batch]
+        result = broadcast_static_shapes(padded) if padded else ()
+        if result is None:
+            raise ValueError(f"{self.method}: the parameters' shapes "
+                             f"{[p.type.shape for p in params]} do not broadcast")
+        return result
+
+    def support_shape(self, params: Sequence[Variable]) -> StaticShape:
+        """The static shape of one draw (() for scalar distributions)."""
+        return ()
+
+    def static_shape(self, size: Variable, params: Sequence[Variable]) -> StaticShape:
+        n = size.type.shape[0]
+        if n == 0:
+            batch = self.batch_shape_of_params(params)
+        elif isinstance(size, Constant):
+            batch = tuple(int(s) for s in np.asarray(size.data).reshape(-1))
+        else:
+            from workbench.core.tensor.join import vector_entries
+
+            batch = tuple(e if isinstance(e, int) else None for e in vector_entries(size))
+        return tuple(batch) + tuple(self.support_shape(params))
+
+    # -- running ------------------------------------------------------------------
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        return False
+
+    def draw(self, rng: np.random.Generator, size: tuple[int, ...] | None,
+             *params: np.ndarray) -> Any:
+        """The NumPy draw (override when the method's arguments differ)."""
+        return getattr(rng, self.method)(*params, size=size)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        rng, size, *params = inputs
+        if not self.inplace:
+            rng = copy.deepcopy(rng)
+        size_t = tuple(int(s) for s in size) if len(size) else None
+        value = self.draw(rng, size_t, *params)
+        output_storage[0][0] = rng
+        output_storage[1][0] = np.asarray(value, dtype=self.dtype.numpy)
+
+    # -- differentiation ------------------------------------------------------------
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        # the state and size move the generator; the parameters only shape the draw
+        return [[True, True], [True, True]] + [[False, True]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.grad import grad_undefined, is_disconnected
+
+        rng, size, *params = inputs
+        g = output_grads[1]
+        why = (f"a draw of {self.method} is not a differentiable function of its "
+               "parameters (it has no reparameterisation); use a score-function estimator")
+        head = [grad_undefined(self, 0, rng, "the generator state is not differentiable"),
+                grad_undefined(self, 1, size, "size is an integer")]
+        if is_disconnected(g):
+            from workbench.core.grad import disconnected_type
+
+            return head + [disconnected_type() for _ in params]
+        grads = self.reparameterised_grads(params, outputs[1], g) if self.reparameterised \
+            else None
+        if grads is None:
+            grads = [None] * len(params)
+        return head + [
+            grad_undefined(self, 2 + i, p, why) if gp is None else gp
+            for i, (p, gp) in enumerate(zip(params, grads))
+        ]
+
+    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
+                              g: Variable) -> list[Variable | None]:
+        """The gradient of the cost w.r.t. each parameter, holding the noise fixed
+        (None where there is none)."""
+        return [None] * len(params)
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        raise NotImplementedError(f"R_op of {self.method} draws is not implemented")
+
+
+def is_generator(var: Variable) -> bool:
+    return isinstance(var.type, RandomGeneratorType)
