@@ -76,6 +76,22 @@ class Config:
         dtypes.set_casting_mode(value)
 
     @property
+    def blas_threads(self) -> int | None:
+        """The most threads a BLAS call of compiled (C linker) code may use; None (the
+        default, or `WORKBENCH_NUM_THREADS` unset or 0): the BLAS's own setting. Each
+        call may use fewer: small products and a busy machine get one thread (see
+        workbench.core.link.c.blas_threads)."""
+        from workbench.core.link.c import blas_threads
+
+        return blas_threads.max_threads()
+
+    @blas_threads.setter
+    def blas_threads(self, value: int | None) -> None:
+        from workbench.core.link.c import blas_threads
+
+        blas_threads.set_max_threads(value)
+
+    @property
     def trace_user_code(self) -> bool:
         """Record the user's file:line on every Variable (for error messages)."""
         return graph_utils.capture_source_locations
@@ -98,7 +114,7 @@ class Config:
 
     def __repr__(self) -> str:
         names = ("linker", "mode", "floatX", "intX", "casting_mode", "cache_dir", "device",
-                 "trace_user_code")
+                 "blas_threads", "trace_user_code")
         return "Config(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
 
 

@@ -37,6 +37,9 @@ class NodeRow:
     calls: int
     output_bytes: int | None
     flops: float | None
+    #: BLAS threads its calls used ("2", or "1-2" when calls differed); "" when not known
+    #: (not a BLAS node, or a linker that does not choose them)
+    threads: str = ""
 
     @property
     def per_call(self) -> float:
@@ -118,6 +121,7 @@ class ProfileStats:
         """One row per Apply node, in execution order."""
         vm = self.vm
         backends = {t.node: getattr(t, "impl", "py") for t in self.function.thunks}
+        threads = getattr(vm, "node_threads", {})
         rows = []
         for position, node in enumerate(self.order):
             info = vm.output_info.get(node)
@@ -131,6 +135,7 @@ class ProfileStats:
                 calls=vm.node_calls.get(node, 0),
                 output_bytes=_output_bytes(node, info),
                 flops=_node_flops(node, info),
+                threads=_threads_text(threads.get(node)),
             ))
         return rows
 
@@ -244,6 +249,13 @@ class ProfileStats:
 # -- computing sizes and flops --------------------------------------------------------
 
 
+def _threads_text(span: tuple[int, int] | None) -> str:
+    if span is None:
+        return ""
+    low, high = span
+    return str(low) if low == high else f"{low}-{high}"
+
+
 def _output_share(node: Apply, k: int, info: Sequence[Any] | None) -> int:
     if not info or info[k] is None:
         return 0
@@ -310,10 +322,12 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
     node_rows = sorted(stats.by_node(), key=lambda r: r.time, reverse=True)
     total = sum(r.time for r in node_rows) or 1.0
     lines += ["", "By Apply node:",
-              "     time(ms)      %  per call(us)  calls  backend  node"]
+              "     time(ms)      %  per call(us)  calls  backend  threads  node"]
     for row in node_rows[:top]:
         lines.append(f"  {_ms(row.time)} {row.time / total * 100:6.1f} {row.per_call * 1e6:13.2f}"
-                     f" {row.calls:6d}  {row.backend:7s}  {row.node}")
+                     f" {row.calls:6d}  {row.backend:7s}  {row.threads or '-':>7s}  {row.node}")
+    if any(row.threads for row in node_rows):
+        lines.append("  (threads: BLAS threads per call, chosen by size and machine load)")
     memory = stats.memory()
     lines += ["", "Memory:",
               f"  peak with freeing of intermediates: {memory.peak_with_gc} bytes",

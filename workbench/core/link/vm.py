@@ -332,6 +332,7 @@ class VM:
         no_recycling: Sequence[Variable] = (),
         allow_gc: bool = True,
         profile: bool = False,
+        thread_probe: Callable[[], int] | None = None,
     ) -> None:
         self.fgraph = fgraph
         self.order = order
@@ -341,6 +342,10 @@ class VM:
         self.allow_gc = allow_gc
         self.node_time: dict[Apply, float] = {}
         self.node_calls: dict[Apply, int] = {}
+        #: when profiling with a `thread_probe` (the C linker's: threads of the last BLAS
+        #: call, then forgotten), the fewest and most threads each node's calls used
+        self.node_threads: dict[Apply, tuple[int, int]] = {}
+        self._thread_probe = thread_probe
         self.events: list[tuple[Apply, float, float]] = []
         self.output_info: dict[Apply, list[Any]] = {}
         roots = set(fgraph.inputs)
@@ -373,8 +378,11 @@ class VM:
         clock = time.perf_counter
         out_cells = [(out.type, self.storage_map[out]) for out in node.outputs]
         output_info = self.output_info
+        probe, node_threads = self._thread_probe, self.node_threads
 
         def timed() -> Any:
+            if probe is not None:
+                probe()  # forget the count of an earlier node's call
             start = clock()
             try:
                 return fn()
@@ -382,6 +390,10 @@ class VM:
                 end = clock()
                 node_time[node] += end - start
                 node_calls[node] += 1
+                used = probe() if probe is not None else 0
+                if used:
+                    low, high = node_threads.get(node, (used, used))
+                    node_threads[node] = (min(low, used), max(high, used))
                 if len(events) < MAX_PROFILE_EVENTS:
                     events.append((node, start, end))
                 try:

@@ -25,6 +25,11 @@ the few CBLAS functions it calls itself, under macros (`wb_cblas_dgemm` ...) tha
 `BlasLibrary.declarations()` maps to the real names. Modules link the shared
 library file by name (`-L<dir> -l:<file>`) with an rpath to its directory, so they
 load without LD_LIBRARY_PATH.
+
+OpenBLAS also exports its thread-count controls (`openblas_get_num_threads` /
+`openblas_set_num_threads`, under the same prefix and suffix); when the library has
+them, generated code chooses the thread count of each call (blas_threads.py) and
+`declarations()` maps `wb_blas_get_threads` / `wb_blas_set_threads` to them.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ class BlasLibrary:
     int64: bool = False
     version: str = ""
     include_dirs: tuple[str, ...] = field(default_factory=tuple)
+    #: whether it exports OpenBLAS's get/set_num_threads (under prefix and suffix)
+    threads_api: bool = False
 
     @property
     def lib_dir(self) -> str:
@@ -108,6 +115,20 @@ class BlasLibrary:
             "#define WB_BLASINT_MAX " + ("0x7fffffffffffffffLL" if self.int64 else "0x7fffffff"),
             "enum { WB_ROW_MAJOR = 101, WB_NO_TRANS = 111, WB_TRANS = 112 };",
         ]
+        if self.threads_api:
+            lines += [
+                "#define WB_BLAS_HAS_THREADS 1",
+                f"#define wb_blas_get_threads {self.symbol('openblas_get_num_threads')}",
+                f"#define wb_blas_set_threads {self.symbol('openblas_set_num_threads')}",
+                "extern int wb_blas_get_threads(void);",
+                "extern void wb_blas_set_threads(int n);",
+            ]
+        else:  # a BLAS whose threads workbench cannot see or set: 0 means "not known"
+            lines += [
+                "#define WB_BLAS_HAS_THREADS 0",
+                "static int wb_blas_get_threads(void) { return 0; }",
+                "static void wb_blas_set_threads(int n) { (void)n; }",
+            ]
         for t, ctype in (("s", "float"), ("d", "double")):
             lines += [
                 f"#define wb_cblas_{t}gemm {sym[f'cblas_{t}gemm']}",
@@ -148,14 +169,24 @@ def _from_package(module_name: str) -> BlasLibrary | None:
         return None
     if not os.path.isfile(path):
         return None
+    try:
+        threads_api = _has_threads_api(ctypes.CDLL(path), prefix, suffix)
+    except OSError:
+        threads_api = False
     return BlasLibrary(source=module_name.replace("_", "-"), path=path, prefix=prefix,
                        suffix=suffix, int64=int64, version=getattr(pkg, "__version__", ""),
-                       include_dirs=(pkg.get_include_dir(),))
+                       include_dirs=(pkg.get_include_dir(),), threads_api=threads_api)
 
 
-def _probe(path: str) -> tuple[str, str, bool, str] | None:
-    """(prefix, suffix, int64, config) of the CBLAS exported by the library at `path`,
-    or None if it exports no complete CBLAS."""
+def _has_threads_api(lib: ctypes.CDLL, prefix: str, suffix: str) -> bool:
+    """Whether `lib` exports OpenBLAS's get/set_num_threads under `prefix`/`suffix`."""
+    return all(hasattr(lib, f"{prefix}openblas_{what}_num_threads{suffix}")
+               for what in ("get", "set"))
+
+
+def _probe(path: str) -> tuple[str, str, bool, str, bool] | None:
+    """(prefix, suffix, int64, config, threads_api) of the CBLAS exported by the library
+    at `path`, or None if it exports no complete CBLAS."""
     try:
         lib = ctypes.CDLL(path)
     except OSError:
@@ -170,7 +201,7 @@ def _probe(path: str) -> tuple[str, str, bool, str] | None:
                     config = (fn() or b"").decode(errors="replace")
                     break
             int64 = "USE64BITINT" in config or suffix == "64_"
-            return prefix, suffix, int64, config
+            return prefix, suffix, int64, config, _has_threads_api(lib, prefix, suffix)
     return None
 
 
@@ -182,9 +213,9 @@ def _from_numpy() -> BlasLibrary | None:
     for path in sorted(glob.glob(os.path.join(site, "numpy.libs", "lib*openblas*.so*"))):
         found = _probe(path)
         if found is not None:
-            prefix, suffix, int64, config = found
+            prefix, suffix, int64, config, threads_api = found
             return BlasLibrary(source="numpy-bundled", path=path, prefix=prefix, suffix=suffix,
-                               int64=int64, version=config)
+                               int64=int64, version=config, threads_api=threads_api)
     return None
 
 
@@ -201,9 +232,10 @@ def _from_system() -> BlasLibrary | None:
         resolved = _resolve_loaded(path)
         found = _probe(resolved)
         if found is not None:
-            prefix, suffix, int64, config = found
+            prefix, suffix, int64, config, threads_api = found
             return BlasLibrary(source=f"system-{name}", path=resolved, prefix=prefix,
-                               suffix=suffix, int64=int64, version=config)
+                               suffix=suffix, int64=int64, version=config,
+                               threads_api=threads_api)
     return None
 
 

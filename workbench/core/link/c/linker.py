@@ -21,6 +21,7 @@ from typing import Any
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Thunk
 from workbench.core.link.c import bundle, codegen
+from workbench.core.link.c.blas_threads import take_last_threads
 from workbench.core.link.c.cache import ModuleCache, default_cache
 from workbench.core.link.c.runtime import runtime
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM, VMLinker
@@ -180,12 +181,13 @@ class CLinker(VMLinker):
             else:
                 thunks.append(self._thunk_for(node, smap, cmap))
         lazy = self.lazy if self.lazy is not None else any(t.lazy for t in thunks)
+        probe = take_last_threads if self.profile else None
         if lazy:
             vm: VM = StackVM(fg, order, thunks, smap, cmap, self.no_recycling,
-                             allow_gc=self.allow_gc, profile=self.profile)
+                             allow_gc=self.allow_gc, profile=self.profile, thread_probe=probe)
         elif self.profile:
             vm = LoopVM(fg, order, thunks, smap, cmap, self.no_recycling,
-                        allow_gc=self.allow_gc, profile=self.profile)
+                        allow_gc=self.allow_gc, profile=self.profile, thread_probe=probe)
         else:
             vm = CProgramVM(fg, order, thunks, smap, cmap, self.no_recycling,
                             allow_gc=self.allow_gc, capsules=capsules)

@@ -19,6 +19,8 @@ As in BLAS, ``alpha == 0`` skips the product (NaN in the factors is not seen).
 Only float32 and float64 with every operand of the output's dtype go to BLAS
 (`c_supports`); other dtypes (integers, complex, float16, mixed) and graphs
 compiled where no BLAS is found run the Ops' `perform`. Large calls release the GIL.
+Each call chooses its BLAS thread count (blas_threads.py: by size, capped by
+`config.blas_threads`, one thread while the machine is busy).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
+from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.linalg import Dot
@@ -149,13 +152,17 @@ static int wb_gemm_%(t)s(PyArrayObject *a, PyArrayObject *b, %(ctype)s alpha, %(
   }
   const %(ctype)s *pa = (const %(ctype)s*)PyArray_DATA(a), *pb = (const %(ctype)s*)PyArray_DATA(b);
   %(ctype)s *pc = (%(ctype)s*)PyArray_DATA(c);
-  PyThreadState *ts = (double)m * n * k >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  const double work = (double)m * n * k;
+  PyThreadState *ts = work >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  wb_blas_call call;
+  wb_blas_begin(&call, work);
   if (!tc)  /* c row-major: c = op(a) op(b) */
     wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
                      m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
   else      /* c F-ordered: its row-major transpose is op(b)^T op(a)^T */
     wb_cblas_%(t)sgemm(WB_ROW_MAJOR, tb ? WB_NO_TRANS : WB_TRANS, ta ? WB_NO_TRANS : WB_TRANS,
                      n, m, k, alpha, pb, ldb, pa, lda, beta, pc, ldc);
+  wb_blas_end(&call);
   if (ts) PyEval_RestoreThread(ts);
   Py_XDECREF(ac); Py_XDECREF(bc);
   return 0;
@@ -196,10 +203,14 @@ static int wb_gemv_%(t)s(PyArrayObject *a, PyArrayObject *x, %(ctype)s alpha, %(
   const npy_intp rows = ta ? PyArray_DIM(a, 1) : PyArray_DIM(a, 0);
   const npy_intp cols = ta ? PyArray_DIM(a, 0) : PyArray_DIM(a, 1);
   const int trans = ta ^ (transpose_a != 0);
-  PyThreadState *ts = (double)m * k >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  const double work = (double)m * k;
+  PyThreadState *ts = work >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  wb_blas_call call;
+  wb_blas_begin(&call, work);
   wb_cblas_%(t)sgemv(WB_ROW_MAJOR, trans ? WB_TRANS : WB_NO_TRANS, rows, cols, alpha,
                    (const %(ctype)s*)PyArray_DATA(a), lda, (const %(ctype)s*)PyArray_DATA(x),
                    incx, beta, (%(ctype)s*)PyArray_DATA(y), incy);
+  wb_blas_end(&call);
   if (ts) PyEval_RestoreThread(ts);
   Py_XDECREF(ac); Py_XDECREF(xc);
   return 0;
@@ -215,8 +226,11 @@ static int wb_dot_%(t)s(PyArrayObject *x, PyArrayObject *y, %(ctype)s *out) {
   wb_blasint incx = wb_blas_inc(x), incy = wb_blas_inc(y);
   if (!incx) { if (!(xc = wb_blas_c_copy(x))) return -1; x = xc; incx = 1; }
   if (!incy) { if (!(yc = wb_blas_c_copy(y))) { Py_XDECREF(xc); return -1; } y = yc; incy = 1; }
+  wb_blas_call call;
+  wb_blas_begin(&call, (double)n);
   *out = wb_cblas_%(t)sdot(n, (const %(ctype)s*)PyArray_DATA(x), incx,
                           (const %(ctype)s*)PyArray_DATA(y), incy);
+  wb_blas_end(&call);
   Py_XDECREF(xc); Py_XDECREF(yc);
   return 0;
 }
@@ -249,7 +263,11 @@ class _BlasC(COpAdapter):
         return ["<numpy/arrayobject.h>"]
 
     def c_support_code(self) -> str:
-        return _blas().declarations() + _SHARED_C % {"nogil": NOGIL_FLOPS}
+        return _blas().declarations() + POLICY_C + _SHARED_C % {"nogil": NOGIL_FLOPS}
+
+    def c_init_code(self) -> list[str]:
+        """Find the thread policy block (blas_threads.py) when the module loads."""
+        return ["if (wb_blas_policy_init() < 0) return NULL;"]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         """The gemm/gemv/dot helpers of this node's dtype only (named by dtype, not by
@@ -267,7 +285,7 @@ class _BlasC(COpAdapter):
         return _blas().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import Any
 
+from workbench.core.link.c.blas_threads import THREADS_ENV
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.ops.reduction import alloc_output, fill
 from workbench.core.link.c.scalar_c import VECTOR_MATH_DECLARATIONS
@@ -48,9 +49,6 @@ SUM_BLOCK = 1024
 #: different value is a different source, hence a different module).
 PARALLEL_MIN_ELEMENTS = 100_000
 
-#: The environment variable giving the thread count of the parallel row loops (read at
-#: every large call; unset or 0: ``OMP_NUM_THREADS``, else the processors available).
-THREADS_ENV = "WORKBENCH_NUM_THREADS"
 
 #: A small pool of helper threads for the row loops. Not an OpenMP team on purpose: an
 #: OpenMP region ends with a barrier that waits for every thread of the team to arrive, and

@@ -1,0 +1,215 @@
+"""The MLP training step on an idle machine and while every core is kept busy.
+
+Issue 22: OpenBLAS shares a product among threads and waits for all of them, so on a
+machine whose cores are busy with other processes a call can wait for a worker the
+scheduler has not run yet. The C linker now chooses the thread count per call
+(workbench/core/link/c/blas_threads.py). This script measures the 784-256-10 MLP step
+(batch 128, `workbench/examples/mlp.py`) in three phases:
+
+1. idle: nothing else started by this script (the machine's own load is printed);
+2. busy: one bounded background process per core, each spinning in a loop that ends
+   by itself after `--seconds` (and is killed when the phase ends);
+3. idle again (a load spike in phase 1 shows up as a difference between 1 and 3).
+
+In every phase the implementations take turns, block by block, in one process:
+
+- `workbench c`: the C linker with its thread policy (the default);
+- `workbench c, BLAS's threads`: the same function with the policy reduced to what it
+  was before (every call on the BLAS's own thread count, no back-off);
+- `jax jit` (if `import jax` works): `value_and_grad`, donated buffers.
+
+Each row gives the mean and median milliseconds per step and the slowdown busy/idle of
+the mean (the mean, because what a busy machine adds is a long tail of slow calls). The
+goal of issue 22 is a slowdown of at most 3x for workbench, printed beside JAX's.
+
+    python benchmarks/bench_contention.py                  # float32, 4 s per phase
+    python benchmarks/bench_contention.py --dtype float64 --seconds 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+LEARNING_RATE = 0.1
+#: the background load: a Python loop that ends by itself at a deadline
+SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    parser.add_argument("--seconds", type=float, default=4.0,
+                        help="time each phase runs the steps (the background load lasts "
+                             "this long plus a margin)")
+    parser.add_argument("--block", type=int, default=20, help="steps per turn")
+    parser.add_argument("--no-jax", action="store_true", help="do not time JAX")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="do not time the step on the BLAS's own threads (its spinning "
+                             "workers also slow down whatever runs next on a busy machine)")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0 or args.block < 1:
+        parser.error("--seconds must be > 0 and --block >= 1")
+    return args
+
+
+def load() -> str:
+    """The 1-minute load average and the count of running tasks (/proc/loadavg)."""
+    try:
+        fields = Path("/proc/loadavg").read_text().split()
+        return f"load {fields[0]}, {fields[3]} tasks running"
+    except OSError:
+        return f"load {os.getloadavg()[0]:.2f}"
+
+
+def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """(the step under the thread policy, the same step on the BLAS's own threads)."""
+    import workbench as wb
+    from workbench.core.link.c import blas_threads
+    from workbench.examples import mlp
+
+    source = mlp.build_source(dtype=dtype, learning_rate=LEARNING_RATE)
+    fn = wb.function(source.inputs, source.outputs[0], updates=source.updates, linker="c")
+    x, labels = mlp.make_batch(dtype=dtype)
+    fn(x, labels)
+    saved = blas_threads.policy()
+
+    def with_policy() -> Any:
+        return fn(x, labels)
+
+    def blas_own_threads() -> Any:
+        # the policy as it was before issue 22: any size may use every thread, no back-off
+        blas_threads.set_policy(work_per_thread=1, adaptive=False)
+        try:
+            return fn(x, labels)
+        finally:
+            blas_threads.set_policy(work_per_thread=saved["work"], adaptive=True)
+
+    return with_policy, blas_own_threads
+
+
+def jax_step(dtype: str) -> Callable[[], Any] | None:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    from workbench.examples.mlp import initial_params, make_batch
+
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+
+    def cost_fn(params: Any, x: Any, labels: Any) -> Any:
+        w1, b1, w2, b2 = params
+        hidden = jnp.tanh(x @ w1 + b1)
+        log_p = jax.nn.log_softmax(hidden @ w2 + b2, axis=-1)
+        return -(labels * log_p).sum(axis=1).mean()
+
+    def step(params: Any, x: Any, labels: Any) -> Any:
+        cost, grads = jax.value_and_grad(cost_fn)(params, x, labels)
+        return cost, tuple(p - LEARNING_RATE * g for p, g in zip(params, grads))
+
+    jitted = jax.jit(step, donate_argnums=(0,))
+    state = [tuple(jax.device_put(p) for p in initial_params(dtype=dtype))]
+    x, labels = (jax.device_put(v) for v in make_batch(dtype=dtype))
+
+    def call() -> None:
+        cost, state[0] = jitted(state[0], x, labels)
+        cost.block_until_ready()
+
+    call()
+    return call
+
+
+def run_phase(impls: dict[str, Callable[[], Any]], seconds: float, block: int
+              ) -> dict[str, list[float]]:
+    """Per implementation, the seconds of each step, the implementations taking turns
+    `block` steps at a time for `seconds` in all."""
+    times: dict[str, list[float]] = {name: [] for name in impls}
+    clock = time.perf_counter
+    end = clock() + seconds
+    while clock() < end:
+        for name, fn in impls.items():
+            for _ in range(block):
+                start = clock()
+                fn()
+                times[name].append(clock() - start)
+    return times
+
+
+def start_load(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One spinning process per core, each ending by itself after `seconds`."""
+    code = SPIN.format(seconds=seconds)
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
+
+
+def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    warnings.filterwarnings("ignore")
+    with_policy, own_threads = workbench_steps(args.dtype)
+    impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
+    if not args.no_baseline:
+        impls["workbench c, BLAS's threads"] = own_threads
+    jax_call = None if args.no_jax else jax_step(args.dtype)
+    if jax_call is not None:
+        impls["jax jit"] = jax_call
+    from workbench.core.link.c import blas_threads
+
+    print(f"MLP step 784-256-10 batch 128 {args.dtype}; {os.cpu_count()} cores; "
+          f"{args.seconds:g} s per phase, turns of {args.block} steps", flush=True)
+    phases: dict[str, dict[str, list[float]]] = {}
+    loads: dict[str, str] = {}
+    events: dict[str, int] = {}
+    for phase in ("idle", "busy", "idle again"):
+        before = blas_threads.busy_events()
+        procs = start_load(args.seconds + 5) if phase == "busy" else []
+        try:
+            if procs:
+                time.sleep(0.5)  # let the spinners start
+            loads[phase] = load()
+            phases[phase] = run_phase(impls, args.seconds, args.block)
+        finally:
+            stop_load(procs)
+        events[phase] = blas_threads.busy_events() - before
+        print(f"[{phase}: {loads[phase]}; workbench saw a busy machine "
+              f"{events[phase]} time(s)]", file=sys.stderr, flush=True)
+    print()
+    print("| implementation | phase | steps | mean ms | median ms | p90 ms | slowdown "
+          "(mean busy / mean idle) |")
+    print("|---|---|---|---|---|---|---|")
+    for name in impls:
+        idle = [*phases["idle"][name], *phases["idle again"][name]]
+        idle_mean = statistics.fmean(idle)
+        for phase in ("idle", "busy", "idle again"):
+            t = phases[phase][name]
+            mean = statistics.fmean(t)
+            p90 = sorted(t)[int(0.9 * (len(t) - 1))]
+            slow = f"{mean / idle_mean:.2f}x" if phase == "busy" else ""
+            print(f"| {name} | {phase} | {len(t)} | {mean * 1e3:.3f} | "
+                  f"{statistics.median(t) * 1e3:.3f} | {p90 * 1e3:.3f} | {slow} |")
+    print()
+    print("idle = both idle phases together; " + "; ".join(f"{p}: {loads[p]}" for p in loads))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

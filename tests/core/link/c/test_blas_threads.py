@@ -1,0 +1,161 @@
+"""The C linker chooses the BLAS thread count of each call (blas_threads.py): by size,
+capped by config.blas_threads / WORKBENCH_NUM_THREADS or the BLAS's own setting, one
+thread while the machine is busy; the profiler shows the count per node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.link.c import blas_lib, blas_threads
+from workbench.core.link.c.compiler import has_compiler
+
+pytestmark = pytest.mark.skipif(not (has_compiler() and blas_lib.blas_available()),
+                                reason="needs a C compiler and a BLAS")
+
+
+def _threads_api() -> bool:
+    lib = blas_lib.find_blas()
+    return lib is not None and lib.threads_api
+
+
+needs_threads_api = pytest.mark.skipif(not _threads_api(),
+                                       reason="this BLAS exports no thread controls")
+
+
+@pytest.fixture
+def policy():
+    """Restore the policy after the test (it is process-wide)."""
+    saved = blas_threads.policy()
+    yield blas_threads
+    blas_threads.set_max_threads(int(saved["max"]) or None)
+    blas_threads.set_policy(work_per_thread=saved["work"], adaptive=bool(saved["adaptive"]),
+                            efficiency=saved["efficiency"],
+                            backoff=(saved["backoff_min"], saved["backoff_max"]))
+
+
+def _product(dtype: str = "float64"):
+    x, w = wt.matrix("x", dtype=dtype), wt.matrix("w", dtype=dtype)
+    return wb.function([x, w], wt.dot(x, w), linker="c")
+
+
+def _values(n: int, dtype: str = "float64") -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((n, n)).astype(dtype),
+            rng.standard_normal((n, n)).astype(dtype))
+
+
+def test_config_blas_threads_is_the_policys_cap_and_refuses_nonsense(policy):
+    wb.config.blas_threads = 3
+    assert blas_threads.max_threads() == 3 and wb.config.blas_threads == 3
+    with wb.config.change(blas_threads=None):
+        assert blas_threads.max_threads() is None
+    assert wb.config.blas_threads == 3
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="whole number >= 1 or None"):
+            wb.config.blas_threads = bad
+    assert "blas_threads=3" in repr(wb.config)
+
+
+def test_workbench_num_threads_sets_the_cap_in_a_fresh_process():
+    code = ("import workbench as wb; print(wb.config.blas_threads)")
+    env = dict(os.environ, WORKBENCH_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "1"
+    env["WORKBENCH_NUM_THREADS"] = "two"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode != 0 and "WORKBENCH_NUM_THREADS must be a whole number" in run.stderr
+
+
+@needs_threads_api
+def test_a_small_product_runs_on_one_thread_and_a_large_one_on_the_cap(policy):
+    f = _product()
+    a, b = _values(64)
+    policy.set_policy(adaptive=False)
+    wb.config.blas_threads = 2
+    np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+    assert blas_threads.last_threads() == 1  # 64**3 multiply-adds: far below 2**23
+    policy.set_policy(work_per_thread=1000)  # now 64**3 is work for 262 threads
+    np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+    assert blas_threads.last_threads() == 2
+    wb.config.blas_threads = 1
+    f(a, b)
+    assert blas_threads.last_threads() == 1
+
+
+@needs_threads_api
+def test_without_a_cap_the_blass_own_setting_counts_and_is_restored(policy):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    f = _product()
+    a, b = _values(64)
+    wb.config.blas_threads = None
+    policy.set_policy(work_per_thread=1000, adaptive=False)
+
+    def blas_setting() -> int:
+        info = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        return info[0]["num_threads"]
+
+    before = blas_setting()
+    f(a, b)
+    assert blas_threads.last_threads() == before  # NumPy's BLAS: the one generated code calls
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        f(a, b)
+        assert blas_threads.last_threads() == 1
+        assert blas_setting() == 1
+    wb.config.blas_threads = 2
+    f(a, b)
+    assert blas_setting() == before  # the call's own count was set back afterwards
+
+
+@needs_threads_api
+def test_a_busy_machine_gives_one_thread_until_the_back_off_ends(policy):
+    f = _product()
+    a, b = _values(64)
+    wb.config.blas_threads = 2
+    # an efficiency no call reaches: every multi-threaded call counts as "machine busy"
+    policy.set_policy(work_per_thread=1000, adaptive=True, efficiency=1e6,
+                      backoff=(60.0, 60.0))
+    events = blas_threads.busy_events()
+    f(a, b)
+    assert blas_threads.last_threads() == 2 and blas_threads.busy_events() == events + 1
+    for _ in range(3):
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+        assert blas_threads.last_threads() == 1
+    assert blas_threads.busy_events() == events + 1
+    policy.set_policy(efficiency=0.0)  # never busy; also ends the back-off
+    f(a, b)
+    f(a, b)
+    assert blas_threads.last_threads() == 2
+
+
+@needs_threads_api
+def test_the_profile_shows_the_blas_threads_of_each_product_node(policy):
+    wb.config.blas_threads = 1
+    x, w = wt.dmatrix("x"), wt.dmatrix("w")
+    f = wb.function([x, w], wt.tanh(wt.dot(x, w)), linker="c", profile=True)
+    a, b = _values(32)
+    f(a, b)
+    rows = {row.op_class: row for row in f.profile.by_node()}
+    product = next(row for name, row in rows.items() if name in ("Dot", "Gemm"))
+    assert product.threads == "1"
+    assert rows["Elemwise"].threads == ""
+    text = str(f.profile)
+    assert "threads" in text and "BLAS threads per call" in text
+
+
+def test_declarations_name_the_thread_controls_or_stub_them():
+    lib = blas_lib.BlasLibrary(source="test", path="/opt/libopenblas.so", prefix="scipy_",
+                               suffix="64_", int64=True, threads_api=True)
+    decls = lib.declarations()
+    assert "#define wb_blas_set_threads scipy_openblas_set_num_threads64_" in decls
+    assert "#define WB_BLAS_HAS_THREADS 1" in decls
+    plain = blas_lib.BlasLibrary(source="test", path="/opt/libcblas.so").declarations()
+    assert "#define WB_BLAS_HAS_THREADS 0" in plain
+    assert "static int wb_blas_get_threads(void) { return 0; }" in plain
