@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from workbench.core.compile.mode import available_linkers
@@ -290,3 +291,15 @@ def test_06_dtypes_and_promotion(executed):
     assert "backend 'c' lacks: bfloat16, float16" in text
     if importlib.util.find_spec("torch") is not None:
         assert re.search(r"backend 'gpu' lacks: \w", text)
+
+
+def test_04_random_draws_monte_carlo_pi_and_dropout(executed):
+    book, texts = executed("04_compiling_and_profiling")
+    text = _all_text(texts)
+    estimates = re.search(r"pi ~ ([\d.]+), ([\d.]+), ([\d.]+) \(new draws at each call\)", text)
+    assert estimates, text
+    values = [float(v) for v in estimates.groups()]
+    assert all(abs(v - np.pi) < 0.03 for v in values) and len(set(values)) == 3
+    assert "re-seeded, the same three: True" in text
+    assert "-> update of rng0" in text  # dprint shows where the state flows
+    assert re.search(r"bernoulli_rv\{int64\}", text)  # the profiler shows the draw

@@ -22,7 +22,6 @@ parameters for fixed noise, the gradients (`reparameterised_grads`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +30,11 @@ import numpy as np
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.random.type import RandomGeneratorType, as_generator_variable
+from workbench.core.random.type import (
+    RandomGeneratorType,
+    as_generator_variable,
+    copy_generator,
+)
 from workbench.core.tensor.elemwise import broadcast_static_shapes
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
@@ -148,7 +151,7 @@ class RandomVariable(Op):
                 ) -> None:
         rng, size, *params = inputs
         if not self.inplace:
-            rng = copy.deepcopy(rng)
+            rng = copy_generator(rng)
         size_t = tuple(int(s) for s in size) if len(size) else None
         value = self.draw(rng, size_t, *params)
         output_storage[0][0] = rng

@@ -12,7 +12,6 @@ with NumPy's draws.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from workbench.core.graph.basic import Apply
@@ -25,6 +24,7 @@ from workbench.core.random.distributions import (
     UniformRV,
 )
 from workbench.core.random.op import RandomVariable
+from workbench.core.random.type import copy_generator
 
 __all__ = ["lower_random"]
 
@@ -51,7 +51,7 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     work = out_dtype if op.dtype.is_float else torch.float64
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
-        rng = copy.deepcopy(rng)
+        rng = copy_generator(rng)
         gen = torch.Generator(device=device)
         gen.manual_seed(int(rng.integers(2**63)))
         if len(size):
