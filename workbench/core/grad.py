@@ -21,8 +21,11 @@ Gradients never carry integer dtypes: an Op returning an integer gradient is an
 error naming the Op and the input. With ``trace=True`` the pass is also recorded
 (`BackwardTrace`) so the gradient explorer and the CLI can replay it.
 
-This module imports only the graph core at import time (the tensor library
-imports `grad_undefined` & co. from here); tensor functions are imported lazily.
+The markers Ops return (`grad_undefined`, `grad_not_implemented`,
+`disconnected_type`, `grad_dtype`, `NullTypeGradError`) live in the graph layer
+(`workbench.core.graph.type`), the gradient-control Ops (`zero_grad`,
+`disconnected_grad`, `grad_clip`) in the tensor layer
+(`workbench.core.tensor.grad_control`); both are re-exported here.
 Lop, Rop, Jacobians and Hessians live in `workbench.core.derivatives`; the
 finite-difference checker in `workbench.core.gradcheck`.
 """
@@ -36,9 +39,26 @@ from typing import Any
 
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable, io_toposort
-from workbench.core.graph.op import Op
-from workbench.core.graph.type import DisconnectedType, NullType, Type
+from workbench.core.graph.type import (
+    NullTypeGradError,
+    Type,
+    disconnected_type,
+    grad_dtype,
+    grad_not_implemented,
+    grad_undefined,
+    is_disconnected,
+    is_null,
+)
 from workbench.core.graph.utils import MethodNotDefined
+from workbench.core.tensor.grad_control import (
+    DisconnectedGrad,
+    GradClip,
+    ZeroGrad,
+    consider_constant,
+    disconnected_grad,
+    grad_clip,
+    zero_grad,
+)
 
 __all__ = [
     "Accumulation", "BackwardStep", "BackwardTrace", "DisconnectedGrad",
@@ -52,56 +72,11 @@ __all__ = [
 # -- errors --------------------------------------------------------------------------
 
 
-class NullTypeGradError(TypeError):
-    """A requested gradient is undefined or not implemented (a NullType reached `wrt`)."""
-
-
 class DisconnectedInputError(ValueError):
     """The cost does not depend on a variable `grad` was asked to differentiate against."""
 
 
-# -- markers and helpers for Op.grad / Op.L_op -------------------------------------------
-
-
-def disconnected_type() -> Variable:
-    """A fresh DisconnectedType variable: "the cost does not depend on this input"."""
-    return DisconnectedType()()
-
-
-def is_disconnected(var: Any) -> bool:
-    """True for a DisconnectedType variable (or None, which Ops must not return)."""
-    return isinstance(getattr(var, "type", None), DisconnectedType)
-
-
-def is_null(var: Any) -> bool:
-    """True for a NullType variable (an undefined or unimplemented gradient)."""
-    return isinstance(getattr(var, "type", None), NullType)
-
-
-def grad_undefined(op: Any, x_pos: int, x: Any, comment: str = "") -> Variable:
-    """The gradient of `op` wrt its input `x_pos` does not exist (e.g. an integer axis).
-
-    Returns a NullType variable whose `why_null` names the Op, the position and
-    `comment`; `grad` raises `NullTypeGradError` only if it reaches a `wrt`.
-    """
-    why = f"the gradient of {op} with respect to its input {x_pos} ({x}) is undefined"
-    return NullType(why + (f": {comment}" if comment else ""))()
-
-
-def grad_not_implemented(op: Any, x_pos: int, x: Any, comment: str = "") -> Variable:
-    """The gradient of `op` wrt its input `x_pos` exists but nobody wrote it yet."""
-    why = f"the gradient of {op} with respect to its input {x_pos} ({x}) is not implemented"
-    return NullType(why + (f": {comment}" if comment else ""))()
-
-
-def grad_dtype(x: Any) -> dtypes.Dtype:
-    """The dtype of a gradient wrt `x`: x's own if float or complex, else the default float."""
-    d = getattr(getattr(x, "type", None), "dtype", None)
-    if d is not None:
-        d = dtypes.as_dtype(d)
-        if d.is_float or d.is_complex:
-            return d
-    return dtypes.default_float_dtype()
+# -- helpers for Op.grad / Op.L_op (the markers live in graph.type) ----------------------
 
 
 def float_zeros_like(x: Variable) -> Variable:
@@ -222,106 +197,6 @@ def _cast(g: Variable, dtype: dtypes.Dtype) -> Variable:
     from workbench.core.tensor.basic import cast
 
     return cast(g, dtype)
-
-
-# -- gradient-control Ops ----------------------------------------------------------------
-
-
-class _IdentityGradOp(Op):
-    """Identity on tensors; subclasses only change the gradient."""
-
-    __props__: tuple[str, ...] = ()
-    view_map = {0: [0]}
-    abstract = True
-
-    def make_node(self, x: Any) -> Apply:  # type: ignore[override]
-        from workbench.core.tensor.variable import as_tensor_variable
-
-        x = as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        output_storage[0][0] = inputs[0]
-
-    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
-                    ) -> list[tuple[Any, ...]]:
-        return [input_shapes[0]]
-
-    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
-             ) -> list[Variable | None]:
-        return [eval_points[0]]
-
-
-class ZeroGrad(_IdentityGradOp):
-    """Identity whose gradient is zero: the value is used but not trained through."""
-
-    __props__ = ()
-
-    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
-             ) -> list[Variable]:
-        return [float_zeros_like(inputs[0])]
-
-    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
-             ) -> list[Variable | None]:
-        return [None if eval_points[0] is None else float_zeros_like(inputs[0])]
-
-
-class DisconnectedGrad(_IdentityGradOp):
-    """Identity through which the cost counts as not depending on the input at all."""
-
-    __props__ = ()
-
-    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
-             ) -> list[Variable]:
-        return [disconnected_type()]
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[False]]
-
-    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
-             ) -> list[Variable | None]:
-        return [None]
-
-
-class GradClip(_IdentityGradOp):
-    """Identity whose incoming gradient is clipped to [lower, upper] on the way back."""
-
-    __props__ = ("lower", "upper")
-
-    def __init__(self, lower: float, upper: float) -> None:
-        lower, upper = float(lower), float(upper)
-        if not lower <= upper:
-            raise ValueError(f"grad_clip needs lower <= upper, got lower={lower}, upper={upper}")
-        self.lower = lower
-        self.upper = upper
-
-    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
-             ) -> list[Variable]:
-        from workbench.core.tensor.math import clip
-
-        return [clip(output_grads[0], self.lower, self.upper)]
-
-
-def zero_grad(x: Any) -> Variable:
-    """`x` itself in the forward pass; its gradient is zero (the path still counts as connected)."""
-    return ZeroGrad()(x)
-
-
-def consider_constant(x: Any) -> Variable:
-    """`x` treated as a constant by `grad` (zero gradient); the per-call alternative is
-    ``grad(..., consider_constant=[x])``, which also makes paths through `x` disconnected."""
-    return ZeroGrad()(x)
-
-
-def disconnected_grad(x: Any) -> Variable:
-    """`x` itself in the forward pass; `grad` treats the cost as not depending on `x` here."""
-    return DisconnectedGrad()(x)
-
-
-def grad_clip(x: Any, lower: float, upper: float) -> Variable:
-    """`x` itself in the forward pass; the gradient flowing back through it is clipped."""
-    return GradClip(lower, upper)(x)
 
 
 # -- the recorded backward pass ------------------------------------------------------------

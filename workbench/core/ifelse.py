@@ -188,7 +188,8 @@ class IfElse(Op):
         ifelse stays differentiable. An output the cost does not use (DisconnectedType)
         leaves both of its branch values disconnected.
         """
-        from workbench.core.tensor.join import disconnected, float_zeros_like, is_disconnected
+        from workbench.core.graph.type import disconnected_type
+        from workbench.core.tensor.join import float_zeros_like, is_disconnected
 
         n = self.n_outs
         cond = inputs[0]
@@ -197,8 +198,8 @@ class IfElse(Op):
         g_else: list[Variable] = []
         for k, g in enumerate(output_grads):
             if is_disconnected(g):
-                g_then.append(disconnected())
-                g_else.append(disconnected())
+                g_then.append(disconnected_type())
+                g_else.append(disconnected_type())
                 continue
             g_then.append(_branch_grad(cond, g, thens[k], True))
             g_else.append(_branch_grad(cond, g, elses[k], False))

@@ -37,18 +37,24 @@ from workbench.core.graph.type import (
     DisconnectedType,
     Generic,
     NullType,
+    NullTypeGradError,
     Type,
     disconnected_type,
     generic,
+    grad_dtype,
+    grad_not_implemented,
+    grad_undefined,
 )
 from workbench.core.graph.utils import MethodNotDefined, SourceLocation
 
 __all__ = [
     "OUTPUT", "AlreadyThere", "Apply", "Constant", "DisconnectedType", "Feature",
     "FunctionGraph", "Generic", "History", "InconsistencyError", "InnerGraphOp",
-    "MethodNotDefined", "MissingInputError", "NodeFinder", "NullType", "Op", "ReplaceValidate",
+    "MethodNotDefined", "MissingInputError", "NodeFinder", "NullType", "NullTypeGradError", "Op",
+    "ReplaceValidate",
     "SourceLocation", "Thunk", "Type", "Validator", "Variable", "ancestors", "applys_between",
     "clone", "clone_get_equiv", "clone_replace", "disconnected_type", "explicit_graph_inputs",
-    "generic", "graph_inputs", "inner_graph_nodes", "io_toposort", "orphans_between",
+    "generic", "grad_dtype", "grad_not_implemented", "grad_undefined", "graph_inputs",
+    "inner_graph_nodes", "io_toposort", "orphans_between",
     "register_transfer", "variables_between", "walk",
 ]

@@ -5,7 +5,9 @@ A Type builds Variables (`make_variable` / `__call__`), filters runtime values
 Variables (`filter_variable`). Three optional hooks (`grad_one`, `grad_zero`,
 `add_gradients`) let `workbench.grad` differentiate through Variables of a Type
 other than tensors and scalars. `Generic`, `NullType` and `DisconnectedType` live
-here because every layer needs them; tensors and scalars define their own Types.
+here because every layer needs them, and so do the gradient markers built on the
+last two (`grad_undefined`, `grad_not_implemented`, `disconnected_type`,
+`grad_dtype`); tensors and scalars define their own Types.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.core import dtypes
 from workbench.core.graph.basic import Constant, Variable
 from workbench.core.graph.utils import MethodNotDefined
 
@@ -252,4 +255,57 @@ class DisconnectedType(Type):
         return "DisconnectedType"
 
 
-disconnected_type = DisconnectedType()
+
+# -- gradient markers: what an Op's gradient returns when there is no ordinary one -------
+# They sit next to NullType and DisconnectedType so that the scalar and tensor Ops
+# can use them without importing `workbench.core.grad` (which builds on those Ops).
+
+
+class NullTypeGradError(TypeError):
+    """A requested gradient is undefined or not implemented (a NullType reached `wrt`)."""
+
+
+def disconnected_type() -> Variable:
+    """A fresh DisconnectedType variable: "the cost does not depend on this input"."""
+    return DisconnectedType()()
+
+
+def is_disconnected(var: Any) -> bool:
+    """True for a DisconnectedType variable."""
+    return isinstance(getattr(var, "type", None), DisconnectedType)
+
+
+def is_null(var: Any) -> bool:
+    """True for a NullType variable (an undefined or unimplemented gradient)."""
+    return isinstance(getattr(var, "type", None), NullType)
+
+
+def grad_undefined(op: Any, x_pos: int, x: Any, comment: str = "") -> Variable:
+    """The gradient of `op` wrt its input `x_pos` does not exist (e.g. an integer axis).
+
+    Returns a NullType variable whose `why_null` names the Op, the position and
+    `comment`; `grad` raises `NullTypeGradError` only if it reaches a `wrt`.
+    """
+    why = f"the gradient of {op} with respect to its input {x_pos} ({x}) is undefined"
+    return NullType(why + (f": {comment}" if comment else ""))()
+
+
+def grad_not_implemented(op: Any, x_pos: int, x: Any, comment: str = "") -> Variable:
+    """The gradient of `op` wrt its input `x_pos` exists but nobody wrote it yet."""
+    why = f"the gradient of {op} with respect to its input {x_pos} ({x}) is not implemented"
+    return NullType(why + (f": {comment}" if comment else ""))()
+
+
+def is_differentiable_dtype(dtype: Any) -> bool:
+    """True for float and complex dtypes: the only ones a gradient is taken in."""
+    d = dtypes.as_dtype(dtype)
+    return d.is_float or d.is_complex
+
+
+def grad_dtype(x: Any) -> dtypes.Dtype:
+    """The dtype of a gradient wrt `x` (a Variable or a dtype): x's own if float or
+    complex, else the default float dtype (a gradient is never an integer)."""
+    d = getattr(x.type, "dtype", None) if isinstance(x, Variable) else x
+    if d is not None and is_differentiable_dtype(d):
+        return dtypes.as_dtype(d)
+    return dtypes.default_float_dtype()

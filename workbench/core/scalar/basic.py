@@ -33,7 +33,7 @@ from workbench.core import dtypes as _dt
 from workbench.core.dtypes import Dtype, as_dtype, default_float_dtype, result_type
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import Type
+from workbench.core.graph.type import Type, grad_dtype, is_differentiable_dtype
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar.conversion import (  # noqa: F401  (re-exported)
     PythonScalar,
@@ -535,7 +535,7 @@ class ScalarOp(Op):
         its input by `conform_grad` (the input's float/complex dtype; a float
         dtype, never an integer one, for integer and bool inputs).
         """
-        if all(not _differentiable_dtype(out.type.dtype) for out in outputs):
+        if all(not is_differentiable_dtype(out.type.dtype) for out in outputs):
             return [zero_gradient(x) for x in inputs]
         ograds = [zero_gradient(out) if _is_disconnected(g) else g
                   for g, out in zip(output_grads, outputs)]
@@ -555,24 +555,10 @@ class ScalarOp(Op):
 # -- gradient helpers ------------------------------------------------------------------
 
 
-def _differentiable_dtype(dtype: Dtype) -> bool:
-    return dtype.is_float or dtype.is_complex
-
-
 def _is_disconnected(var: Any) -> bool:
     from workbench.core.graph.type import DisconnectedType
 
     return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
-
-
-def grad_dtype(input_dtype: Any) -> Dtype:
-    """The dtype of a gradient wrt an input of `input_dtype` (seed 003: never an integer).
-
-    Float and complex inputs: their own dtype; integer and bool inputs: the
-    default float dtype (as `workbench.core.grad.grad_dtype`).
-    """
-    d = as_dtype(input_dtype)
-    return d if _differentiable_dtype(d) else default_float_dtype()
 
 
 def zero_gradient(x: Variable) -> ScalarConstant:

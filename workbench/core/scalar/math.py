@@ -27,6 +27,7 @@ import numpy as np
 
 from workbench.core.dtypes import Dtype, result_type
 from workbench.core.graph.basic import Variable
+from workbench.core.graph.type import grad_not_implemented
 from workbench.core.scalar.basic import (
     BinaryScalarOp,
     ScalarOp,
@@ -67,12 +68,6 @@ def _chain(gz: Variable, derivative: Variable) -> Variable:
 def _as_out(x: Variable, z: Variable) -> Variable:
     """`x` in the dtype the Op computes in (its output's), as the kernel sees it."""
     return cast(x, z.type.dtype)
-
-
-def _not_implemented(op: ScalarOp, index: int, x: Variable, why: str) -> Variable:
-    from workbench.core.grad import grad_not_implemented
-
-    return grad_not_implemented(op, index, x, why)
 
 
 class _Smooth(UnaryScalarOp):
@@ -269,7 +264,7 @@ class Sign(UnaryScalarOp):
         """Zero for reals (a step function); not implemented for complex z / |z|."""
         (x,) = inputs
         if x.type.dtype.is_complex:
-            return [_not_implemented(self, 0, x, "sign of a complex number")]
+            return [grad_not_implemented(self, 0, x, "sign of a complex number")]
         return [zero_gradient(x)]
 
 

@@ -270,10 +270,11 @@ class AdvancedSubtensor(Op):
         """The output gradient added into zeros of x's shape at the index (an
         `AdvancedIncSubtensor`): an element read several times (repeated indices)
         accumulates the gradient of every copy. The index inputs are disconnected."""
-        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+        from workbench.core.graph.type import disconnected_type
+        from workbench.core.tensor.join import float_zeros_like, grad_for
 
         x, *indices = inputs
-        rest = [disconnected() for _ in indices]
+        rest = [disconnected_type() for _ in indices]
         if not (x.type.dtype.is_float or x.type.dtype.is_complex):
             return [float_zeros_like(x), *rest]
         gz = grad_for(output_grads[0], x)

@@ -177,12 +177,13 @@ class Alloc(Op):
         """The value gets the output gradient summed over the broadcast dimensions (the
         new leading ones and those where it has length 1, `reshape.sum_to`); the
         lengths are disconnected (seed 003's example)."""
-        from workbench.core.tensor.join import disconnected, grad_for
+        from workbench.core.graph.type import disconnected_type
+        from workbench.core.tensor.join import grad_for
         from workbench.core.tensor.reshape import sum_to
 
         value = inputs[0]
         gx = grad_for(sum_to(output_grads[0], value), value)
-        return [gx] + [disconnected() for _ in inputs[1:]]
+        return [gx] + [disconnected_type() for _ in inputs[1:]]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -334,7 +335,8 @@ class ARange(Op):
         `stop` only decides the length: disconnected. An integer output has zero
         gradients (float zeros); so do integer start/step inputs.
         """
-        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+        from workbench.core.graph.type import disconnected_type
+        from workbench.core.tensor.join import float_zeros_like, grad_for
         from workbench.core.tensor.math import mul
         from workbench.core.tensor.reduction import sum as sum_
         from workbench.core.tensor.shape import shape_i
@@ -342,12 +344,12 @@ class ARange(Op):
         start, _, step = inputs
         (gz,) = output_grads
         if not self.dtype.is_float:
-            return [float_zeros_like(start), disconnected(), float_zeros_like(step)]
+            return [float_zeros_like(start), disconnected_type(), float_zeros_like(step)]
         n = outputs[0].type.shape[0]
         positions = ARange(gz.type.dtype)(0, shape_i(outputs[0], 0) if n is None else n, 1)
         g_start = grad_for(sum_(gz), start)
         g_step = grad_for(sum_(mul(gz, positions)), step)
-        return [g_start, disconnected(), g_step]
+        return [g_start, disconnected_type(), g_step]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -438,9 +440,9 @@ class Eye(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """No input moves a value of the output: all three are disconnected."""
-        from workbench.core.tensor.join import disconnected
+        from workbench.core.graph.type import disconnected_type
 
-        return [disconnected() for _ in inputs]
+        return [disconnected_type() for _ in inputs]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:

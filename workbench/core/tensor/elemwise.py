@@ -25,13 +25,18 @@ import numpy as np
 from workbench.core.dtypes import as_dtype, default_float_dtype
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import DisconnectedType, NullType
+from workbench.core.graph.type import (
+    DisconnectedType,
+    NullType,
+    disconnected_type,
+    grad_dtype,
+    grad_not_implemented,
+)
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import (
     ScalarOp,
     get_scalar_type,
-    grad_dtype,
     is_python_scalar,
     resolve_weak_scalars,
     scalar_constant,
@@ -384,9 +389,7 @@ class Elemwise(Op):
         try:
             s_igrads = self.scalar_op.L_op(s_inputs, s_outputs, s_ograds)
         except MethodNotDefined:
-            from workbench.core.grad import grad_not_implemented
-
-            return [grad_not_implemented(self, i, x, f"{self.scalar_op} defines no grad")
+                return [grad_not_implemented(self, i, x, f"{self.scalar_op} defines no grad")
                     for i, x in enumerate(inputs)]
         if len(s_igrads) != len(inputs):
             raise ValueError(
@@ -506,7 +509,6 @@ class SumToShape(Op):
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
         """The output gradient broadcast back to the shape of `g`; lengths disconnected."""
-        from workbench.core.grad import disconnected_type
         from workbench.core.tensor.creation import alloc
         from workbench.core.tensor.shape import shape_tuple
 

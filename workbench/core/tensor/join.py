@@ -13,7 +13,7 @@ overlap and its gradient is a concatenation; `split` turns NumPy's
 This module also builds and reads the small int vectors that carry shapes
 (`as_int_vector`, `vector_entries`), used by `Reshape` and `Split`, and holds the
 small helpers the gradients of the shape, join, creation and indexing Ops share
-(`disconnected`, `is_disconnected`, `float_zeros_like`, `grad_for`). Gradients:
+(`is_disconnected`, `float_zeros_like`, `grad_for`). Gradients:
 Join splits the output gradient, Split joins its output gradients (zeros for
 unused outputs), Repeat sums over the copies; sizes, counts and axes are
 disconnected (seed 003).
@@ -30,6 +30,7 @@ from workbench.core import dtypes
 from workbench.core.dtypes import int64
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
+from workbench.core.graph.type import disconnected_type
 from workbench.core.tensor import math as tm
 from workbench.core.tensor.elemwise import DimShuffle, dimshuffle
 from workbench.core.tensor.shape import (
@@ -192,21 +193,6 @@ def _int_vector_input(value: Any, what: str) -> Variable:
 
 
 # -- gradient helpers (shared by the shape, join, creation and indexing Ops) --------------
-
-
-def disconnected() -> Variable:
-    """A fresh DisconnectedType Variable: "this input's gradient does not flow" (seed 003).
-
-    Taken from `workbench.core.grad` when it is there (lazily: grad.py imports the
-    tensor library), else built from the graph's DisconnectedType.
-    """
-    try:
-        from workbench.core.grad import disconnected_type
-    except ImportError:
-        from workbench.core.graph.type import DisconnectedType
-
-        return DisconnectedType()()
-    return disconnected_type()
 
 
 def is_disconnected(g: Any) -> bool:
@@ -491,15 +477,15 @@ class Split(Op):
         disconnected (they only decide where the cuts are)."""
         x, _ = inputs
         if all(is_disconnected(g) for g in output_grads):
-            return [disconnected(), disconnected()]
+            return [disconnected_type(), disconnected_type()]
         if not (x.type.dtype.is_float or x.type.dtype.is_complex):
-            return [float_zeros_like(x), disconnected()]
+            return [float_zeros_like(x), disconnected_type()]
         parts = [float_zeros_like(out) if is_disconnected(g) else g
                  for out, g in zip(outputs, output_grads)]
         dtype = dtypes.result_type(*(p.type.dtype for p in parts))
         parts = [p if p.type.dtype == dtype else p.astype(dtype) for p in parts]
         joined = parts[0] if len(parts) == 1 else Join(self.axis)(*parts)
-        return [grad_for(joined, x), disconnected()]
+        return [grad_for(joined, x), disconnected_type()]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -703,20 +689,20 @@ class Repeat(Op):
         x, repeats = inputs
         (gz,) = output_grads
         if not (x.type.dtype.is_float or x.type.dtype.is_complex):
-            return [float_zeros_like(x), disconnected()]
+            return [float_zeros_like(x), disconnected_type()]
         axis = self.axis % x.type.ndim
         lengths = shape_tuple(x)
         if repeats.type.ndim == 0:
             count = repeats if repeats.type.dtype == int64 else repeats.astype(int64)
             grouped = reshape(gz, [*lengths[:axis], lengths[axis], count, *lengths[axis + 1:]])
-            return [grad_for(sum_(grouped, axis=axis + 1), x), disconnected()]
+            return [grad_for(sum_(grouped, axis=axis + 1), x), disconnected_type()]
         from workbench.core.tensor.creation import arange, zeros_like
         from workbench.core.tensor.subtensor import getitem, inc_subtensor
 
         owner = Repeat(0)(arange(lengths[axis], dtype=int64), repeats)
         zeros = zeros_like(x, dtype=gz.type.dtype)
         key = (slice(None),) * axis + (owner,)
-        return [grad_for(inc_subtensor(getitem(zeros, key), gz), x), disconnected()]
+        return [grad_for(inc_subtensor(getitem(zeros, key), gz), x), disconnected_type()]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:

@@ -38,6 +38,7 @@ from numpy.exceptions import AxisError
 from workbench.core.dtypes import Dtype, as_dtype, bfloat16, default_float_dtype, float16
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
+from workbench.core.graph.type import grad_not_implemented
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import ScalarOp
@@ -366,8 +367,6 @@ class CAReduce(Op):
             return [as_grad_of(_prod_grad(x, out, gz, axes), x)]
         if isinstance(op, (smath.Maximum, smath.Minimum)):
             return [as_grad_of(_extremum_grad(x, out, gz, axes), x)]
-        from workbench.core.grad import grad_not_implemented
-
         return [grad_not_implemented(self, 0, x, f"no gradient rule for a reduction by {op}")]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]

@@ -29,13 +29,13 @@ import numpy as np
 from workbench.core.dtypes import int64
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
+from workbench.core.graph.type import disconnected_type
 from workbench.core.tensor import math as tm
 from workbench.core.tensor.elemwise import broadcast_static_shapes, dimshuffle
 from workbench.core.tensor.join import (
     Length,
     as_int_vector,
     as_length,
-    disconnected,
     grad_for,
     known_vector_entries,
     length_product,
@@ -141,7 +141,7 @@ class Reshape(Op):
         """The output gradient reshaped back to the input's (symbolic) shape; the shape
         vector is disconnected."""
         x = inputs[0]
-        return [grad_for(reshape(output_grads[0], list(shape_tuple(x))), x), disconnected()]
+        return [grad_for(reshape(output_grads[0], list(shape_tuple(x))), x), disconnected_type()]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -424,7 +424,7 @@ class BroadcastTo(Op):
         """The output gradient summed over the broadcast dimensions (`sum_to`); the
         lengths are disconnected."""
         x = inputs[0]
-        return [grad_for(sum_to(output_grads[0], x), x)] + [disconnected() for _ in inputs[1:]]
+        return [grad_for(sum_to(output_grads[0], x), x)] + [disconnected_type() for _ in inputs[1:]]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:

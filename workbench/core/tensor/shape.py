@@ -22,7 +22,7 @@ import numpy as np
 from workbench.core.dtypes import int64
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import generic
+from workbench.core.graph.type import disconnected_type, generic
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable, constant
 
@@ -112,7 +112,7 @@ class Shape(Op):
 
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
-        return [_disconnected()]
+        return [disconnected_type()]
 
 
 class Shape_i(Op):
@@ -147,13 +147,7 @@ class Shape_i(Op):
 
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
-        return [_disconnected()]
-
-
-def _disconnected() -> Variable:
-    from workbench.core.grad import disconnected_type
-
-    return disconnected_type()
+        return [disconnected_type()]
 
 
 def shape(x: Any) -> Variable:
@@ -252,7 +246,7 @@ class SpecifyShape(Op):
         """The output gradient passes through; the lengths are disconnected."""
         x, *lengths = inputs
         (gz,) = output_grads
-        return [gz] + [_disconnected() for _ in lengths]
+        return [gz] + [disconnected_type() for _ in lengths]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:

@@ -134,15 +134,16 @@ class Subtensor(Op):
              output_grads: Sequence[Variable]) -> list[Variable]:
         """The output gradient written into zeros of x's shape at the index (an
         `IncSubtensor`); the index inputs are disconnected (they are positions)."""
-        from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+        from workbench.core.graph.type import disconnected_type
+        from workbench.core.tensor.join import float_zeros_like, grad_for
 
         x, *indices = inputs
         (gz,) = output_grads
         if not (x.type.dtype.is_float or x.type.dtype.is_complex):
-            return [float_zeros_like(x)] + [disconnected() for _ in indices]
+            return [float_zeros_like(x)] + [disconnected_type() for _ in indices]
         gz = grad_for(gz, x)
         gx = IncSubtensor(self.idx_list)(float_zeros_like(x), gz, *indices)
-        return [gx] + [disconnected() for _ in indices]
+        return [gx] + [disconnected_type() for _ in indices]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -226,12 +227,13 @@ def _inc_subtensor_grads(op: Op, read: Op, inputs: Sequence[Variable],
 
     (Setting through repeated advanced indices is handled by `AdvancedIncSubtensor`.)
     """
-    from workbench.core.tensor.join import disconnected, float_zeros_like, grad_for
+    from workbench.core.graph.type import disconnected_type
+    from workbench.core.tensor.join import float_zeros_like, grad_for
     from workbench.core.tensor.reshape import sum_to
 
     x, y, *indices = inputs
     (gz,) = output_grads
-    rest = [disconnected() for _ in indices]
+    rest = [disconnected_type() for _ in indices]
     if not (x.type.dtype.is_float or x.type.dtype.is_complex):
         return [float_zeros_like(x), float_zeros_like(y), *rest]
     gz = grad_for(gz, x)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.core import dtypes
-from workbench.core.grad import _IdentityGradOp
 from workbench.core.graph.basic import Apply
 from workbench.core.ifelse import IfElse
 from workbench.core.link.gpu.lower_elemwise import astype
@@ -19,6 +18,7 @@ from workbench.core.scalar import math as sm
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.creation import NEGATIVE_DIMENSIONS, Alloc, ARange, Eye
 from workbench.core.tensor.extra_ops import CumOp
+from workbench.core.tensor.grad_control import IdentityGradOp
 from workbench.core.tensor.join import Join, Repeat, Split
 from workbench.core.tensor.linalg import Dot, MatMul
 from workbench.core.tensor.reduction import All, CAReduce, _ArgReduce
@@ -407,7 +407,7 @@ def lower_repeat(node: Apply, ctx: LowerContext) -> Kernel:
 # -- identities -----------------------------------------------------------------------------
 
 
-@register_lowering(_IdentityGradOp, Transfer)
+@register_lowering(IdentityGradOp, Transfer)
 def lower_identity(node: Apply, ctx: LowerContext) -> Kernel:
     """Ops that only change gradients, and transfers: values are already on the device
     (the linker moves graph inputs there and outputs back)."""
