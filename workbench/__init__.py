@@ -63,6 +63,7 @@ def _load() -> None:
     from workbench.core.link.shared import SharedVariable
     from workbench.core.printing import dprint, pprint
     from workbench.core.rewrite import RewriteTrace, rewrite_graph
+    from workbench.core.scan import scan, until
 
     globals().update({name: value for name, value in locals().items()})
     # `import workbench.tensor` gives the tensor library (architecture: tensor = core.tensor).

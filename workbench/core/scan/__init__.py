@@ -1,0 +1,11 @@
+"""Loops: `scan` builds a `Scan` Op whose body is an inner graph (see op.py).
+
+basic.py is the builder with PyTensor's semantics, op.py the Op, run.py the loop
+over the body compiled once, gradient.py backpropagation through time and the
+forward-mode loop.
+"""
+
+from workbench.core.scan.basic import Until, scan, until
+from workbench.core.scan.op import Scan, ScanError, ScanInfo
+
+__all__ = ["Scan", "ScanError", "ScanInfo", "Until", "scan", "until"]

@@ -1,0 +1,322 @@
+"""The `Scan` Op: a loop whose body is an inner graph, run once per step.
+
+Outer inputs, in this order::
+
+    n_steps                  int64 scalar: how many steps (the most, for a while-loop)
+    sequences   (n_seqs)     step t reads row t of each (their length is at least n_steps)
+    initials    (recurrent)  recurrent output j starts from L_j rows (L_j = its deepest tap)
+    non_seqs    (n_non_seqs) the same value at every step
+
+Outer outputs::
+
+    recurrent   buffers of L_j + n rows: the L_j initial rows, then one row per step
+    nit_sots    n rows: one per step (outputs that are not fed back)
+
+The inner graph's inputs are the sequence rows, then for each recurrent output
+its values at its taps (tap -2 is the value two steps back; row L_j + t + tap of
+the buffer), then the non-sequences. Its outputs are each recurrent output's new
+value, the nit-sot values, and, for a while-loop (`as_while`), a last boolean
+output: keep going. The builder is `scan` (basic.py); gradients are gradient.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from workbench.core import tensor as wt
+from workbench.core.graph.basic import Apply, Constant, Variable, ancestors
+from workbench.core.graph.fg import FunctionGraph
+from workbench.core.graph.inner_graph import InnerGraphOp
+from workbench.core.graph.op import ComputeMap, StorageMap, Thunk
+
+__all__ = ["Scan", "ScanInfo"]
+
+
+class ScanInfo(NamedTuple):
+    """The layout of a Scan's inputs and outputs (see the module docstring)."""
+
+    n_seqs: int
+    #: per recurrent output, its taps (negative, increasing), e.g. ((-1,), (-2, -1))
+    recurrent_taps: tuple[tuple[int, ...], ...]
+    n_nit_sot: int
+    n_non_seqs: int
+    as_while: bool = False
+
+    @property
+    def n_recurrent(self) -> int:
+        return len(self.recurrent_taps)
+
+    @property
+    def n_taps(self) -> int:
+        return sum(len(taps) for taps in self.recurrent_taps)
+
+    @property
+    def depths(self) -> tuple[int, ...]:
+        """L_j: how many initial rows recurrent output j needs (minus its deepest tap)."""
+        return tuple(-min(taps) for taps in self.recurrent_taps)
+
+
+class ScanError(ValueError):
+    """A loop failed at run time (wrong shapes, too short a sequence): the message names
+    the loop, the step and the output."""
+
+
+def _state_type(t: wt.TensorType) -> wt.TensorType:
+    """The Type of one row of a stacked value."""
+    return wt.TensorType(t.dtype, t.shape[1:])
+
+
+def _fits(outer: Any, inner: Any) -> bool:
+    """Whether a value of Type `outer` can be used where the body expects Type `inner`."""
+    if not isinstance(inner, wt.TensorType):
+        return outer == inner
+    return (isinstance(outer, wt.TensorType) and outer.dtype == inner.dtype
+            and outer.ndim == inner.ndim
+            and all(a is None or b is None or a == b for a, b in zip(outer.shape, inner.shape)))
+
+
+class Scan(InnerGraphOp):
+    """A loop over the inner graph `fgraph`; see the module docstring for the layout.
+
+    `name` names the loop in errors, printing and profiles; `truncate_gradient`
+    (-1: all steps) limits backpropagation through time to the last steps.
+    """
+
+    __props__ = ("info", "name", "truncate_gradient")
+    inner_graph_title = "loop body"
+    name: str = "scan"  # (a plain attribute here, not Op's derived `name`)
+
+    def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], info: ScanInfo,
+                 name: str = "scan", truncate_gradient: int = -1) -> None:
+        if not isinstance(info, ScanInfo):
+            info = ScanInfo(*info)
+        self.info = info
+        self.name = str(name)
+        self.truncate_gradient = int(truncate_gradient)
+        n_in = info.n_seqs + info.n_taps + info.n_non_seqs
+        n_out = info.n_recurrent + info.n_nit_sot + int(info.as_while)
+        if len(inputs) != n_in or len(outputs) != n_out:
+            raise ValueError(f"{self}: the layout needs {n_in} inner inputs and {n_out} inner "
+                             f"outputs, got {len(inputs)} and {len(outputs)}")
+        self.fgraph = FunctionGraph(list(inputs), list(outputs))
+        for k, (tap_var, out) in enumerate(zip(self.tap_inputs_of_outputs(),
+                                               self.inner_outputs)):
+            for var in tap_var:
+                if not _fits(var.type, out.type):
+                    raise TypeError(f"{self}: recurrent output {k} has type {out.type}, but "
+                                    f"its value at the previous step has type {var.type}")
+        if info.as_while:
+            cond = self.inner_outputs[-1]
+            if getattr(cond.type, "ndim", None) != 0:
+                raise TypeError(f"{self}: the until() condition must be a scalar, got "
+                                f"{cond.type}")
+        self._runners: dict[str, Any] = {}
+
+    def __str__(self) -> str:
+        kind = "while" if self.info.as_while else "for"
+        return f"Scan{{{self.name}, {kind}}}"
+
+    # -- the inner graph's parts --------------------------------------------------
+    def inner_seqs(self) -> list[Variable]:
+        return self.inner_inputs[:self.info.n_seqs]
+
+    def inner_taps(self) -> list[Variable]:
+        start = self.info.n_seqs
+        return self.inner_inputs[start:start + self.info.n_taps]
+
+    def inner_non_seqs(self) -> list[Variable]:
+        return self.inner_inputs[self.info.n_seqs + self.info.n_taps:]
+
+    def tap_inputs_of_outputs(self) -> list[list[Variable]]:
+        """Per recurrent output, the inner inputs holding its tap values."""
+        taps, groups, k = self.inner_taps(), [], 0
+        for group in self.info.recurrent_taps:
+            groups.append(taps[k:k + len(group)])
+            k += len(group)
+        return groups
+
+    def inner_recurrent_outputs(self) -> list[Variable]:
+        return self.inner_outputs[:self.info.n_recurrent]
+
+    def inner_nit_sot_outputs(self) -> list[Variable]:
+        start = self.info.n_recurrent
+        return self.inner_outputs[start:start + self.info.n_nit_sot]
+
+    def outer_parts(self, inputs: Sequence[Any]) -> tuple[Any, list[Any], list[Any], list[Any]]:
+        """(n_steps, sequences, initials, non_seqs) of a node's inputs (or input values)."""
+        info = self.info
+        seqs = list(inputs[1:1 + info.n_seqs])
+        start = 1 + info.n_seqs
+        inits = list(inputs[start:start + info.n_recurrent])
+        return inputs[0], seqs, inits, list(inputs[start + info.n_recurrent:])
+
+    # -- the protocol -------------------------------------------------------------
+    def clone_with_inner_graph(self, fgraph: FunctionGraph) -> Scan:
+        return Scan(fgraph.inputs, fgraph.outputs, self.info, self.name, self.truncate_gradient)
+
+    @classmethod
+    def from_inner_graph(cls, inputs: Sequence[Variable], outputs: Sequence[Variable],
+                         **props: Any) -> Scan:
+        return cls(inputs, outputs, **props)
+
+    # -- building -----------------------------------------------------------------
+    def make_node(self, n_steps: Any, *inputs: Any) -> Apply:
+
+        info = self.info
+        expected = info.n_seqs + info.n_recurrent + info.n_non_seqs
+        if len(inputs) != expected:
+            raise TypeError(f"{self} takes n_steps and {expected} inputs ({info.n_seqs} "
+                            f"sequences, {info.n_recurrent} initial values, "
+                            f"{info.n_non_seqs} non-sequences), got {len(inputs)}")
+        n_steps = wt.as_tensor_variable(n_steps)
+        if n_steps.type.ndim != 0 or not n_steps.type.dtype.is_int:
+            raise TypeError(f"{self}: n_steps must be an integer scalar, got {n_steps.type}")
+        if n_steps.type.dtype != "int64":
+            n_steps = wt.cast(n_steps, "int64")
+        inputs = [wt.as_tensor_variable(v) for v in inputs]
+        _, seqs, inits, non_seqs = self.outer_parts([n_steps, *inputs])
+        for k, (outer, inner) in enumerate(zip(seqs, self.inner_seqs())):
+            if outer.type.ndim < 1 or not _fits(_state_type(outer.type), inner.type):
+                raise TypeError(f"{self}: sequence {k} has type {outer.type}; its rows must "
+                                f"fit the loop body's input {inner} of type {inner.type}")
+        for k, (outer, taps) in enumerate(zip(inits, self.tap_inputs_of_outputs())):
+            if outer.type.ndim < 1 or not _fits(_state_type(outer.type), taps[0].type):
+                raise TypeError(f"{self}: the initial value of recurrent output {k} has type "
+                                f"{outer.type}; its rows must fit {taps[0].type}")
+        for k, (outer, inner) in enumerate(zip(non_seqs, self.inner_non_seqs())):
+            if not _fits(outer.type, inner.type):
+                raise TypeError(f"{self}: non-sequence {k} has type {outer.type}; the loop "
+                                f"body expects {inner.type}")
+        steps = None
+        if isinstance(n_steps, Constant) and not info.as_while:
+            steps = int(n_steps.data)
+        outputs = []
+        for depth, init, out in zip(info.depths, inits, self.inner_recurrent_outputs()):
+            rows = None if steps is None else depth + steps
+            row_shape = tuple(a if a is not None else b
+                              for a, b in zip(init.type.shape[1:], out.type.shape))
+            outputs.append(wt.TensorType(init.type.dtype, (rows, *row_shape))())
+        for out in self.inner_nit_sot_outputs():
+            outputs.append(wt.TensorType(out.type.dtype, (steps, *out.type.shape))())
+        return Apply(self, [n_steps, *inputs], outputs)
+
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        return False  # a loop is not worth running while compiling
+
+    # -- shapes and connections -----------------------------------------------------
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+
+        info = self.info
+        n_steps = node.inputs[0]
+        n_shape, seq_shapes, init_shapes, _ = self.outer_parts(input_shapes)
+        shapes: list[tuple[Any, ...]] = []
+        for k, depth in enumerate(info.depths):
+            rows = (node.outputs[k].shape[0] if info.as_while
+                    else wt.as_tensor_variable(depth) + n_steps)
+            shapes.append((rows, *init_shapes[k][1:]))
+        for k, out in enumerate(self.inner_nit_sot_outputs()):
+            outer = node.outputs[info.n_recurrent + k]
+            rows = outer.shape[0] if info.as_while else n_steps
+            row = [d if d is not None else outer.shape[1 + i]
+                   for i, d in enumerate(out.type.shape)]
+            shapes.append((rows, *row))
+        return shapes
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        """[outer input][outer output]: through the body, and through the recurrence."""
+        info = self.info
+        inner_in = self.inner_inputs
+        depends = []
+        for out in self.inner_outputs[:info.n_recurrent + info.n_nit_sot]:
+            roots = set(ancestors([out]))
+            depends.append([v in roots for v in inner_in])
+        n_out = info.n_recurrent + info.n_nit_sot
+        # outer input index of each inner input
+        outer_of_inner = list(range(1, 1 + info.n_seqs))
+        tap_owner: list[int] = []
+        for j, taps in enumerate(info.recurrent_taps):
+            tap_owner.extend([j] * len(taps))
+        outer_of_inner += [1 + info.n_seqs + j for j in tap_owner]
+        first_ns = 1 + info.n_seqs + info.n_recurrent
+        outer_of_inner += list(range(first_ns, first_ns + info.n_non_seqs))
+        pattern = [[False] * n_out for _ in node.inputs]
+        for j in range(info.n_recurrent):
+            pattern[1 + info.n_seqs + j][j] = True  # the buffer holds the initial rows
+        changed = True
+        while changed:
+            changed = False
+            for o in range(n_out):
+                for i, used in enumerate(depends[o]):
+                    if not used:
+                        continue
+                    sources = [outer_of_inner[i]]
+                    if info.n_seqs <= i < info.n_seqs + info.n_taps:
+                        # a tap brings in whatever its recurrent output depends on
+                        j = tap_owner[i - info.n_seqs]
+                        sources += [r for r in range(len(node.inputs)) if pattern[r][j]]
+                    for r in sources:
+                        if not pattern[r][o]:
+                            pattern[r][o] = changed = True
+        return pattern
+
+    # -- differentiation ------------------------------------------------------------
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.scan.gradient import scan_vjp
+
+        return scan_vjp(self, list(inputs), list(outputs), list(output_grads))
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        from workbench.core.scan.gradient import scan_jvp
+
+        return scan_jvp(self, list(inputs), list(eval_points))
+
+    # -- running --------------------------------------------------------------------
+    def runner(self, impl: str = "py") -> Any:
+        """The compiled loop body for linker `impl` (compiled once, then reused)."""
+        runner = self._runners.get(impl)
+        if runner is None:
+            from workbench.core.scan.run import LoopRunner
+
+            runner = self._runners[impl] = LoopRunner(self, impl)
+        return runner
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        results = self.runner("py").run(inputs)
+        for cell, value in zip(output_storage, results):
+            cell[0] = value
+
+    def make_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
+                   no_recycling: Sequence[Variable], impl: str | None = None) -> Thunk:
+        """A thunk looping over the body compiled by the linker `impl` ("py", "c", ...)."""
+        runner = self.runner(impl or "py")
+        in_cells = [storage_map[v] for v in node.inputs]
+        out_cells = [storage_map[v] for v in node.outputs]
+        done = [compute_map[v] for v in node.outputs]
+        run = runner.run
+
+        def thunk() -> None:
+            results = run([cell[0] for cell in in_cells])
+            for cell, value in zip(out_cells, results):
+                cell[0] = value
+            for cell in done:
+                cell[0] = True
+
+        return Thunk(thunk, node, in_cells, out_cells, impl=runner.impl)
+
+
+def check_step_value(op: Scan, what: str, step: int, value: Any, expected: tuple[int, ...]
+                     ) -> None:
+    """Raise ScanError naming the loop, step and output when a step's value has the wrong
+    shape."""
+    shape = np.shape(value)
+    if shape != expected:
+        raise ScanError(f"loop {op.name!r}: at step {step}, {what} has shape {shape}, but "
+                        f"{'its earlier values have' if step else 'it must have'} shape "
+                        f"{expected}")
