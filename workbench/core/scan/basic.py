@@ -170,7 +170,7 @@ def scan(
     only the outputs are returned (and the step may not update shared variables).
     Outputs: one Variable for one output, else a list, in `outputs_info` order.
     """
-    from workbench.core.compile.shared import SharedVariable
+    from workbench.core.link.shared import SharedVariable
 
     name = name or "scan"
     seqs = _Sequences(sequences, go_backwards, name)
