@@ -11,12 +11,12 @@ from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.op import Op
-from workbench.core.graph.shape_feature import ShapeFeature, get_shape_feature
 from workbench.core.rewrite import rewrite_graph
 from workbench.core.scalar.basic import get_scalar_type
 from workbench.core.tensor.elemwise import Elemwise
 from workbench.core.tensor.linalg import Dot, MatMul
 from workbench.core.tensor.shape import Shape_i
+from workbench.core.tensor.shape_feature import ShapeFeature, get_shape_feature
 from workbench.core.tensor.type import TensorType
 
 

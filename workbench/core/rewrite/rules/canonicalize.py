@@ -229,7 +229,7 @@ def local_useless_sum_to_shape(fgraph: Any, node: Apply) -> Any:
     length is a constant other than 1, or g's length there is 1 or provably the
     requested one (the ShapeFeature). Gradients of Elemwise whose operands had one
     shape are full of these. Domain: every g (nothing is computed)."""
-    from workbench.core.graph.shape_feature import get_shape_feature, same_length
+    from workbench.core.tensor.shape_feature import get_shape_feature, same_length
 
     g, *lengths = node.inputs
     feature = get_shape_feature(fgraph)

@@ -40,12 +40,12 @@ import numpy as np
 from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.fg import OUTPUT, FunctionGraph
-from workbench.core.graph.shape_feature import get_shape_feature
 from workbench.core.rewrite.db import register_fusion
 from workbench.core.rewrite.engine import GraphRewriter, RewriteFailureWarning, recording_step
 from workbench.core.scalar.basic import ScalarConstant, get_scalar_type
 from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise
+from workbench.core.tensor.shape_feature import get_shape_feature
 from workbench.core.tensor.type import TensorType
 
 __all__ = ["FusionRewriter", "fuse_elemwise", "FusedComposite"]

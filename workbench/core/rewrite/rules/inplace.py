@@ -31,10 +31,10 @@ from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
 from workbench.core.graph.destroyhandler import DestroyHandler, view_roots
 from workbench.core.graph.features import ReplaceValidate
 from workbench.core.graph.fg import FunctionGraph, InconsistencyError
-from workbench.core.graph.shape_feature import get_shape_feature
 from workbench.core.rewrite.db import register_inplace
 from workbench.core.rewrite.engine import GraphRewriter, carry_over
 from workbench.core.tensor.elemwise import Elemwise
+from workbench.core.tensor.shape_feature import get_shape_feature
 
 __all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter", "protect_inputs"]
 

@@ -128,7 +128,7 @@ def same_shape(fgraph: Any, new: Variable, old: Variable) -> bool:
     (e.g. ``x`` and ``x * ones(x.shape[0])``)."""
     if fgraph is None or old.owner is None:
         return False
-    from workbench.core.graph.shape_feature import get_shape_feature
+    from workbench.core.tensor.shape_feature import get_shape_feature
 
     try:
         return get_shape_feature(fgraph).same_shape(new, old)

@@ -1,7 +1,7 @@
 """Shape rewrites: the shape of a computed tensor without computing it.
 
 ``(exp(x) @ W).shape[0]`` is ``Shape_i{0}(Dot(exp(x), W))``; the ShapeFeature
-(workbench.core.graph.shape_feature) knows, through each Op's `infer_shape`,
+(workbench.core.tensor.shape_feature) knows, through each Op's `infer_shape`,
 that it equals ``Shape_i{0}(x)``, so the rewrite replaces it and exp and Dot
 leave the graph. ``Shape(computed)`` becomes the vector of the inferred
 lengths, and static lengths become constants. These run inside canonicalize.
@@ -15,10 +15,10 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.fg import FunctionGraph
-from workbench.core.graph.shape_feature import get_shape_feature
 from workbench.core.rewrite.db import register_shape
 from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.tensor.shape import Shape, Shape_i
+from workbench.core.tensor.shape_feature import get_shape_feature
 from workbench.core.tensor.variable import constant
 
 __all__ = ["local_shape_i_of_computed", "local_shape_of_computed"]

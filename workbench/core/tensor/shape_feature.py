@@ -1,4 +1,4 @@
-"""ShapeFeature: the symbolic shape of every tensor of a FunctionGraph.
+"""ShapeFeature: the symbolic shape of every tensor of a FunctionGraph (a tensor-layer feature).
 
 Each tensor's shape is a tuple with one entry per dimension: a Python int when
 the length is known statically, else an int64 0-d tensor Variable computed from
@@ -20,6 +20,10 @@ import numpy as np
 
 from workbench.core.graph.basic import Constant, Variable
 from workbench.core.graph.features import AlreadyThere, Feature
+from workbench.core.tensor.basic import cast
+from workbench.core.tensor.shape import Shape_i
+from workbench.core.tensor.type import TensorType
+from workbench.core.tensor.variable import as_tensor_variable
 
 if TYPE_CHECKING:
     from workbench.core.graph.basic import Apply
@@ -30,16 +34,8 @@ __all__ = ["ShapeFeature", "get_shape_feature", "same_length"]
 Entry = Any  # int | Variable (int64 0-d tensor)
 
 
-_tensor_type: Any = None
-
-
 def _is_tensor(var: Any) -> bool:
-    global _tensor_type
-    if _tensor_type is None:  # imported late: the graph layer does not depend on tensors
-        from workbench.core.tensor.type import TensorType
-
-        _tensor_type = TensorType
-    return isinstance(var, Variable) and isinstance(var.type, _tensor_type)
+    return isinstance(var, Variable) and isinstance(var.type, TensorType)
 
 
 def same_length(a: Entry, b: Entry, depth: int = 8) -> bool:
@@ -139,18 +135,12 @@ class ShapeFeature(Feature):
         return tuple(s if s is not None else e for s, e in zip(static, shape))
 
     def _default_shape(self, var: Variable) -> tuple[Entry, ...]:
-        from workbench.core.tensor.shape import Shape_i
-
         if isinstance(var, Constant):
             return tuple(int(n) for n in np.shape(var.data))
         return tuple(s if s is not None else Shape_i(d)(var)
                      for d, s in enumerate(var.type.shape))
 
     def _normalize(self, entry: Any, var: Variable, d: int) -> Entry:
-        from workbench.core.tensor.basic import cast
-        from workbench.core.tensor.shape import Shape_i
-        from workbench.core.tensor.variable import as_tensor_variable
-
         static = var.type.shape[d]
         if static is not None:
             return static
