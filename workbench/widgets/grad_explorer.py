@@ -212,7 +212,7 @@ class GradExplorer(widgets.VBox):
 
     # -- the point and the values -------------------------------------------------------
     def _random_point(self, seed: int) -> dict[Variable, np.ndarray]:
-        from workbench.core.compile.debugmode import random_value
+        from workbench.core.link.debugmode import random_value
 
         last_error: Exception | None = None
         for unknown in ((3, 3), (2, 3), (3, 2)):

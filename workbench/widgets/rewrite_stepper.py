@@ -592,7 +592,7 @@ class RewriteStepper(widgets.VBox):
 
     # -- numeric check ------------------------------------------------------------------
     def _check(self) -> bool:
-        from workbench.core.compile.debugmode import RewriteCheckError, StepChecker
+        from workbench.core.link.debugmode import RewriteCheckError, StepChecker
 
         step = self.current
         if step is None:
@@ -636,7 +636,7 @@ class RewriteStepper(widgets.VBox):
     def _better_check_inputs(self, checker: Any, view: FunctionGraph) -> None:
         """Shared variables keep their values and inputs of a GraphSource get its shapes
         (the checker's own random sizes may not fit, e.g. a (3, 3) weight matrix)."""
-        from workbench.core.compile.debugmode import random_value
+        from workbench.core.link.debugmode import random_value
 
         shared = [v for v in view.inputs if hasattr(v, "get_value")]
         if not shared and not any(v.name in self.input_shapes for v in view.inputs):

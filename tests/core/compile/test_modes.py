@@ -7,8 +7,8 @@ import pytest
 import workbench.tensor as wt
 
 import workbench as wb
-from workbench.core.compile.debugmode import RewriteCheckError, random_value
 from workbench.core.compile.mode import RewriteQuery, get_mode
+from workbench.core.link.debugmode import RewriteCheckError, random_value
 from workbench.core.rewrite import (
     EquilibriumGraphRewriter,
     RewriteTrace,

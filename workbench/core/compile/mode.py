@@ -134,7 +134,7 @@ class RewriteQuery:
             fgraph.attach_feature(trace)
         checker = None
         if self.debug:
-            from workbench.core.compile.debugmode import StepChecker
+            from workbench.core.link.debugmode import StepChecker
 
             checker = StepChecker(fgraph)
             trace.step_hooks.append(checker)

@@ -14,7 +14,13 @@ import pytest
 import workbench.tensor as wt
 
 import workbench as wb
-from workbench.core.compile.debugmode import (
+from workbench.core.compile.mode import Mode, RewriteQuery, available_linkers, get_mode
+from workbench.core.graph.basic import Apply
+from workbench.core.graph.op import Op
+from workbench.core.link.c.compiler import has_compiler
+from workbench.core.link.c.debug import DebugLinker
+from workbench.core.link.c.interface import COp
+from workbench.core.link.debugmode import (
     BadDestroyMapError,
     BadImplementationError,
     BadViewMapError,
@@ -23,12 +29,6 @@ from workbench.core.compile.debugmode import (
     StaleOutputError,
     layout_copy,
 )
-from workbench.core.compile.mode import Mode, RewriteQuery, available_linkers, get_mode
-from workbench.core.graph.basic import Apply
-from workbench.core.graph.op import Op
-from workbench.core.link.c.compiler import has_compiler
-from workbench.core.link.c.debug import DebugLinker
-from workbench.core.link.c.interface import COp
 
 pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
 

@@ -1,7 +1,7 @@
 """The DEBUG linker: every node runs through `perform` and through its C code, checked.
 
 `DebugLinker` (the linker of `mode="DEBUG"`) links a graph like the C linker, but
-each node's thunk first runs `NodeChecker` (core/compile/debugmode.py) over the
+each node's thunk first runs `NodeChecker` (core/link/debugmode.py) over the
 node's implementations, on private copies of the inputs and private storage cells:
 - `perform` (the Op's `debug_perform`) and the compiled C function, whose outputs
   must agree through the output Type's `values_eq_approx`;
@@ -25,7 +25,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.core.compile.debugmode import (
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.op import Thunk
+from workbench.core.link.c.cache import ModuleCache
+from workbench.core.link.c.codegen import node_labels
+from workbench.core.link.c.linker import CLinker, CompileReport
+from workbench.core.link.debugmode import (
     DebugModeError,
     Implementation,
     NodeChecker,
@@ -33,11 +38,6 @@ from workbench.core.compile.debugmode import (
     node_label,
     short_value,
 )
-from workbench.core.graph.basic import Apply, Variable
-from workbench.core.graph.op import Thunk
-from workbench.core.link.c.cache import ModuleCache
-from workbench.core.link.c.codegen import node_labels
-from workbench.core.link.c.linker import CLinker, CompileReport
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM
 
 __all__ = ["DebugLinker", "DebugModeError", "c_runner"]

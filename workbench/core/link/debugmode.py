@@ -1,4 +1,7 @@
-"""DEBUG mode: rewrites and Op implementations checked numerically.
+"""DEBUG mode's checkers: rewrites and Op implementations checked numerically.
+
+They live in the link layer: the DEBUG linker (link/c/debug.py) runs `NodeChecker`
+on every node and compile's DEBUG mode runs `StepChecker` after every rewrite step.
 
 Rewrites: every rewrite step is checked by evaluating the graph before and after it.
 
