@@ -8,17 +8,23 @@ conversion (``wt.as_tensor_variable``, ``wt.constant``), Ops (``wt.Elemwise``,
 
 # The families of the tensor library; each module lists its public names in __all__.
 from workbench.core.tensor import advanced_subtensor as _advanced_subtensor  # noqa: E402
+from workbench.core.tensor import array_utils as _array_utils  # noqa: E402
+from workbench.core.tensor import counting as _counting  # noqa: E402
 from workbench.core.tensor import creation as _creation  # noqa: E402
 from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
+from workbench.core.tensor import grids as _grids  # noqa: E402
 from workbench.core.tensor import join as _join  # noqa: E402
 from workbench.core.tensor import linalg  # noqa: E402
 from workbench.core.tensor import reduction as _reduction  # noqa: E402
 from workbench.core.tensor import reshape as _reshape  # noqa: E402
 from workbench.core.tensor import shape as _shape  # noqa: E402
+from workbench.core.tensor import sort as _sort  # noqa: E402
 from workbench.core.tensor import special as _special  # noqa: E402
 from workbench.core.tensor import subtensor as _subtensor  # noqa: E402
 from workbench.core.tensor.advanced_subtensor import *  # noqa: F403,E402
+from workbench.core.tensor.array_utils import *  # noqa: F403,E402
 from workbench.core.tensor.basic import astype, cast, cast_op
+from workbench.core.tensor.counting import *  # noqa: F403,E402
 from workbench.core.tensor.creation import *  # noqa: F403,E402
 from workbench.core.tensor.elemwise import (
     DimShuffle,
@@ -27,6 +33,7 @@ from workbench.core.tensor.elemwise import (
     dimshuffle,
 )
 from workbench.core.tensor.extra_ops import *  # noqa: F403,E402
+from workbench.core.tensor.grids import *  # noqa: F403,E402
 from workbench.core.tensor.join import *  # noqa: F403,E402
 from workbench.core.tensor.linalg import products as _products  # noqa: E402
 from workbench.core.tensor.linalg.products import *  # noqa: F403,E402
@@ -101,6 +108,7 @@ from workbench.core.tensor.math import (
 from workbench.core.tensor.reduction import *  # noqa: F403,E402
 from workbench.core.tensor.reshape import *  # noqa: F403,E402
 from workbench.core.tensor.shape import *  # noqa: F403,E402
+from workbench.core.tensor.sort import *  # noqa: F403,E402
 from workbench.core.tensor.special import *  # noqa: F403,E402
 from workbench.core.tensor.subtensor import *  # noqa: F403,E402
 from workbench.core.tensor.type import (  # the shorthand Types: 8 dtypes x 8 shapes
@@ -188,8 +196,8 @@ from workbench.core.tensor.variable import (
     constant,
 )
 
-_FAMILIES = (_advanced_subtensor, _creation, _extra_ops, _join, _products, _reduction, _reshape,
-             _shape, _special, _subtensor)
+_FAMILIES = (_advanced_subtensor, _array_utils, _counting, _creation, _extra_ops, _grids, _join,
+             _products, _reduction, _reshape, _shape, _sort, _special, _subtensor)
 
 __all__ = [
     # types, variables, conversion

@@ -2,7 +2,7 @@
 
 `function(inputs, outputs, linker="gpu")` (or `mode="GPU"`) lowers every node
 through a registry keyed by Op class (`registry.py`; one module per Op family:
-`lower_elemwise`, `lower_tensor`, `lower_index`), runs the torch kernels on
+`lower_elemwise`, `lower_tensor`, `lower_index`, `lower_sort`), runs the torch kernels on
 `config.device` ("auto": CUDA when available, else the CPU with a one-time
 notice) and returns NumPy arrays. Nodes without a torch equivalent run on the
 host through `Op.perform`. Transfers (`x.transfer("gpu")`), device shared
@@ -19,6 +19,7 @@ from __future__ import annotations
 from workbench.core.link.gpu import lower_elemwise as lower_elemwise  # noqa: I001
 from workbench.core.link.gpu import lower_index as lower_index
 from workbench.core.link.gpu import lower_random as lower_random
+from workbench.core.link.gpu import lower_sort as lower_sort
 from workbench.core.link.gpu import lower_tensor as lower_tensor
 from workbench.core.link.gpu.device import (
     GpuUnavailableError,

@@ -1,0 +1,123 @@
+"""Array utilities beyond the catalogue: static shapes, the graphs they compose, the
+PyTensor alias, and bad input. Values, gradients, graph files and every linker are
+covered by the catalogue (workbench/testing/cases_arrays.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+
+
+def static(*shape: int) -> wt.TensorVariable:
+    return wt.TensorType("float64", shape)("s")
+
+
+def test_static_shapes_follow_from_static_inputs() -> None:
+    assert wt.diag(static(3), 1).type.shape == (4, 4)
+    assert wt.diagonal(static(3, 5), 1).type.shape == (3,)
+    assert wt.diagonal(static(2, 3, 4), 5, 1, 2).type.shape == (2, 0)
+    assert wt.tri(3, 4).type.shape == (3, 4)
+    assert wt.tril(static(2, 3)).type.shape == (2, 3)
+    assert wt.flip(static(2, 3)).type.shape == (2, 3)
+    assert wt.roll(static(2, 3), 1, axis=1).type.shape == (2, 3)
+    assert wt.linspace(0.0, 1.0, 5).type.shape == (5,)
+    assert wt.cross(static(4, 3), static(3)).type.shape == (4, 3)
+
+
+def test_the_functions_compose_existing_ops() -> None:
+    x = wt.dmatrix("x")
+    assert wb.pprint(wt.flip(x, 0)) == "x[::-1]"
+    assert type(wt.tril(x).owner.op).__name__ == "Elemwise"
+    assert type(wt.diagonal(x).owner.op).__name__ == "AdvancedSubtensor"
+    assert type(wt.roll(x, 1, axis=0).owner.op).__name__ == "Join"
+
+
+def test_as_tensor_is_as_tensor_variable() -> None:
+    assert wt.as_tensor is wt.as_tensor_variable
+    assert wt.as_tensor([1.0, 2.0]).type == wt.TensorType("float64", (2,))
+
+
+def test_isclose_matches_numpy_on_specials_and_dtypes() -> None:
+    a = np.array([np.inf, -np.inf, np.nan, 1.0, 0.0, 1e-9], np.float32)
+    b = np.array([np.inf, np.inf, np.nan, 1.0 + 1e-6, 1e-9, 0.0], np.float32)
+    x, y = wt.fvector("x"), wt.fvector("y")
+    f = wb.function([x, y], [wt.isclose(x, y), wt.isclose(x, y, equal_nan=True),
+                             wt.allclose(x, x)])
+    close, close_nan, same = f(a, b)
+    np.testing.assert_array_equal(close, np.isclose(a, b))
+    np.testing.assert_array_equal(close_nan, np.isclose(a, b, equal_nan=True))
+    assert not same  # NaN is not close to itself unless equal_nan
+
+
+def test_round_halves_to_even_at_every_decimal() -> None:
+    x = wt.dvector("x")
+    values = np.array([0.5, 1.5, 2.5, -0.5, 0.25, 0.35, 125.0, 135.0])
+    f = wb.function([x], [wt.round(x), wt.round(x, 1), wt.round(x, -1)])
+    for got, decimals in zip(f(values), (0, 1, -1)):
+        np.testing.assert_array_equal(got, np.round(values, decimals))
+
+
+def test_put_along_axis_set_and_inc() -> None:
+    a, i = wt.dmatrix("a"), wt.lmatrix("i")
+    f = wb.function([a, i], [wt.put_along_axis(a, i, 7.0, 1),
+                             wt.put_along_axis(a, i, 1.0, 1, inc=True)])
+    put, inc = f(np.zeros((2, 3)), np.array([[0, 0], [2, 1]]))
+    np.testing.assert_array_equal(put, [[7, 0, 0], [0, 7, 7]])
+    np.testing.assert_array_equal(inc, [[2, 0, 0], [0, 1, 1]])
+
+
+def test_roll_by_a_symbolic_shift_of_any_sign() -> None:
+    x, s = wt.dvector("x"), wt.lscalar("s")
+    f = wb.function([x, s], wt.roll(x, s))
+    for shift in (-7, -1, 0, 3, 12):
+        np.testing.assert_array_equal(f(np.arange(5.0), shift), np.roll(np.arange(5.0), shift))
+
+
+@pytest.mark.parametrize(("build", "error", "message"), [
+    (lambda: wt.diagonal(wt.dvector("x")), ValueError, "at least 2 dimensions"),
+    (lambda: wt.diagonal(wt.dmatrix("x"), 0, 1, -1), ValueError, "cannot be the same"),
+    (lambda: wt.diagonal(wt.dmatrix("x"), 0.5), TypeError, "offset must be a Python int"),
+    (lambda: wt.diag(wt.dtensor3("x")), ValueError, "1-d .* or 2-d"),
+    (lambda: wt.tril(wt.dscalar("x")), ValueError, "at least 1 dimension"),
+    (lambda: wt.triu(wt.dmatrix("x"), wt.dscalar("k")), TypeError, "k must be an int"),
+    (lambda: wt.tri(2.5), TypeError, "N must be an int or a 0-d integer tensor"),
+    (lambda: wt.take(wt.dvector("a"), wt.dvector("i")), TypeError, "integer dtype"),
+    (lambda: wt.take(wt.dvector("a"), [0], mode="nearest"), ValueError, "mode must be one of"),
+    (lambda: wt.take_along_axis(wt.dmatrix("a"), wt.lvector("i"), 1), ValueError,
+     "same number of dimensions"),
+    (lambda: wt.take_along_axis(wt.dmatrix("a"), wt.lmatrix("i"), None), ValueError,
+     "indices must be 1-d"),
+    (lambda: wt.roll(wt.dmatrix("a"), (1, 2, 3), (0, 1)), ValueError, "same length"),
+    (lambda: wt.roll(wt.dmatrix("a"), 1.5, 0), TypeError, "shift must be an int"),
+    (lambda: wt.round(wt.zvector("z")), TypeError, "complex inputs"),
+    (lambda: wt.round(wt.dvector("x"), 1.0), TypeError, "decimals must be a Python int"),
+    (lambda: wt.linspace(0, 1, -2), ValueError, "num must be a non-negative"),
+    (lambda: wt.meshgrid(wt.dvector("x"), indexing="yx"), ValueError, "indexing must be"),
+    (lambda: wt.diff(wt.dvector("x"), -1), ValueError, "non-negative int"),
+    (lambda: wt.diff(wt.dmatrix("x"), prepend=wt.dvector("p")), ValueError,
+     "prepend must be a scalar"),
+    (lambda: wt.cross(static(2), static(2)), ValueError, "3-vectors"),
+    (lambda: wt.interp(wt.dvector("x"), wt.dmatrix("xp"), wt.dvector("fp")), ValueError,
+     "xp must be 1-d"),
+    (lambda: wt.interp(1.0, [0.0, 1.0], [0.0, 1.0], period=2.0), NotImplementedError,
+     "period"),
+])
+def test_bad_input_names_the_argument(build, error, message) -> None:
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_take_refuses_out_of_range_indices_when_run() -> None:
+    a, i = wt.dvector("a"), wt.lvector("i")
+    with pytest.raises(IndexError):
+        wb.function([a, i], wt.take(a, i), linker="py")(np.ones(3), np.array([3]))
+
+
+def test_cross_of_unknown_length_is_checked_when_run() -> None:
+    a = wt.dmatrix("a")
+    f = wb.function([a], wt.cross(a, a), linker="py")
+    with pytest.raises(Exception, match="3"):
+        f(np.ones((2, 2)))

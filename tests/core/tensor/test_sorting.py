@@ -1,0 +1,132 @@
+"""Sorting, searching and counting beyond the catalogue: the stable order on every
+linker, gradients (R_op), how the C linker reports these Ops, and bad input.
+
+Values, shapes, first/second-order gradients and graph files of every function are
+covered by the catalogue (workbench/testing/cases_sorting.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.link.c.compiler import has_compiler
+
+LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
+                                                             reason="needs a C compiler"))]
+try:
+    import torch  # noqa: F401
+
+    LINKERS.append("gpu")
+except ImportError:  # pragma: no cover - torch is optional
+    pass
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_ties_keep_their_order_on_every_linker(linker: str) -> None:
+    x = wt.dmatrix("x")
+    values = np.array([[2.0, 1.0, 2.0, 1.0, np.nan, 1.0], [0.0, 0.0, 0.0, -1.0, 3.0, 3.0]])
+    f = wb.function([x], [wt.argsort(x), wt.argtopk(x, 4), wt.sort(x, axis=None),
+                          wt.unique(x, return_index=True)[1]], linker=linker)
+    order, top, flat, first = f(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    np.testing.assert_array_equal(top, [[4, 0, 2, 1], [4, 5, 0, 1]])
+    np.testing.assert_array_equal(flat, np.sort(values, axis=None))
+    np.testing.assert_array_equal(first, np.unique(values, return_index=True)[1])
+
+
+def test_sort_rop_permutes_the_evaluation_point() -> None:
+    x, v = wt.dvector("x"), wt.dvector("v")
+    f = wb.function([x, v], wb.Rop(wt.sort(x), x, v))
+    xs, vs = np.array([3.0, -1.0, 2.0]), np.array([10.0, 20.0, 30.0])
+    np.testing.assert_array_equal(f(xs, vs), [20.0, 30.0, 10.0])
+
+
+def test_sort_gradient_follows_the_permutation() -> None:
+    x = wt.dvector("x")
+    g = wb.grad((wt.sort(x) * np.arange(4.0)).sum(), x)
+    np.testing.assert_array_equal(wb.function([x], g)(np.array([5.0, -2.0, 9.0, 0.0])),
+                                  [2.0, 0.0, 3.0, 1.0])
+
+
+def test_topk_gradient_reaches_only_the_chosen_entries() -> None:
+    x = wt.dmatrix("x")
+    g = wb.grad(wt.topk(x, 1).sum(), x)
+    np.testing.assert_array_equal(wb.function([x], g)(np.array([[1.0, 3.0], [4.0, 2.0]])),
+                                  [[0.0, 1.0], [1.0, 0.0]])
+
+
+def test_bincount_gradient_wrt_weights() -> None:
+    x, w = wt.lvector("x"), wt.dvector("w")
+    g = wb.grad((wt.bincount(x, w) * np.array([1.0, 10.0, 100.0])).sum(), w)
+    np.testing.assert_array_equal(wb.function([x, w], g)(np.array([2, 0, 2, 1]),
+                                                         np.ones(4)), [100.0, 1.0, 100.0, 10.0])
+
+
+@pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+def test_c_linker_reports_the_ops_it_runs_in_python() -> None:
+    x = wt.dvector("x")
+    f = wb.function([x], [wt.sort(x) * 2, wt.bincount(wt.argsort(x))], linker="c")
+    reasons = dict((str(node.op), why) for node, why in f.linker.report.py_nodes)
+    assert reasons["Sort{axis=0}"] == "Sort{axis=0} has no C code"
+    assert "Bincount{minlength=0}" in reasons and "Argsort{axis=0}" in reasons
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+def test_gpu_linker_runs_sorting_in_torch() -> None:
+    pytest.importorskip("torch")
+    from workbench.core.link.gpu import host_nodes
+
+    x = wt.dmatrix("x")
+    outs = [wt.sort(x), wt.topk(x, 1), *wt.unique(x, True, True, True), wt.argwhere(x > 0),
+            wt.searchsorted(wt.sort(x, axis=None), x), wt.bincount(wt.argsort(x, axis=None))]
+    f = wb.function([x], outs, linker="gpu")
+    assert host_nodes(f) == []
+    # complex sorts have no torch kernel: the node runs on the host, still correct
+    z = wt.zvector("z")
+    g = wb.function([z], wt.sort(z), linker="gpu")
+    assert [str(n.op) for n in host_nodes(g)] == ["Sort{axis=0}"]
+    values = np.array([1 + 2j, 1 - 1j, -3 + 0j])
+    np.testing.assert_array_equal(g(values), np.sort(values))
+
+
+def test_dynamic_lengths_print_as_unknown() -> None:
+    x = wt.TensorType("float64", (4,))("x")
+    assert wt.unique(x).type.shape == (None,)
+    assert [v.type.shape for v in wt.nonzero(wt.dmatrix("m"))] == [(None,), (None,)]
+    assert wt.topk(x, 3).type.shape == (3,)
+    assert str(wt.topk(x, 3).owner.op) == "TopK{k=3, axis=0, largest}"
+
+
+@pytest.mark.parametrize(("build", "error", "message"), [
+    (lambda: wt.sort(wt.dvector("x"), kind="bogo"), ValueError, "kind must be one of"),
+    (lambda: wt.sort(wt.dscalar("x")), ValueError, "at least 1 dimension"),
+    (lambda: wt.argsort(wt.dmatrix("x"), axis=2), Exception, "axis"),
+    (lambda: wt.Sort(-1), ValueError, "non-negative int"),
+    (lambda: wt.topk(wt.TensorType("float64", (3,))("x"), 4), ValueError, "k=4 is larger"),
+    (lambda: wt.topk(wt.dvector("x"), -1), ValueError, "k must be a non-negative int"),
+    (lambda: wt.searchsorted(wt.dmatrix("a"), 1.0), ValueError, "a must be a 1-d sorted"),
+    (lambda: wt.searchsorted(wt.dvector("a"), 1.0, side="middle"), ValueError, "side must"),
+    (lambda: wt.searchsorted(wt.dvector("a"), 1.0, sorter=wt.dvector("s")), TypeError,
+     "sorter must hold integer"),
+    (lambda: wt.bincount(wt.dvector("x")), TypeError, "x must be a 1-d integer tensor"),
+    (lambda: wt.bincount(wt.lvector("x"), minlength=-1), ValueError, "minlength"),
+    (lambda: wt.nonzero(wt.dscalar("x")), ValueError, "at least 1 dimension"),
+    (lambda: wt.unique(wt.dvector("x"), axis=0), NotImplementedError, "only axis=None"),
+    (lambda: wt.histogram(wt.dvector("x"), 0), ValueError, "bins must be a positive int"),
+    (lambda: wt.histogram(wt.dvector("x"), 3, range=(2, 1)), ValueError, "low <= high"),
+])
+def test_bad_input_names_the_argument(build, error, message) -> None:
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_bad_values_are_refused_when_run() -> None:
+    x = wt.lvector("x")
+    with pytest.raises(ValueError, match="non-negative, got the value -2"):
+        wb.function([x], wt.bincount(x), linker="py")(np.array([1, -2]))
+    v = wt.dvector("v")
+    with pytest.raises(ValueError, match="k=3 is larger"):
+        wb.function([v], wt.topk(v, 3), linker="py")(np.ones(2))

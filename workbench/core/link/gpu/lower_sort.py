@@ -1,0 +1,136 @@
+"""Lowerings of sorting, searching and counting: Sort, Argsort, TopK, SearchSorted,
+Unique, Bincount and Nonzero.
+
+Sorts use ``torch.sort(stable=True)`` (NaN sorts last, as in NumPy). `TopK`
+sorts too rather than calling ``torch.topk``, whose order among equal values is
+unspecified: the linkers must agree on the positions. `Unique` is computed from
+one stable sort (values, first positions, inverse and counts at once; NaNs
+counted as one value, as NumPy's ``equal_nan=True``). Complex values and the
+unsigned dtypes torch cannot sort run on the host (the lowering declines them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core import dtypes
+from workbench.core.graph.basic import Apply
+from workbench.core.link.gpu.lower_elemwise import astype
+from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
+from workbench.core.tensor.counting import Bincount, Nonzero, Unique
+from workbench.core.tensor.sort import Argsort, SearchSorted, Sort, TopK
+
+#: dtypes torch.sort has no kernel for (complex; the wide unsigned integers)
+_UNSORTABLE = {dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.complex64,
+               dtypes.complex128}
+
+
+def _sortable(node: Apply) -> bool:
+    return all(v.type.dtype not in _UNSORTABLE for v in node.inputs)
+
+
+@register_lowering(Sort, Argsort)
+def lower_sort(node: Apply, ctx: LowerContext) -> Kernel | None:
+    if not _sortable(node):
+        return None
+    torch, axis = ctx.torch, node.op.axis
+    want_indices = isinstance(node.op, Argsort)
+
+    def kernel(x: Any) -> list[Any]:
+        values, indices = torch.sort(x, dim=axis, stable=True)
+        return [indices.to(torch.int64) if want_indices else values]
+
+    return kernel
+
+
+@register_lowering(TopK)
+def lower_topk(node: Apply, ctx: LowerContext) -> Kernel | None:
+    if not _sortable(node):
+        return None
+    torch, op = ctx.torch, node.op
+
+    def kernel(x: Any) -> list[Any]:
+        if op.k > x.shape[op.axis]:
+            raise ValueError(f"{op}: k={op.k} is larger than axis {op.axis} of x, of shape "
+                             f"{tuple(x.shape)}")
+        values, indices = torch.sort(x, dim=op.axis, descending=op.largest, stable=True)
+        return [values.narrow(op.axis, 0, op.k).contiguous(),
+                indices.narrow(op.axis, 0, op.k).to(torch.int64).contiguous()]
+
+    return kernel
+
+
+@register_lowering(SearchSorted)
+def lower_searchsorted(node: Apply, ctx: LowerContext) -> Kernel | None:
+    a, v = node.inputs
+    if not _sortable(node):
+        return None
+    torch, right = ctx.torch, node.op.side == "right"
+    work = dtypes.promote_types(a.type.dtype, v.type.dtype)
+    if work.is_bool:
+        work = dtypes.int64
+
+    def kernel(a: Any, v: Any) -> list[Any]:
+        a, v = astype(a, work), astype(v, work)
+        return [torch.searchsorted(a, v.reshape(-1), right=right).reshape(v.shape)
+                .to(torch.int64)]
+
+    return kernel
+
+
+@register_lowering(Unique)
+def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
+    if not _sortable(node):
+        return None
+    torch, op = ctx.torch, node.op
+    is_float = node.inputs[0].type.dtype.is_float
+
+    def kernel(x: Any) -> list[Any]:
+        flat = x.reshape(-1)
+        values, order = torch.sort(flat, stable=True)
+        starts = torch.ones_like(values, dtype=torch.bool)
+        if values.numel() > 1:
+            changed = values[1:] != values[:-1]
+            if is_float:
+                changed &= ~(torch.isnan(values[1:]) & torch.isnan(values[:-1]))
+            starts[1:] = changed
+        outputs = [values[starts]]
+        if op.return_index:
+            outputs.append(order[starts].to(torch.int64))
+        if op.return_inverse:
+            group = torch.cumsum(starts.to(torch.int64), 0) - 1
+            inverse = torch.empty_like(group)
+            inverse[order] = group
+            outputs.append(inverse.reshape(x.shape))
+        if op.return_counts:
+            first = torch.nonzero(starts).reshape(-1)
+            ends = torch.cat([first[1:], first.new_tensor([values.numel()])])
+            outputs.append((ends - first).to(torch.int64))
+        return outputs
+
+    return kernel
+
+
+@register_lowering(Bincount)
+def lower_bincount(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, minlength = ctx.torch, node.op.minlength
+
+    def kernel(x: Any, *weights: Any) -> list[Any]:
+        x = x.to(torch.int64)
+        if x.numel() and int(x.min()) < 0:
+            raise ValueError(f"bincount: x must be non-negative, got the value {int(x.min())}")
+        w = astype(weights[0], dtypes.float64) if weights else None
+        out = torch.bincount(x, w, minlength=minlength)
+        return [out.to(torch.float64 if weights else torch.int64)]
+
+    return kernel
+
+
+@register_lowering(Nonzero)
+def lower_nonzero(node: Apply, ctx: LowerContext) -> Kernel:
+    torch = ctx.torch
+
+    def kernel(x: Any) -> list[Any]:
+        return [p.to(torch.int64) for p in torch.nonzero(x, as_tuple=True)]
+
+    return kernel

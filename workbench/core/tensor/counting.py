@@ -1,0 +1,314 @@
+"""Ops whose output length depends on the data: `Unique`, `Bincount`, `Nonzero`; and
+`histogram`, built from `searchsorted` and `bincount`.
+
+Their static output lengths are unknown (``?``). `infer_shape` gives what can be
+computed without running the Op (`nonzero`: the count of non-zero entries;
+`unique`'s inverse: the input's shape) and otherwise the length of the
+output itself, which the shape machinery computes by running the Op.
+
+No gradient flows through counts or positions. `unique`'s values are piecewise
+constant in the input in the sense that matters (which values are distinct
+changes discontinuously), so their gradient is undefined; `bincount`'s is
+defined with respect to its weights (``gw = gz[x]``). None of these Ops has C
+code: the C linker runs their `perform` (NumPy) and lists them among its
+Python nodes with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.op import Op
+from workbench.core.tensor.reduction import as_grad_of, zero_grad_of
+from workbench.core.tensor.type import TensorType
+from workbench.core.tensor.variable import as_tensor_variable
+
+__all__ = [
+    "Bincount", "Nonzero", "Unique", "argwhere", "bincount", "flatnonzero", "histogram",
+    "nonzero", "unique",
+]  # fmt: skip
+
+
+def _own_length(node: Apply, k: int) -> Any:
+    from workbench.core.tensor.shape import shape_i
+
+    return shape_i(node.outputs[k], 0)
+
+
+# -- Unique -------------------------------------------------------------------------------
+
+
+class Unique(Op):
+    """numpy.unique of the flattened input: its sorted distinct values (NaNs counted as
+    one, NumPy's ``equal_nan=True``), and as asked the int64 position of each value's
+    first occurrence, the inverse (for every input entry, the position of its value;
+    the input's shape) and the counts.
+
+    Outputs in that order: values, then index, inverse, counts where asked.
+    """
+
+    __props__ = ("return_index", "return_inverse", "return_counts")
+
+    def __init__(self, return_index: bool = False, return_inverse: bool = False,
+                 return_counts: bool = False) -> None:
+        self.return_index = bool(return_index)
+        self.return_inverse = bool(return_inverse)
+        self.return_counts = bool(return_counts)
+
+    def __str__(self) -> str:
+        asked = [name for name, flag in (("index", self.return_index),
+                                         ("inverse", self.return_inverse),
+                                         ("counts", self.return_counts)) if flag]
+        return f"Unique{{{', '.join(asked)}}}" if asked else "Unique"
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        outputs = [TensorType(x.type.dtype, (None,))()]
+        if self.return_index:
+            outputs.append(TensorType("int64", (None,))())
+        if self.return_inverse:
+            outputs.append(TensorType("int64", x.type.shape)())
+        if self.return_counts:
+            outputs.append(TensorType("int64", (None,))())
+        return Apply(self, [x], outputs)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        (x,) = inputs
+        results = np.unique(x, return_index=self.return_index,
+                            return_inverse=self.return_inverse,
+                            return_counts=self.return_counts)
+        results = results if isinstance(results, tuple) else (results,)
+        for k, (storage, value) in enumerate(zip(output_storage, results)):
+            out_type = node.outputs[k].type
+            value = np.asarray(value, dtype=out_type.dtype.numpy)
+            storage[0] = value.reshape(x.shape) if out_type.ndim != 1 else value.reshape(-1)
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        shapes: list[tuple[Any, ...]] = [(_own_length(node, 0),)] * (len(node.outputs))
+        if self.return_inverse:
+            shapes[1 + int(self.return_index)] = tuple(input_shapes[0])
+        return shapes
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True] + [False] * (len(node.outputs) - 1)]
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.grad import grad_undefined
+
+        return [grad_undefined(self, 0, inputs[0], "which values of x are distinct changes "
+                               "discontinuously with x")]
+
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: None = None) -> Variable | list[Variable]:
+    """numpy.unique (flattened; ``axis`` other than None is not supported): the sorted
+    distinct values, plus the index/inverse/counts outputs asked for, as a list."""
+    if axis is not None:
+        raise NotImplementedError(f"unique: only axis=None is supported, got axis={axis!r}")
+    outputs = Unique(return_index, return_inverse, return_counts)(ar, return_list=True)
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+# -- Bincount -----------------------------------------------------------------------------
+
+
+class Bincount(Op):
+    """numpy.bincount: how many times each value 0..N-1 occurs in the non-negative
+    integer vector `x` (with `weights`: the sum of their weights, in float64), N the
+    larger of ``max(x) + 1`` and `minlength`. Negative values are refused when run."""
+
+    __props__ = ("minlength",)
+
+    def __init__(self, minlength: int = 0) -> None:
+        if isinstance(minlength, (bool, np.bool_)) or not isinstance(
+                minlength, (int, np.integer)) or minlength < 0:
+            raise ValueError(f"bincount: minlength must be a non-negative int, got "
+                             f"{minlength!r}")
+        self.minlength = int(minlength)
+
+    def __str__(self) -> str:
+        return f"Bincount{{minlength={self.minlength}}}"
+
+    def make_node(self, x: Any, *weights: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if x.type.ndim != 1 or not (x.type.dtype.is_int or x.type.dtype.is_bool):
+            raise TypeError(f"bincount: x must be a 1-d integer tensor, got {x.type}")
+        if len(weights) > 1:
+            raise TypeError(f"bincount: at most one weights input, got {len(weights)}")
+        inputs = [x]
+        dtype = "int64"
+        if weights:
+            w = as_tensor_variable(weights[0])
+            if w.type.ndim != 1 or w.type.dtype.is_complex:
+                raise TypeError(f"bincount: weights must be a 1-d real tensor, got {w.type}")
+            inputs.append(w)
+            dtype = "float64"
+        return Apply(self, inputs, [TensorType(dtype, (None,))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        x = inputs[0]
+        if x.size and x.min() < 0:
+            raise ValueError(f"bincount: x must be non-negative, got the value {x.min()}")
+        weights = inputs[1] if len(inputs) > 1 else None
+        out = np.bincount(x.astype(np.int64), weights, minlength=self.minlength)
+        output_storage[0][0] = out.astype(node.outputs[0].type.dtype.numpy)
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        return [(_own_length(node, 0),)]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[False]] + [[True]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """With respect to the weights: each weight's bin's gradient, ``gz[x]``."""
+        grads = [zero_grad_of(inputs[0])]
+        if len(inputs) > 1:
+            grads.append(as_grad_of(output_grads[0][inputs[0]], inputs[1]))
+        return grads
+
+
+def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Variable:
+    """numpy.bincount: occurrences of 0, 1, ... in `x` (summed `weights`, in float64)."""
+    op = Bincount(minlength)
+    return op(x) if weights is None else op(x, weights)
+
+
+# -- Nonzero ------------------------------------------------------------------------------
+
+
+class Nonzero(Op):
+    """numpy.nonzero: for each dimension of `x`, the int64 positions of its non-zero
+    entries (in C order), as one output per dimension."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if x.type.ndim == 0:
+            raise ValueError(f"nonzero: x must have at least 1 dimension, got {x.type} "
+                             "(NumPy refuses 0-d input too; use atleast_1d)")
+        return Apply(self, [x], [TensorType("int64", (None,))() for _ in range(x.type.ndim)])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        for storage, positions in zip(output_storage, np.nonzero(inputs[0])):
+            storage[0] = positions.astype(np.int64)
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        from workbench.core.tensor.math import neq
+        from workbench.core.tensor.reduction import sum
+
+        count = sum(neq(node.inputs[0], 0), dtype="int64")
+        return [(count,)] * len(node.outputs)
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[False] * len(node.outputs)]
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Integer positions: nothing flows back."""
+        return [zero_grad_of(inputs[0])]
+
+
+def nonzero(a: Any) -> list[Variable]:
+    """numpy.nonzero: one int64 vector of positions per dimension of `a`."""
+    return Nonzero()(a, return_list=True)
+
+
+def flatnonzero(a: Any) -> Variable:
+    """numpy.flatnonzero: positions of the non-zero entries of the flattened `a`."""
+    from workbench.core.tensor.reshape import flatten
+
+    return nonzero(flatten(as_tensor_variable(a)))[0]
+
+
+def argwhere(a: Any) -> Variable:
+    """numpy.argwhere: an (N, a.ndim) int64 matrix, one row per non-zero entry."""
+    from workbench.core.tensor.join import stack
+
+    return stack(nonzero(a), axis=1)
+
+
+# -- histogram ----------------------------------------------------------------------------
+
+
+def _edges(a: Variable, bins: Any, range: Any) -> tuple[Variable, Any]:
+    """(bin edges, number of bins) of numpy.histogram's `bins` and `range`."""
+    from workbench.core import dtypes
+    from workbench.core.tensor.grids import linspace
+    from workbench.core.tensor.math import eq, switch
+    from workbench.core.tensor.reduction import max, min
+
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
+        if bins < 1:
+            raise ValueError(f"histogram: bins must be a positive int, got {bins}")
+        dtype = dtypes.result_type(a.type.dtype, 1.0)
+        if range is not None:
+            lo, hi = range
+            if not lo <= hi:
+                raise ValueError(f"histogram: range must be (low, high) with low <= high, "
+                                 f"got {range!r}")
+            lo, hi = as_tensor_variable(np.asarray(lo, dtype.numpy)), as_tensor_variable(
+                np.asarray(hi, dtype.numpy))
+        else:
+            lo, hi = min(a).astype(dtype), max(a).astype(dtype)
+        same = eq(lo, hi)
+        lo, hi = switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
+        return linspace(lo, hi, int(bins) + 1), int(bins)
+    edges = as_tensor_variable(bins)
+    if edges.type.ndim != 1:
+        raise ValueError(f"histogram: bins must be an int or a 1-d tensor of edges, got "
+                         f"{edges.type}")
+    from workbench.core.tensor.shape import shape_tuple
+
+    return edges, shape_tuple(edges)[0] - 1
+
+
+def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
+              density: bool = False) -> tuple[Variable, Variable]:
+    """numpy.histogram of the flattened `a`: (counts, bin edges). Bins are half-open
+    except the last, which includes its right edge; values outside the edges are not
+    counted. With `weights`, the bins sum them; `density` divides by the total and the
+    bin widths. Not differentiable (the counts are piecewise constant in `a`).
+
+    With ``bins`` an int and no `range`, an empty `a` is refused when run (NumPy uses
+    the range (0, 1) there).
+    """
+    from workbench.core.tensor.basic import cast
+    from workbench.core.tensor.creation import zeros
+    from workbench.core.tensor.join import concatenate, stack
+    from workbench.core.tensor.math import and_, eq, ge, le, switch
+    from workbench.core.tensor.reduction import sum
+    from workbench.core.tensor.reshape import flatten
+    from workbench.core.tensor.sort import searchsorted
+
+    a = flatten(as_tensor_variable(a))
+    edges, n_bins = _edges(a, bins, range)
+    first, last = edges[0], edges[-1]
+    position = searchsorted(edges, a, side="right") - 1
+    position = switch(eq(a, last), n_bins - 1, position)
+    inside = and_(ge(a, first), le(a, last))
+    position = switch(inside, position, n_bins)  # an extra bin for the values outside
+    # one more entry in that extra bin makes the counts at least n_bins + 1 long
+    position = concatenate([position, stack([n_bins]).astype("int64")])
+    if weights is None:
+        counts = bincount(position)[:n_bins]
+    else:
+        w = flatten(as_tensor_variable(weights))
+        w = concatenate([w, zeros((1,), w.type.dtype)])
+        counts = cast(bincount(position, w)[:n_bins], w.type.dtype)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        counts = counts / sum(counts) / widths
+    return counts, edges

@@ -1,0 +1,194 @@
+"""Grids, differences and interpolation, built from existing Ops: ``linspace``,
+``logspace``, ``meshgrid``, ``diff``, ``cross`` and ``interp``.
+
+As in NumPy: `linspace` computes ``start + arange(num) * step`` and writes `stop`
+exactly into the last entry; `meshgrid` broadcasts its vectors (``indexing="xy"``
+swaps the first two axes); `diff` of booleans is ``!=``; `cross` takes 3-vectors
+along `axis` (NumPy 2 deprecates 2-vectors: refused here); `interp` finds each
+point's interval with `searchsorted` and always computes in float64, as NumPy does.
+All are differentiable where NumPy's result is (`interp` in `x`, `xp` and `fp`
+between the knots).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from workbench.core import dtypes
+from workbench.core.graph.basic import Variable
+from workbench.core.tensor.basic import cast
+from workbench.core.tensor.shape import normalize_axis, shape_tuple
+from workbench.core.tensor.variable import as_tensor_variable
+
+__all__ = ["cross", "diff", "interp", "linspace", "logspace", "meshgrid"]
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0
+             ) -> Variable | tuple[Variable, Variable]:
+    """numpy.linspace: `num` evenly spaced values from `start` to `stop` (included unless
+    ``endpoint=False``). `start` and `stop` may be tensors (they broadcast; the new axis
+    goes to `axis`); `num` is a Python int. The dtype is the floating promotion of
+    start and stop unless `dtype` is given."""
+    from workbench.core.tensor.creation import arange
+    from workbench.core.tensor.elemwise import dimshuffle
+    from workbench.core.tensor.reshape import moveaxis
+    from workbench.core.tensor.subtensor import set_subtensor
+
+    if isinstance(num, (bool, np.bool_)) or not isinstance(num, (int, np.integer)) or num < 0:
+        raise ValueError(f"linspace: num must be a non-negative Python int, got {num!r}")
+    num = int(num)
+    start, stop = as_tensor_variable(start), as_tensor_variable(stop)
+    work = dtypes.result_type(start.type.dtype, stop.type.dtype, 1.0)
+    start, stop = cast(start, work), cast(stop, work)
+    delta = stop - start
+    div = num - 1 if endpoint else num
+    steps = dimshuffle(arange(num, dtype=work), [0] + ["x"] * delta.type.ndim)
+    if div > 0:
+        step = delta / div
+        y = steps * step + start
+    else:
+        step = delta * np.nan
+        y = steps * delta + start
+    if endpoint and num > 1:
+        y = set_subtensor(y[-1], stop)
+    if axis != 0:
+        y = moveaxis(y, 0, normalize_axis(axis, y.type.ndim, "axis"))
+    if dtype is not None:
+        target = dtypes.as_dtype(dtype)
+        if target.is_int:
+            from workbench.core.tensor.math import floor
+
+            y = floor(y)
+        y = cast(y, target)
+    return (y, step) if retstep else y
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             base: float = 10.0, dtype: Any = None, axis: int = 0) -> Variable:
+    """numpy.logspace: ``base ** linspace(start, stop, num, endpoint)``."""
+    exponents = linspace(start, stop, num, endpoint, axis=axis)
+    y = base ** exponents  # a Python float base is weak: float32 exponents stay float32
+    return y if dtype is None else cast(y, dtype)
+
+
+def meshgrid(*xi: Any, indexing: str = "xy", sparse: bool = False, copy: bool = True
+             ) -> list[Variable]:
+    """numpy.meshgrid: coordinate arrays from coordinate vectors (each input flattened).
+    ``indexing="xy"`` (Cartesian) swaps the first two output axes, "ij" does not;
+    ``sparse=True`` returns the broadcastable (1, ..., n, ..., 1) shapes instead."""
+    from workbench.core.tensor.elemwise import dimshuffle
+    from workbench.core.tensor.reshape import broadcast_arrays, flatten
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    ndim = len(xi)
+    vectors = [flatten(as_tensor_variable(x)) for x in xi]
+    grids = []
+    for k, v in enumerate(vectors):
+        place = k
+        if indexing == "xy" and ndim > 1 and k < 2:
+            place = 1 - k
+        grids.append(dimshuffle(v, [0 if d == place else "x" for d in range(ndim)]))
+    if sparse or ndim <= 1:
+        return grids
+    return broadcast_arrays(*grids)
+
+
+def _edge(values: Any, like: Variable, axis: int, func: str, arg: str) -> Variable:
+    """`prepend`/`append` of diff: a scalar broadcast to one slice of `like`, or a tensor."""
+    from workbench.core.tensor.reshape import broadcast_to
+
+    v = as_tensor_variable(values)
+    if v.type.ndim == 0:
+        shape = list(shape_tuple(like))
+        shape[axis] = 1
+        return broadcast_to(v, shape)
+    if v.type.ndim != like.type.ndim:
+        raise ValueError(f"{func}: {arg} must be a scalar or have {like.type.ndim} "
+                         f"dimensions like a, got {v.type}")
+    return v
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
+         ) -> Variable:
+    """numpy.diff: the `n`-th discrete difference along `axis` (``a[1:] - a[:-1]``; for
+    booleans ``a[1:] != a[:-1]``), after joining `prepend`/`append` to `a`."""
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.math import neq
+
+    a = as_tensor_variable(a)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"diff: order n must be a non-negative int, got {n!r}")
+    if n == 0:
+        return a
+    if a.type.ndim == 0:
+        raise ValueError(f"diff: a must have at least 1 dimension, got {a.type}")
+    axis = normalize_axis(axis, a.type.ndim, "axis")
+    pieces = [a]
+    if prepend is not None:
+        pieces.insert(0, _edge(prepend, a, axis, "diff", "prepend"))
+    if append is not None:
+        pieces.append(_edge(append, a, axis, "diff", "append"))
+    if len(pieces) > 1:
+        a = concatenate(pieces, axis)
+    before = (slice(None),) * axis
+    for _ in range(n):
+        upper, lower = a[before + (slice(1, None),)], a[before + (slice(None, -1),)]
+        a = neq(upper, lower) if a.type.dtype.is_bool else upper - lower
+    return a
+
+
+def cross(a: Any, b: Any, axis: int = -1) -> Variable:
+    """numpy.cross of 3-vectors along `axis` of `a` and `b` (the other axes broadcast);
+    the result's vectors lie along `axis` of the broadcast shape."""
+    from workbench.core.tensor.join import stack
+    from workbench.core.tensor.reshape import moveaxis
+    from workbench.core.tensor.shape import specify_shape
+
+    def vectors(v: Any, arg: str) -> Variable:
+        v = as_tensor_variable(v)
+        if v.type.ndim == 0:
+            raise ValueError(f"cross: {arg} must have at least 1 dimension, got {v.type}")
+        d = normalize_axis(axis, v.type.ndim, "axis")
+        length = v.type.shape[d]
+        if length is not None and length != 3:
+            raise ValueError(f"cross: {arg} must hold 3-vectors along axis {axis}, got "
+                             f"{v.type} (2-vectors are deprecated in NumPy 2, not supported)")
+        v = moveaxis(v, d, -1)
+        return specify_shape(v, [None] * (v.type.ndim - 1) + [3]) if length is None else v
+
+    a, b = vectors(a, "a"), vectors(b, "b")
+    a0, a1, a2 = (a[..., k] for k in range(3))
+    b0, b1, b2 = (b[..., k] for k in range(3))
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return moveaxis(c, -1, normalize_axis(axis, c.type.ndim, "axis"))
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Variable:
+    """numpy.interp: the piecewise-linear function through (xp, fp), at `x`.
+
+    `xp` is an increasing 1-d tensor with at least 2 points (not checked; a
+    1-point `xp` is refused when run), `fp` the same length. Below ``xp[0]`` the
+    result is `left` (default ``fp[0]``), above ``xp[-1]`` `right` (default
+    ``fp[-1]``). Computed in float64, as NumPy does; `period` is not supported.
+    """
+    from workbench.core.tensor.math import clip, eq, gt, lt, switch
+    from workbench.core.tensor.sort import searchsorted
+
+    if period is not None:
+        raise NotImplementedError("interp: period is not supported")
+    x, xp, fp = (cast(as_tensor_variable(v), "float64") for v in (x, xp, fp))
+    for arg, v in (("xp", xp), ("fp", fp)):
+        if v.type.ndim != 1:
+            raise ValueError(f"interp: {arg} must be 1-d, got {v.type}")
+    n = shape_tuple(xp)[0]
+    interval = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
+    x0, x1, y0, y1 = xp[interval], xp[interval + 1], fp[interval], fp[interval + 1]
+    y = y0 + (y1 - y0) / (x1 - x0) * (x - x0)
+    y = switch(eq(x, xp[-1]), fp[-1], y)
+    y = switch(lt(x, xp[0]), fp[0] if left is None else cast(left, "float64"), y)
+    return switch(gt(x, xp[-1]), fp[-1] if right is None else cast(right, "float64"), y)
