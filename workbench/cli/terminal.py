@@ -62,8 +62,9 @@ def progress(label: str, total: int | None = None) -> Iterator[Update]:
 @contextmanager
 def c_compile_progress() -> Iterator[None]:
     """A bar of node kinds while the C linker compiles the kinds a graph is missing:
-    it appears when the compilers start and moves as each bundle (one compiler run)
-    finishes; nothing when every kind is cached."""
+    it appears when the compilers start and moves as each kind is compiled (with GCC;
+    with another compiler, as each bundle of kinds finishes); nothing when every kind is
+    cached."""
     if not sys.stderr.isatty():
         yield
         return

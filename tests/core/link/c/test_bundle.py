@@ -18,7 +18,7 @@ import workbench as wb
 from workbench.core.compile.mode import Mode
 from workbench.core.graph.basic import Apply
 from workbench.core.graph.op import Op
-from workbench.core.link.c import bundle
+from workbench.core.link.c import bundle, compiler
 from workbench.core.link.c.cache import CorruptCacheEntryWarning, ModuleCache
 from workbench.core.link.c.codegen import node_source
 from workbench.core.link.c.compiler import CompileError, has_compiler
@@ -239,3 +239,39 @@ def test_progress_listeners_hear_the_kinds_compile(tmp_path, monkeypatch):
     heard.clear()
     c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))  # every kind on disk
     assert heard == []
+
+
+def test_with_gcc_the_progress_moves_once_per_kind_within_one_bundle(tmp_path, monkeypatch):
+    """Issue 16: a cold compile shows progress per node kind, not per compiler run. With
+    one compiler run for every kind, the listener still hears each count 1, 2, ..., n
+    (the compiler's dump of each finished function, compile_progress.py)."""
+    if not compiler.reports_functions():
+        pytest.skip("this C compiler does not report finished functions (not GCC)")
+    heard = []
+    monkeypatch.setattr(bundle, "progress_listeners",
+                        [lambda done, total: heard.append((done, total))])
+    monkeypatch.setattr(bundle, "default_workers", lambda: 1)  # one bundle for all kinds
+    f = c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))
+    kinds = f.linker.report.compiled
+    assert kinds >= 4 and f.linker.report.modules_built == 1
+    assert [done for done, _ in heard] == list(range(kinds + 1))
+    assert not list(tmp_path.rglob("*.final"))  # the compiler's dumps are not kept
+    mixed_values(f)
+
+
+def test_reporting_functions_names_what_the_compiler_finished(tmp_path):
+    if not compiler.reports_functions():
+        pytest.skip("this C compiler does not report finished functions (not GCC)")
+    from workbench.core.link.c import compile_progress
+
+    src = ("#include <Python.h>\nstatic int wb_one(void) { return 1; }\n"
+           "static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"wbr\", NULL, -1, NULL};\n"
+           "PyMODINIT_FUNC PyInit_wbr(void) { return wb_one() ? PyModule_Create(&m) : 0; }\n")
+    names = []
+    with compile_progress.reporting_functions(names.append):
+        compiler.compile_module(src, "wbr", out_dir=tmp_path)
+    assert "PyInit_wbr" in names
+    assert not (tmp_path / "wb-function-dumps").exists()
+    names.clear()
+    compiler.compile_module(src, "wbr", out_dir=tmp_path / "again")  # nobody listening
+    assert names == []

@@ -19,6 +19,7 @@ also gives a kind with broken C its own error message.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.graph.basic import Apply
+from workbench.core.link.c import compile_progress
 from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.cache import ModuleCache
 from workbench.core.link.c.codegen import MODULE_HEADERS, NodeSource, module_init, node_parts
@@ -216,8 +218,10 @@ def _from_alias(cache: ModuleCache, key: str) -> Any:
 
 
 #: Called as `listener(done, total)` when a graph's missing kinds start compiling
-#: (done = 0) and each time a bundle of them is compiled (or found on disk): the CLI's
-#: progress bar. Listeners may be called from the compiling threads.
+#: (done = 0) and each time one of them is compiled: the CLI's progress bar. With GCC
+#: each kind counts when the compiler has finished its function (compile_progress.py);
+#: otherwise, and for a bundle another process built, its kinds count when it is done.
+#: Listeners may be called from the compiling threads.
 progress_listeners: list[Callable[[int, int], None]] = []
 
 
@@ -278,20 +282,29 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     bundles = [bundle_source(b) for b in plan_bundles(kinds, workers)]
     bundles.sort(key=lambda b: -sum(k.cost for k in b.kinds))  # largest first: less idle
     progress = _Progress(len(kinds))
-    progress.advance(0)  # the compilers start: a bar shows while they run
+    progress.advance([])  # the compilers start: a bar shows while they run
 
     def build(bundle: BundleSource) -> tuple[Any, bool]:
         """(the loaded module, whether it was compiled rather than found on disk)."""
         args = bundle.build_args()
         built = True
-        if bundle.version:  # to disk first, in parallel threads; then load
-            key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
-            built = not cache.entry_dir(key).is_dir()  # (or another process built it)
-            cache.ensure_built(("bundle",), bundle.source, BUNDLE_MODULE,
-                               reject_warnings=REJECTED_WARNINGS, **args)
-        module = cache.get_or_build(("bundle",), bundle.source, BUNDLE_MODULE,
-                                    reject_warnings=REJECTED_WARNINGS, **args)
-        progress.advance(len(bundle.kinds))
+        functions = {f"wb_node_run_{k.tag}": k.key for k in bundle.kinds}
+
+        def finished(function: str) -> None:
+            if function in functions:
+                progress.advance([functions[function]])
+
+        watch = (compile_progress.reporting_functions(finished) if progress_listeners
+                 else contextlib.nullcontext())
+        with watch:
+            if bundle.version:  # to disk first, in parallel threads; then load
+                key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
+                built = not cache.entry_dir(key).is_dir()  # (or another process built it)
+                cache.ensure_built(("bundle",), bundle.source, BUNDLE_MODULE,
+                                   reject_warnings=REJECTED_WARNINGS, **args)
+            module = cache.get_or_build(("bundle",), bundle.source, BUNDLE_MODULE,
+                                        reject_warnings=REJECTED_WARNINGS, **args)
+        progress.advance([k.key for k in bundle.kinds])
         return module, built
 
     failed: list[Kind] = []
@@ -299,6 +312,7 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
         if isinstance(result, (cc.CompileError, ImportError)):  # e.g. an undefined symbol
             failed += bundle.kinds
             stats.bundle_fallbacks += 1
+            progress.forget([k.key for k in bundle.kinds])  # they compile again, alone
             continue
         if isinstance(result, BaseException):
             raise result
@@ -312,7 +326,7 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
             src = kind.source
             module = cache.get_or_build(("node",), src.source, src.module_name,
                                         **src.build_args())
-            progress.advance(1)
+            progress.advance([kind.key])
             return module
 
         # each kind alone: a kind with broken C raises its own error here
@@ -325,19 +339,35 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
 
 
 class _Progress:
-    """Counts compiled kinds for `progress_listeners` (thread-safe)."""
+    """Counts compiled kinds (by key, each once) for `progress_listeners` (thread-safe).
+    The kinds of a bundle that failed are forgotten: they count again as each compiles
+    alone."""
 
     def __init__(self, total: int) -> None:
-        self.total, self.done = total, 0
+        self.total = total
+        self.done: set[str] = set()
         self._lock = threading.Lock()
 
-    def advance(self, kinds: int) -> None:
+    def advance(self, keys: list[str]) -> None:
         if not progress_listeners:
             return
         with self._lock:
-            self.done = min(self.done + kinds, self.total)
-            for listener in list(progress_listeners):
-                listener(self.done, self.total)
+            new = [k for k in keys if k not in self.done]
+            if keys and not new:
+                return
+            self.done.update(new)
+            self._tell()
+
+    def forget(self, keys: list[str]) -> None:
+        if not progress_listeners:
+            return
+        with self._lock:
+            self.done.difference_update(keys)
+            self._tell()
+
+    def _tell(self) -> None:
+        for listener in list(progress_listeners):
+            listener(min(len(self.done), self.total), self.total)
 
 
 def _record(cache: ModuleCache, kind: Kind, capsule: Any, entry: str, module: str,

@@ -40,11 +40,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from workbench.core.link.c import compile_progress
+
 __all__ = [
     "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError",
     "ReadOnlyCacheWarning", "avx512_choice",
     "compile_module", "compiler_info", "cpu_features", "extension_suffix", "has_compiler",
-    "load_module", "openmp_flags", "python_include_dirs", "targets_avx512",
+    "load_module", "openmp_flags", "python_include_dirs", "reports_functions", "targets_avx512",
 ]  # fmt: skip
 
 #: The environment variable that keeps AVX-512 out of generated code: "off" compiles every
@@ -489,8 +491,13 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
     cmd += [f"-I{d}" for d in (*include_dirs, *python_include_dirs())]
     cmd += [str(src), "-o", str(target)]
     cmd += [f"-L{d}" for d in lib_dirs] + [f"-l{lib}" for lib in libraries]
+    callback = compile_progress.function_callback()
     try:
-        res = _run(cmd, cwd=str(directory))
+        if callback is not None and reports_functions(info):
+            res = compile_progress.run_reporting(cmd, str(directory),
+                                                 directory / "wb-function-dumps", callback)
+        else:
+            res = _run(cmd, cwd=str(directory))
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"compiling module {module_name!r} timed out; source kept at {src}",
                            source_path=src, command=cmd) from exc
@@ -503,6 +510,13 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
             f"{excerpt}\n\nsource kept at {src}\ncommand: {shlex.join(cmd)}",
             stderr=res.stderr, source_path=src, command=cmd)
     return target
+
+
+def reports_functions(info: CompilerInfo | None = None) -> bool:
+    """Whether the compiler can tell, while it runs, which functions it has finished
+    (GCC's dumps: see compile_progress.py); probed once."""
+    info = info or compiler_info()
+    return _accepts(info.command, compile_progress.DUMP_FLAGS, _PROBE)
 
 
 def load_module(path: str | os.PathLike[str], module_name: str,
