@@ -18,6 +18,7 @@ from __future__ import annotations
 # Register the lowerings (import order: elementwise first, the others use astype).
 from workbench.core.link.gpu import lower_elemwise as lower_elemwise  # noqa: I001
 from workbench.core.link.gpu import lower_index as lower_index
+from workbench.core.link.gpu import lower_linalg as lower_linalg
 from workbench.core.link.gpu import lower_random as lower_random
 from workbench.core.link.gpu import lower_sort as lower_sort
 from workbench.core.link.gpu import lower_tensor as lower_tensor

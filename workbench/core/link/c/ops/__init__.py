@@ -5,6 +5,7 @@ from workbench.core.link.c.ops import (  # noqa: F401
     blas,
     creation,
     elemwise,
+    lapack,
     reduction,
     shape,
     special,

@@ -1,0 +1,200 @@
+"""wt.linalg's LAPACK-backed functions beyond the catalogue: failures (singular and
+indefinite matrices) on every linker, dtypes, refusals, R_op against finite
+differences, the gufunc signatures, printing and that the C linker runs LAPACK."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.link.c.compiler import has_compiler
+from workbench.core.tensor.linalg import Cholesky, Det, Eigh, Inv, SLogDet, Solve, SolveTriangular
+
+la = wt.linalg
+rng = np.random.default_rng(42)
+
+
+def _linkers() -> list[object]:
+    linkers: list[object] = ["py"]
+    if has_compiler():
+        linkers.append("c")
+    try:
+        import torch  # noqa: F401
+
+        from workbench.core.link.gpu import GpuLinker
+
+        linkers.append(GpuLinker(device="cpu"))
+    except ImportError:
+        pass
+    return linkers
+
+
+LINKERS = _linkers()
+IDS = [str(getattr(linker, "name", linker)) if isinstance(linker, str) else "gpu"
+       for linker in LINKERS]
+
+FAILURES = [
+    ("solve", lambda a, b: la.solve(a, b), [np.ones((3, 3)), np.ones(3)], "solve: Singular"),
+    ("inv", lambda a: la.inv(a), [np.ones((2, 3, 3))], "inv: Singular"),
+    ("cholesky", lambda a: la.cholesky(a), [-np.eye(3)], "cholesky: Matrix is not positive"),
+    ("solve_pos", lambda a, b: la.solve(a, b, assume_a="pos"), [-np.eye(3), np.ones(3)],
+     "solve: Matrix is not positive definite"),
+    ("solve_triangular", lambda a, b: la.solve_triangular(a, b),
+     [np.triu(np.ones((3, 3)), 1), np.ones(3)],
+     "solve_triangular: singular matrix: resolution failed at diagonal 0"),
+]
+
+
+@pytest.mark.parametrize("linker", LINKERS, ids=IDS)
+@pytest.mark.parametrize(("name", "build", "values", "message"), FAILURES,
+                         ids=[f[0] for f in FAILURES])
+def test_failures_raise_linalg_error_naming_the_function(linker, name, build, values, message):
+    inputs = [wt.tensor("float64", shape=(None,) * np.ndim(v)) for v in values]
+    f = wb.function(inputs, build(*inputs), linker=linker)
+    with pytest.raises(np.linalg.LinAlgError, match=message.replace("(", r"\(")):
+        f(*values)
+
+
+@pytest.mark.parametrize("linker", LINKERS, ids=IDS)
+def test_singular_det_and_slogdet_are_numpys(linker):
+    a = wt.dtensor3("a")
+    sign, logdet = la.slogdet(a)
+    f = wb.function([a], [la.det(a), sign, logdet], linker=linker)
+    value = np.stack([np.ones((3, 3)), np.eye(3) * 2])
+    det, s, ld = f(value)
+    np.testing.assert_allclose(det, [0.0, 8.0], atol=1e-12)
+    np.testing.assert_array_equal(s, [0.0, 1.0])
+    assert ld[0] == -np.inf and np.isclose(ld[1], np.log(8))
+
+
+@pytest.mark.parametrize("linker", LINKERS, ids=IDS)
+def test_the_other_triangle_is_never_read(linker):
+    a = wt.dmatrix("a")
+    spd = np.array([[4.0, 1.0], [1.0, 3.0]])
+    garbage = np.tril(spd) + np.triu(np.full((2, 2), 1e6), 1)
+    f = wb.function([a], [la.cholesky(a), la.eigvalsh(a), la.solve(a, np.ones(2),
+                                                                    assume_a="pos",
+                                                                    lower=True)],
+                    linker=linker)
+    chol, w, x = f(garbage)
+    np.testing.assert_allclose(chol, np.linalg.cholesky(spd))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(spd))
+    np.testing.assert_allclose(x, np.linalg.solve(spd, np.ones(2)))
+
+
+def test_dtypes_follow_numpy_linalg():
+    assert la.inv(wt.imatrix()).type.dtype == "float64"
+    assert la.inv(wt.fmatrix()).type.dtype == "float32"
+    assert la.solve(wt.fmatrix(), wt.dvector()).type.dtype == "float64"
+    assert la.solve(wt.fmatrix(), wt.lvector()).type.dtype == "float64"
+    assert la.det(wt.ftensor3()).type.dtype == "float32"
+
+
+def test_refusals_name_the_function():
+    with pytest.raises(TypeError, match="cholesky: .*complex128"):
+        la.cholesky(wt.zmatrix())
+    with pytest.raises(ValueError, match="det: .*at least 2"):
+        la.det(wt.dvector("v"))
+    with pytest.raises(ValueError, match="inv: last 2 dimensions .* square"):
+        la.inv(wt.tensor("float64", shape=(2, 3)))
+    with pytest.raises(ValueError, match="solve: core dimension 'm'"):
+        la.solve(wt.tensor("float64", shape=(3, 3)), wt.tensor("float64", shape=(4,)))
+    with pytest.raises(ValueError, match="solve: assume_a"):
+        la.solve(wt.dmatrix(), wt.dvector(), assume_a="banded")
+
+
+def test_static_shapes_come_from_the_signature():
+    a = wt.tensor("float64", shape=(5, 1, 3, 3))
+    b = wt.tensor("float64", shape=(4, 3, 2))
+    assert la.solve(a, b).type.shape == (5, 4, 3, 2)
+    assert la.det(a).type.shape == (5, 1)
+    w, v = la.eigh(a)
+    assert w.type.shape == (5, 1, 3) and v.type.shape == (5, 1, 3, 3)
+    assert la.solve(a, wt.tensor("float64", shape=(3,))).type.shape == (5, 1, 3)
+
+
+def test_core_signatures_for_blockwise():
+    assert Solve(b_ndim=2).gufunc_signature == "(m,m),(m,n)->(m,n)"
+    assert Solve(b_ndim=1).gufunc_signature == "(m,m),(m)->(m)"
+    assert SolveTriangular().gufunc_signature == "(m,m),(m,n)->(m,n)"
+    assert Cholesky().gufunc_signature == "(m,m)->(m,m)"
+    assert Inv().gufunc_signature == "(m,m)->(m,m)"
+    assert Det().gufunc_signature == "(m,m)->()"
+    assert SLogDet().gufunc_signature == "(m,m)->(),()"
+    assert Eigh().gufunc_signature == "(m,m)->(m),(m,m)"
+    assert Eigh(compute_v=False).gufunc_signature == "(m,m)->(m)"
+
+
+def test_printing():
+    a, b = wt.dmatrix("A"), wt.dvector("b")
+    text = wb.pprint(la.solve(a, b, assume_a="pos"))
+    assert "Solve" in text and "A" in text and "b" in text
+    assert str(Cholesky(lower=False)) == "Cholesky{lower=False}"
+
+
+def _spd(n):
+    m = rng.uniform(-1, 1, (n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize(("name", "build", "values"), [
+    ("solve", lambda a, b: la.solve(a, b), [_spd(3), rng.random((3, 2))]),
+    ("solve_sym", lambda a, b: la.solve(a, b, assume_a="sym", lower=True),
+     [_spd(3), rng.random(3)]),
+    ("inv", lambda a: la.inv(a), [_spd(3)]),
+    ("det", lambda a: la.det(a), [_spd(3)]),
+    ("cholesky", lambda a: la.cholesky(a), [_spd(3)]),
+    ("cholesky_upper", lambda a: la.cholesky(a, lower=False), [_spd(3)]),
+])
+def test_r_op_matches_finite_differences(name, build, values):
+    inputs = [wt.tensor("float64", shape=(None,) * np.ndim(v)) for v in values]
+    points = [wt.tensor("float64", shape=(None,) * np.ndim(v)) for v in values]
+    out = build(*inputs)
+    jvp = wb.function(inputs + points,
+                      wb.Rop(out, inputs, points, use_op_rop_implementation=True))
+    f = wb.function(inputs, out)
+    directions = [rng.uniform(-1, 1, np.shape(v)) for v in values]
+    eps = 1e-6
+    plus = f(*[v + eps * d for v, d in zip(values, directions)])
+    minus = f(*[v - eps * d for v, d in zip(values, directions)])
+    np.testing.assert_allclose(jvp(*values, *directions), (plus - minus) / (2 * eps),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_eigh_gradient_with_repeated_eigenvalues():
+    """Through the eigenvalues only: defined. Through the eigenvectors: not (inf/NaN)."""
+    a = wt.dmatrix("a")
+    w, v = la.eigh(a)
+    values_only = wb.function([a], wb.grad(w.sum() + (w ** 2).sum(), a))
+    np.testing.assert_allclose(values_only(np.eye(3)), np.tril(2 * np.eye(3) + np.eye(3)))
+    through_vectors = wb.function([a], wb.grad((v[0] ** 2).sum() + w.sum(), a))
+    assert not np.all(np.isfinite(through_vectors(np.eye(3))))
+
+
+def test_gradient_sums_over_broadcast_batch_dimensions():
+    wb.verify_grad(lambda a, b: la.solve(a, b).sum(),
+                   [np.stack([_spd(3), _spd(3)])[:, None], rng.random((1, 4, 3, 2))])
+    wb.verify_grad(lambda a, b: (la.solve_triangular(a, b, lower=True) ** 2).sum(),
+                   [_spd(3) + np.eye(3), rng.random((2, 3, 1))])
+
+
+@pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+def test_the_c_linker_runs_lapack_for_every_op():
+    from workbench.core.link.c.ops.lapack import lapack_available
+
+    if not lapack_available():
+        pytest.skip("no LAPACK in the BLAS found here")
+    a, b = wt.dtensor3("a"), wt.dmatrix("b")
+    sign, logdet = la.slogdet(a)
+    w, v = la.eigh(a)
+    outs = [la.solve(a, b), la.solve_triangular(a, b), la.cholesky(a), la.inv(a), la.det(a),
+            logdet, w, v]
+    f = wb.function([a, b], outs, linker="c")
+    c_ops = {type(node.op) for node in f.linker.report.c_nodes}
+    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh} <= c_ops
+    values = [np.stack([_spd(3), _spd(3)]), rng.random((3, 2))]
+    ref = wb.function([a, b], outs, linker="py")(*values)
+    for got, want in zip(f(*values), ref):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

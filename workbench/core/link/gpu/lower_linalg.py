@@ -1,0 +1,158 @@
+"""torch lowerings of the linear-algebra Ops of `wt.linalg`, through `torch.linalg`.
+
+Each kernel reads the same triangle the Op's `perform` and C read (the other one is
+filled by symmetry, or zeroed, before torch sees the matrix), and turns torch's
+failure reports (`info` of the ``*_ex`` functions, a zero on a triangular diagonal)
+into the `numpy.linalg.LinAlgError` the other linkers raise, with the function's name.
+Checking `info` reads one small tensor back from the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from workbench.core.graph.basic import Apply
+from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
+from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
+from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
+
+__all__ = ["lower_cholesky", "lower_eigh", "lower_solve", "lower_solve_triangular"]
+
+
+def _symmetrized(torch: Any, a: Any, lower: bool) -> Any:
+    if lower:
+        return torch.tril(a) + torch.tril(a, -1).mT
+    return torch.triu(a) + torch.triu(a, 1).mT
+
+
+def _raise_if_failed(torch: Any, info: Any, function: str, message: str,
+                     offset: int = 0) -> None:
+    """LinAlgError when some `info` (one per matrix of the stack) is positive."""
+    failed = info > 0
+    if not bool(torch.any(failed)):
+        return
+    flat = info.reshape(-1)
+    index = int(torch.nonzero(flat > 0)[0, 0])
+    where = f" (matrix {index} of the stack)" if info.dim() > 0 else ""
+    raise np.linalg.LinAlgError(f"{function}: {message}{int(flat[index]) + offset}{where}")
+
+
+def _check_triangular_diagonal(torch: Any, t: Any, function: str) -> None:
+    """scipy's error for a zero on the diagonal of a triangular system."""
+    zero = torch.diagonal(t, dim1=-2, dim2=-1) == 0
+    if not bool(torch.any(zero)):
+        return
+    flat = zero.reshape(-1, zero.shape[-1])
+    row = int(torch.nonzero(flat.any(dim=1))[0, 0])
+    column = int(torch.nonzero(flat[row])[0, 0])
+    where = f" (matrix {row} of the stack)" if t.dim() > 2 else ""
+    raise np.linalg.LinAlgError(
+        f"{function}: singular matrix: resolution failed at diagonal {column}{where}")
+
+
+def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool,
+                function: str) -> Any:
+    t = torch.tril(a) if lower else torch.triu(a)
+    if not unit:
+        _check_triangular_diagonal(torch, t, function)
+    if trans:
+        t, lower = t.mT, not lower
+    a_b = torch.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t = t.expand(*a_b, *t.shape[-2:])
+    b = b.expand(*a_b, *b.shape[-2:])
+    return torch.linalg.solve_triangular(t, b, upper=not lower, unitriangular=unit)
+
+
+@register_lowering(Solve)
+def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+
+    def kernel(a: Any, b: Any) -> list[Any]:
+        b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
+        if op.assume_a == "tri":
+            x = _triangular(torch, a, b2, op.lower, False, False, "solve")
+        elif op.assume_a == "pos":
+            low, info = torch.linalg.cholesky_ex(_symmetrized(torch, a, op.lower))
+            _raise_if_failed(torch, info, "solve", "Matrix is not positive definite "
+                             "(assume_a='pos'): the leading minor of order ")
+            shape = torch.broadcast_shapes(low.shape[:-2], b2.shape[:-2])
+            x = torch.cholesky_solve(b2.expand(*shape, *b2.shape[-2:]),
+                                     low.expand(*shape, *low.shape[-2:]))
+        else:
+            m = a if op.assume_a == "gen" else _symmetrized(torch, a, op.lower)
+            x, info = torch.linalg.solve_ex(m, b2)
+            _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
+                             "pivot ")
+        return [x.squeeze(-1) if op.b_ndim == 1 else x]
+
+    return kernel
+
+
+@register_lowering(SolveTriangular)
+def lower_solve_triangular(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+
+    def kernel(a: Any, b: Any) -> list[Any]:
+        b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
+        x = _triangular(torch, a, b2, op.lower, op.trans, op.unit_diagonal, "solve_triangular")
+        return [x.squeeze(-1) if op.b_ndim == 1 else x]
+
+    return kernel
+
+
+@register_lowering(Cholesky)
+def lower_cholesky(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, lower = ctx.torch, node.op.lower
+
+    def kernel(a: Any) -> list[Any]:
+        low, info = torch.linalg.cholesky_ex(_symmetrized(torch, a, lower))
+        _raise_if_failed(torch, info, "cholesky", "Matrix is not positive definite: the "
+                         "leading minor of order ")
+        return [low if lower else low.mT.contiguous()]
+
+    return kernel
+
+
+@register_lowering(Inv)
+def lower_inv(node: Apply, ctx: LowerContext) -> Kernel:
+    torch = ctx.torch
+
+    def kernel(a: Any) -> list[Any]:
+        y, info = torch.linalg.inv_ex(a)
+        _raise_if_failed(torch, info, "inv", "Singular matrix: U is exactly zero at pivot ")
+        return [y]
+
+    return kernel
+
+
+@register_lowering(Det)
+def lower_det(node: Apply, ctx: LowerContext) -> Kernel:
+    torch = ctx.torch
+    return lambda a: [torch.linalg.det(a)]
+
+
+@register_lowering(SLogDet)
+def lower_slogdet(node: Apply, ctx: LowerContext) -> Kernel:
+    torch = ctx.torch
+
+    def kernel(a: Any) -> list[Any]:
+        sign, logdet = torch.linalg.slogdet(a)
+        return [sign, logdet]
+
+    return kernel
+
+
+@register_lowering(Eigh)
+def lower_eigh(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+    uplo = "L" if op.lower else "U"
+
+    def kernel(a: Any) -> list[Any]:
+        if op.compute_v:
+            w, v = torch.linalg.eigh(a, UPLO=uplo)
+            return [w, v]
+        return [torch.linalg.eigvalsh(a, UPLO=uplo)]
+
+    return kernel

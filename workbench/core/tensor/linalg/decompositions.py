@@ -1,0 +1,229 @@
+"""Factorisations of stacks of matrices: `Cholesky` and `Eigh`, and the functions
+`cholesky`, `eigh` and `eigvalsh`.
+
+- ``cholesky(a, lower=True)``: the triangular factor of a symmetric positive-definite
+  matrix (``a = L L^T``; with ``lower=False`` the upper ``U`` with ``a = U^T U``, as
+  scipy). Only the named triangle of `a` is read (numpy and LAPACK do the same). A
+  matrix that is not positive definite raises `numpy.linalg.LinAlgError`
+  ("cholesky: Matrix is not positive definite").
+- ``eigh(a, UPLO="L")``: eigenvalues in ascending order and orthonormal eigenvectors
+  (columns) of a symmetric matrix, reading only the triangle `UPLO` names (numpy's
+  convention). ``eigvalsh`` gives the eigenvalues alone (an `Eigh` without vectors).
+
+Gradients. Cholesky by Murray's formula (Murray 2016, "Differentiation of the
+Cholesky decomposition"): ``P = L^-T Phi(L^T gL) L^-1`` with Phi the lower triangle
+with its diagonal halved, then the gradient of the read triangle is
+``tril(P + P^T) - diag(P)``. Eigh: with ``F_ij = 1/(w_j - w_i)`` off the diagonal,
+``ga = V (diag(gw) + F * (V^T gV)) V^T``, symmetrised onto the read triangle.
+That formula assumes distinct eigenvalues: where two are equal the eigenvectors are
+not unique, ``F`` divides by zero and the gradient through the eigenvectors is inf or
+NaN. The gradient through the eigenvalues alone (`eigvalsh`, or an unused `V`) has
+no such term and stays defined for repeated eigenvalues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.tensor.linalg.base import (
+    LinAlgError,
+    LinalgOp,
+    add_axis,
+    as_float_operands,
+    diagonal_part,
+    linalg_error,
+    symmetric_from_triangle_grad,
+    transpose,
+    triangle,
+)
+
+__all__ = ["Cholesky", "Eigh", "cholesky", "eigh", "eigvalsh"]
+
+
+def _matmul(x: Variable, y: Variable) -> Variable:
+    from workbench.core.tensor.linalg.products import matmul
+
+    return matmul(x, y)
+
+
+class Cholesky(LinalgOp):
+    """The Cholesky factor of each symmetric positive-definite matrix: lower ``L`` with
+    ``a = L L^T`` reading the lower triangle, or (``lower=False``) upper ``U`` with
+    ``a = U^T U`` reading the upper one."""
+
+    __props__ = ("lower",)
+    gufunc_signature = "(m,m)->(m,m)"
+    function_name = "cholesky"
+
+    def __init__(self, lower: bool = True) -> None:
+        self.lower = bool(lower)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        (a,) = inputs
+        try:
+            if self.lower:
+                factor = np.linalg.cholesky(a)
+            else:
+                factor = np.swapaxes(np.linalg.cholesky(np.swapaxes(a, -1, -2)), -1, -2)
+        except LinAlgError as exc:
+            raise linalg_error("cholesky", str(exc)) from None
+        output_storage[0][0] = np.ascontiguousarray(factor,
+                                                    dtype=node.outputs[0].type.numpy_dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        n = inputs[0][-1]
+        return float(np.prod(inputs[0][:-2])) * n ** 3 / 3
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """Murray's formula (see the module docstring); the upper case by transposition."""
+        from workbench.core.tensor import math as tm
+
+        (factor,), (g,) = outputs, output_grads
+        low = factor if self.lower else transpose(factor)
+        g_low = g if self.lower else transpose(g)
+        inner = _matmul(transpose(low), g_low)
+        phi = tm.sub(triangle(inner, lower=True), tm.mul(0.5, diagonal_part(inner)))
+        # P = L^-T phi L^-1, as two triangular solves with L^T
+        left = SolveTriangularT(low, phi)
+        p = transpose(SolveTriangularT(low, transpose(left)))
+        grad = symmetric_from_triangle_grad(p, True)
+        return [grad if self.lower else transpose(grad)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``dL = L Phi(L^-1 dS L^-T)`` with dS the symmetric change the read triangle
+        implies."""
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.linalg.solvers import SolveTriangular
+
+        (a,), (ea,) = inputs, eval_points
+        if ea is None:
+            return [None]
+        factor = self(a)
+        low = factor if self.lower else transpose(factor)
+        ds = tm.add(triangle(ea, self.lower), transpose(triangle(ea, self.lower, strict=True)))
+        if not self.lower:
+            ds = transpose(ds)
+        x = SolveTriangular(True, False, False, 2)(low, ds)  # L^-1 dS
+        m = transpose(SolveTriangular(True, False, False, 2)(low, transpose(x)))  # .. L^-T
+        phi = tm.sub(triangle(m, lower=True), tm.mul(0.5, diagonal_part(m)))
+        dl = _matmul(low, phi)
+        return [dl if self.lower else transpose(dl)]
+
+
+def SolveTriangularT(low: Variable, rhs: Variable) -> Variable:  # noqa: N802
+    """``L^-T rhs`` for a lower-triangular factor L."""
+    from workbench.core.tensor.linalg.solvers import SolveTriangular
+
+    return SolveTriangular(True, True, False, 2)(low, rhs)
+
+
+class Eigh(LinalgOp):
+    """Eigenvalues (ascending) and, when `compute_v`, orthonormal eigenvectors (columns)
+    of each symmetric matrix, reading its lower triangle (``lower=True``, numpy's
+    ``UPLO="L"``) or its upper one."""
+
+    __props__ = ("lower", "compute_v")
+    function_name = "eigh"
+
+    def __init__(self, lower: bool = True, compute_v: bool = True) -> None:
+        self.lower, self.compute_v = bool(lower), bool(compute_v)
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return "(m,m)->(m),(m,m)" if self.compute_v else "(m,m)->(m)"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        (a,) = inputs
+        dtype = node.outputs[0].type.numpy_dtype
+        uplo = "L" if self.lower else "U"
+        try:
+            if self.compute_v:
+                w, v = np.linalg.eigh(a, UPLO=uplo)
+                output_storage[1][0] = np.ascontiguousarray(v, dtype=dtype)
+            else:
+                w = np.linalg.eigvalsh(a, UPLO=uplo)
+        except LinAlgError as exc:
+            raise linalg_error("eigh", str(exc)) from None
+        output_storage[0][0] = np.ascontiguousarray(w, dtype=dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        n = inputs[0][-1]
+        return float(np.prod(inputs[0][:-2])) * (9 if self.compute_v else 4 / 3) * n ** 3
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``V (diag(gw) + F * (V^T gV)) V^T`` onto the read triangle (see the module
+        docstring for repeated eigenvalues)."""
+        from workbench.core.grad import is_disconnected
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.creation import zeros_like
+
+        (a,) = inputs
+        gw = output_grads[0]
+        gv = output_grads[1] if self.compute_v else None
+        w_connected = not is_disconnected(gw)
+        v_connected = gv is not None and not is_disconnected(gv)
+        if not (w_connected or v_connected):
+            return [zeros_like(a)]
+        if self.compute_v:
+            w, v = outputs
+        else:
+            w, v = Eigh(self.lower, True)(a)
+        terms = []
+        if w_connected:
+            terms.append(tm.mul(add_axis(gw, -2), v))  # V diag(gw)
+        if v_connected:
+            eye = _eye_like(w)
+            diff = tm.sub(add_axis(w, -2), add_axis(w, -1))  # w_j - w_i
+            f = tm.true_div(tm.sub(1, eye), tm.add(diff, eye))  # 1/(w_j - w_i), 0 on the diagonal
+            terms.append(_matmul(v, tm.mul(f, _matmul(transpose(v), gv))))
+        inner = terms[0] if len(terms) == 1 else tm.add(*terms)
+        full = _matmul(inner, transpose(v))
+        return [symmetric_from_triangle_grad(full, self.lower)]
+
+
+def _eye_like(w: Variable) -> Variable:
+    """The identity matrix of w's dtype, as long as w's last dimension."""
+    from workbench.core.tensor.creation import eye
+    from workbench.core.tensor.shape import shape_tuple
+
+    return eye(shape_tuple(w)[-1], dtype=w.type.dtype)
+
+
+# -- functions ---------------------------------------------------------------------------
+
+
+def cholesky(a: Any, lower: bool = True) -> Variable:
+    """The Cholesky factor of each symmetric positive-definite matrix of `a`: ``L`` with
+    ``a = L L^T`` (numpy.linalg.cholesky), or ``U`` with ``a = U^T U`` when
+    ``lower=False`` (scipy.linalg.cholesky's default)."""
+    (a,) = as_float_operands("cholesky", a, min_ndims=(2,))
+    return Cholesky(lower)(a)
+
+
+def _uplo(uplo: str, function: str) -> bool:
+    if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"):
+        raise ValueError(f"{function}: UPLO must be 'L' or 'U', got {uplo!r}")
+    return uplo.upper() == "L"
+
+
+def eigh(a: Any, UPLO: str = "L") -> tuple[Variable, Variable]:  # noqa: N803
+    """numpy.linalg.eigh: ``(w, v)``, eigenvalues ascending and eigenvectors as columns,
+    of each symmetric matrix of `a` (only the `UPLO` triangle is read)."""
+    (a,) = as_float_operands("eigh", a, min_ndims=(2,))
+    w, v = Eigh(_uplo(UPLO, "eigh"), True)(a)
+    return w, v
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Variable:  # noqa: N803
+    """numpy.linalg.eigvalsh: the eigenvalues (ascending) of each symmetric matrix."""
+    (a,) = as_float_operands("eigvalsh", a, min_ndims=(2,))
+    return Eigh(_uplo(UPLO, "eigvalsh"), False)(a)

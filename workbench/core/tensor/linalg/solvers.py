@@ -1,0 +1,418 @@
+"""Linear systems and what LU gives: `Solve`, `SolveTriangular`, `Inv`, `Det`, `SLogDet`,
+and the functions `solve`, `solve_triangular`, `cho_solve`, `inv`, `det`, `slogdet`.
+
+Semantics are numpy.linalg's and scipy.linalg's:
+
+- ``solve(a, b, assume_a="gen"|"sym"|"pos"|"tri", lower=False)``: ``a @ x = b``. With
+  ``"sym"`` and ``"pos"`` only the triangle named by `lower` is read (the other is
+  implied by symmetry), with ``"tri"`` only that triangle (scipy's ``assume_a``
+  values; ``"general"``, ``"symmetric"``, ``"positive definite"`` and ``"triangular"``
+  are accepted too). `b` of rank 1 is one right-hand side; otherwise `b` is a stack
+  of matrices (``(..., m, k)``) whose batch dimensions broadcast with `a`'s, as
+  numpy.linalg.solve does.
+- ``solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False)``: scipy's.
+- ``cho_solve((c, lower), b)``: two triangular solves with the Cholesky factor `c`.
+
+A singular matrix raises `numpy.linalg.LinAlgError` ("solve: Singular matrix", with
+the pivot where LAPACK found it on the C linker); ``det`` of a singular matrix is 0 and
+``slogdet`` gives ``(0, -inf)``, as in numpy. Empty matrices give empty results
+(``det`` of a 0x0 matrix is 1). Ill-conditioned systems give LAPACK's answer, like
+numpy (scipy's LinAlgWarning about the condition number is not raised).
+
+Gradients (all batched; `sum_to_input` undoes batch broadcasting): for ``x = a^-1 b``,
+``gb = a^-T gx`` (a solve with the transpose) and ``ga = -gb x^T``, restricted to
+the triangle that is read (and symmetrised for "sym"/"pos"); ``inv``:
+``-y^T gy y^T``; ``det``: ``g d a^-T``; ``slogdet``: ``g a^-T`` (the sign has
+zero gradient). `R_op` exists for `Solve`, `Inv` and `Det`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.tensor.linalg.base import (
+    LinAlgError,
+    LinalgOp,
+    add_axis,
+    as_float_operands,
+    batched_outer,
+    drop_axis,
+    linalg_error,
+    sum_to_input,
+    symmetric_from_triangle_grad,
+    transpose,
+    triangle,
+)
+
+__all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "cho_solve", "det", "inv",
+           "slogdet", "solve", "solve_triangular"]
+
+#: scipy's names of the matrix structures `solve` may assume, by their short form.
+ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
+            "pos": "pos", "positive definite": "pos", "tri": "tri", "triangular": "tri"}
+
+
+def _matmul(x: Variable, y: Variable) -> Variable:
+    from workbench.core.tensor.linalg.products import matmul
+
+    return matmul(x, y)
+
+
+def symmetrized(a: np.ndarray, lower: bool) -> np.ndarray:
+    """The symmetric matrices whose `lower` (or upper) triangle is that of `a`."""
+    t = np.tril(a) if lower else np.triu(a)
+    strict = np.tril(a, -1) if lower else np.triu(a, 1)
+    return t + np.swapaxes(strict, -1, -2)
+
+
+def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool,
+                        trans: bool, unit_diagonal: bool) -> np.ndarray:
+    """``op(t)^-1 b`` with t the `lower`/upper triangle of `a` (unit diagonal if asked),
+    op the transpose when `trans`; b has core shape (m, k). A zero on the diagonal raises
+    scipy's "singular matrix: resolution failed at diagonal i"."""
+    t = np.tril(a) if lower else np.triu(a)
+    n = a.shape[-1]
+    if unit_diagonal:
+        t = t.copy()
+        t[..., np.arange(n), np.arange(n)] = 1
+    zero = np.diagonal(t, axis1=-2, axis2=-1) == 0
+    if zero.any():
+        flat = zero.reshape(-1, n)
+        row = int(np.argmax(flat.any(axis=1)))
+        batch = row if t.ndim > 2 else None
+        raise linalg_error(function, "singular matrix: resolution failed at diagonal "
+                           f"{int(np.argmax(flat[row]))}", batch)
+    if trans:
+        t = np.swapaxes(t, -1, -2)
+    return np.linalg.solve(t, b)
+
+
+class Solve(LinalgOp):
+    """``x`` with ``a @ x = b`` for stacks of square matrices `a`.
+
+    Props: `assume_a` ("gen", "sym", "pos" or "tri"), `lower` (which triangle of `a`
+    "sym"/"pos"/"tri" read) and `b_ndim` (1: `b` is a stack of vectors, core signature
+    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``).
+    """
+
+    __props__ = ("assume_a", "lower", "b_ndim")
+    function_name = "solve"
+
+    def __init__(self, assume_a: str = "gen", lower: bool = False, b_ndim: int = 2) -> None:
+        if assume_a not in ASSUME_A.values():
+            raise ValueError(f"Solve: assume_a must be one of {sorted(set(ASSUME_A.values()))}, "
+                             f"got {assume_a!r}")
+        if b_ndim not in (1, 2):
+            raise ValueError(f"Solve: b_ndim must be 1 or 2, got {b_ndim!r}")
+        self.assume_a, self.lower, self.b_ndim = assume_a, bool(lower), int(b_ndim)
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,n)->(m,n)"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        a, b = inputs
+        self.batch_shape(inputs)
+        b2 = b[..., None] if self.b_ndim == 1 else b
+        try:
+            if self.assume_a == "tri":
+                x = triangular_solve_np("solve", a, b2, self.lower, False, False)
+            elif self.assume_a == "gen":
+                x = np.linalg.solve(a, b2)
+            else:
+                s = symmetrized(a, self.lower)
+                if self.assume_a == "pos":
+                    try:
+                        np.linalg.cholesky(s)
+                    except LinAlgError:
+                        raise linalg_error("solve", "Matrix is not positive definite "
+                                           "(assume_a='pos')") from None
+                x = np.linalg.solve(s, b2)
+        except LinAlgError as exc:
+            if str(exc).startswith("solve"):
+                raise
+            raise linalg_error("solve", str(exc)) from None
+        if self.b_ndim == 1:
+            x = x[..., 0]
+        output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        n = inputs[0][-1]
+        k = inputs[1][-1] if self.b_ndim == 2 else 1
+        batch = float(np.prod(outputs[0][:len(outputs[0]) - self.b_ndim]))
+        return batch * (2 / 3 * n ** 3 + 2 * n * n * k)
+
+    def _solve_transposed(self, a: Variable, g: Variable) -> Variable:
+        """``a^-T g`` with the same structure assumption."""
+        if self.assume_a in ("sym", "pos"):
+            return Solve(self.assume_a, self.lower, self.b_ndim)(a, g)
+        if self.assume_a == "tri":
+            return SolveTriangular(self.lower, True, False, self.b_ndim)(a, g)
+        return Solve("gen", False, self.b_ndim)(transpose(a), g)
+
+    def grad_of_matrix(self, a: Variable, g_full: Variable) -> Variable:
+        """The gradient with respect to `a` from that with respect to the full matrix
+        the solve used (restricted to the triangle it read)."""
+        if self.assume_a in ("sym", "pos"):
+            return symmetric_from_triangle_grad(g_full, self.lower)
+        if self.assume_a == "tri":
+            return triangle(g_full, self.lower)
+        return g_full
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        (a, b), (x,), (gx,) = inputs, outputs, output_grads
+        gb = self._solve_transposed(a, gx)
+        if self.b_ndim == 1:
+            ga = -batched_outer(gb, x)
+        else:
+            ga = -_matmul(gb, transpose(x))
+        ga = self.grad_of_matrix(a, ga)
+        return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``dx = a^-1 (db - da x)``."""
+        (a, b), (ea, eb) = inputs, eval_points
+        if ea is None and eb is None:
+            return [None]
+        x = self(a, b)
+        rhs = eb
+        if ea is not None:
+            ea = self._effective(ea)
+            if self.b_ndim == 1:
+                prod = drop_axis(_matmul(ea, add_axis(x, -1)), -1)
+            else:
+                prod = _matmul(ea, x)
+            rhs = -prod if rhs is None else rhs - prod
+        return [self(a, rhs)]
+
+    def _effective(self, ea: Variable) -> Variable:
+        """The change of the matrix the solve used when `a` changes by `ea`."""
+        from workbench.core.tensor import math as tm
+
+        if self.assume_a in ("sym", "pos"):
+            t = triangle(ea, self.lower)
+            return tm.add(t, transpose(triangle(ea, self.lower, strict=True)))
+        if self.assume_a == "tri":
+            return triangle(ea, self.lower)
+        return ea
+
+
+class SolveTriangular(LinalgOp):
+    """``op(t)^-1 b`` with `t` the lower (or upper) triangle of `a`, op the transpose
+    when `trans`, a unit diagonal assumed when `unit_diagonal` (scipy.linalg's
+    solve_triangular); `b_ndim` as in `Solve`."""
+
+    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim")
+    function_name = "solve_triangular"
+
+    def __init__(self, lower: bool = False, trans: bool = False, unit_diagonal: bool = False,
+                 b_ndim: int = 2) -> None:
+        if b_ndim not in (1, 2):
+            raise ValueError(f"SolveTriangular: b_ndim must be 1 or 2, got {b_ndim!r}")
+        self.lower, self.trans = bool(lower), bool(trans)
+        self.unit_diagonal, self.b_ndim = bool(unit_diagonal), int(b_ndim)
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,n)->(m,n)"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        a, b = inputs
+        self.batch_shape(inputs)
+        b2 = b[..., None] if self.b_ndim == 1 else b
+        x = triangular_solve_np("solve_triangular", a, b2, self.lower, self.trans,
+                                self.unit_diagonal)
+        if self.b_ndim == 1:
+            x = x[..., 0]
+        output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        n = inputs[0][-1]
+        return float(np.prod(outputs[0])) * n
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gb = op(t)^-T gx``; ``gt = -gb x^T`` (or its transpose when `trans`), on the
+        triangle read (without the diagonal when it is a unit one)."""
+        (a, b), (x,), (gx,) = inputs, outputs, output_grads
+        gb = SolveTriangular(self.lower, not self.trans, self.unit_diagonal, self.b_ndim)(a, gx)
+        if self.b_ndim == 1:
+            g_op = -batched_outer(gb, x)
+        else:
+            g_op = -_matmul(gb, transpose(x))
+        g = transpose(g_op) if self.trans else g_op
+        ga = triangle(g, self.lower, strict=self.unit_diagonal)
+        return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
+
+
+class Inv(LinalgOp):
+    """The inverse of each square matrix (numpy.linalg.inv); a singular one raises."""
+
+    __props__ = ()
+    gufunc_signature = "(m,m)->(m,m)"
+    function_name = "inv"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        try:
+            y = np.linalg.inv(inputs[0])
+        except LinAlgError as exc:
+            raise linalg_error("inv", str(exc)) from None
+        output_storage[0][0] = np.asarray(y, dtype=node.outputs[0].type.numpy_dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        n = inputs[0][-1]
+        return float(np.prod(inputs[0][:-2])) * 2 * n ** 3
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``-y^T gy y^T``."""
+        (y,), (gy,) = outputs, output_grads
+        yt = transpose(y)
+        return [-_matmul(_matmul(yt, gy), yt)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``-y ea y``."""
+        (ea,) = eval_points
+        if ea is None:
+            return [None]
+        y = self(inputs[0])
+        return [-_matmul(_matmul(y, ea), y)]
+
+
+class Det(LinalgOp):
+    """The determinant of each square matrix (numpy.linalg.det): 0 for a singular
+    matrix, 1 for a 0x0 one."""
+
+    __props__ = ()
+    gufunc_signature = "(m,m)->()"
+    function_name = "det"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        output_storage[0][0] = np.asarray(np.linalg.det(inputs[0]),
+                                          dtype=node.outputs[0].type.numpy_dtype)
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``g d a^-T`` (undefined, as inf/NaN, at a singular matrix)."""
+        from workbench.core.tensor import math as tm
+
+        (a,), (d,), (g,) = inputs, outputs, output_grads
+        scale = add_axis(add_axis(tm.mul(g, d), -1), -1)
+        return [tm.mul(scale, transpose(Inv()(a)))]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``d trace(a^-1 ea)``."""
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.reduction import sum as reduce_sum
+
+        (a,), (ea,) = inputs, eval_points
+        if ea is None:
+            return [None]
+        inner = tm.mul(transpose(Inv()(a)), ea)
+        return [tm.mul(self(a), reduce_sum(inner, axis=(-2, -1)))]
+
+
+class SLogDet(LinalgOp):
+    """``(sign, log|det|)`` of each square matrix (numpy.linalg.slogdet): ``(0, -inf)``
+    for a singular matrix."""
+
+    __props__ = ()
+    gufunc_signature = "(m,m)->(),()"
+    function_name = "slogdet"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        sign, logdet = np.linalg.slogdet(inputs[0])
+        dtype = node.outputs[0].type.numpy_dtype
+        output_storage[0][0] = np.asarray(sign, dtype=dtype)
+        output_storage[1][0] = np.asarray(logdet, dtype=dtype)
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``g a^-T`` for log|det|; the sign is piecewise constant (no gradient)."""
+        from workbench.core.grad import is_disconnected
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.creation import zeros_like
+
+        (a,), (_, g) = inputs, output_grads
+        if is_disconnected(g):
+            return [zeros_like(a)]
+        return [tm.mul(add_axis(add_axis(g, -1), -1), transpose(Inv()(a)))]
+
+
+# -- functions -------------------------------------------------------------------------
+
+
+def _b_ndim(b: Variable) -> int:
+    return 1 if b.type.ndim == 1 else 2
+
+
+def solve(a: Any, b: Any, assume_a: str = "gen", lower: bool = False) -> Variable:
+    """``x`` with ``a @ x = b`` (scipy.linalg.solve's `assume_a` and `lower`; numpy's
+    batching: `b` of rank 1 is one vector, otherwise a stack of matrices)."""
+    key = assume_a.lower() if isinstance(assume_a, str) else assume_a
+    if key not in ASSUME_A:
+        raise ValueError(f"solve: assume_a must be one of {', '.join(map(repr, ASSUME_A))}; "
+                         f"got {assume_a!r}")
+    a, b = as_float_operands("solve", a, b, min_ndims=(2, 1))
+    return Solve(ASSUME_A[key], lower, _b_ndim(b))(a, b)
+
+
+def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
+                     unit_diagonal: bool = False) -> Variable:
+    """scipy.linalg.solve_triangular: ``op(t)^-1 b`` for the lower (or upper) triangle
+    `t` of `a`; `trans` is 0/"N" (t), 1/"T" or 2/"C" (its transpose)."""
+    if trans in (0, "N", "n"):
+        transposed = False
+    elif trans in (1, 2, "T", "t", "C", "c"):
+        transposed = True
+    else:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C'; got "
+                         f"{trans!r}")
+    a, b = as_float_operands("solve_triangular", a, b, min_ndims=(2, 1))
+    return SolveTriangular(lower, transposed, unit_diagonal, _b_ndim(b))(a, b)
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Variable:
+    """scipy.linalg.cho_solve: ``x`` with ``a @ x = b`` given the Cholesky factor `c` of
+    `a` (``(c, lower)``; only that triangle of `c` is read): two triangular solves."""
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("cho_solve takes (c, lower) and b, as scipy.linalg.cho_solve; got "
+                        f"{c_and_lower!r}") from None
+    c, b = as_float_operands("cho_solve", c, b, min_ndims=(2, 1))
+    nd = _b_ndim(b)
+    first = SolveTriangular(bool(lower), not lower, False, nd)(c, b)
+    return SolveTriangular(bool(lower), bool(lower), False, nd)(c, first)
+
+
+def inv(a: Any) -> Variable:
+    """numpy.linalg.inv: the inverse of each square matrix of `a`."""
+    (a,) = as_float_operands("inv", a, min_ndims=(2,))
+    return Inv()(a)
+
+
+def det(a: Any) -> Variable:
+    """numpy.linalg.det: the determinant of each square matrix of `a`."""
+    (a,) = as_float_operands("det", a, min_ndims=(2,))
+    return Det()(a)
+
+
+def slogdet(a: Any) -> tuple[Variable, Variable]:
+    """numpy.linalg.slogdet: ``(sign, logabsdet)`` of each square matrix of `a`."""
+    (a,) = as_float_operands("slogdet", a, min_ndims=(2,))
+    sign, logdet = SLogDet()(a)
+    return sign, logdet

@@ -1,0 +1,269 @@
+"""Catalogue cases of the LAPACK-backed functions of `wt.linalg`: `solve` (every
+`assume_a`), `solve_triangular`, `cho_solve`, `cholesky`, `inv`, `det`, `slogdet`,
+`eigh` and `eigvalsh`, hence the `Solve`, `SolveTriangular`, `Cholesky`, `Inv`,
+`Det`, `SLogDet` and `Eigh` Ops.
+
+Inputs are well-conditioned (a random matrix plus a multiple of the identity) or
+symmetric positive definite where the function needs it; shapes cover single
+matrices, stacks, broadcast batch dimensions, vectors and matrices as right-hand
+sides, static shapes and empty matrices. References are numpy.linalg, with the
+triangle a function reads made explicit (``np.tril``/``np.triu``). Eigenvectors
+are only defined up to sign, so the eigh cases scale each eigenvector (column) by
+the sign of its first entry, in the graph and in the reference alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from workbench.testing.catalog import Arg, Case
+
+__all__ = ["CASES"]
+
+EMPTY = "empty matrices: nothing to differentiate"
+PIECEWISE = "the sign of a determinant is piecewise constant"
+
+
+def _la() -> Any:
+    import workbench.core.tensor as wt
+
+    return wt.linalg
+
+
+def _well_conditioned(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    """Random entries in [-1, 1) plus n on the diagonal (diagonally dominant)."""
+    n = shape[-1]
+    return (rng.uniform(-1, 1, size=shape) + n * np.eye(n)).astype(dtype)
+
+
+def _spd(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    """``m m^T + n I``: symmetric positive definite."""
+    m = rng.uniform(-1, 1, size=shape)
+    n = shape[-1]
+    return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+def _cholesky_factor(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    return np.linalg.cholesky(_spd(rng, shape, "float64")).astype(dtype)
+
+
+def matrix(shape: tuple[int, ...], **kwargs: Any) -> Arg:
+    return Arg(shape, sample=_well_conditioned, **kwargs)
+
+
+def spd(shape: tuple[int, ...], **kwargs: Any) -> Arg:
+    return Arg(shape, sample=_spd, **kwargs)
+
+
+def _symmetrized(a: Any, lower: bool) -> Any:
+    t = np.tril(a) if lower else np.triu(a)
+    strict = np.tril(a, -1) if lower else np.triu(a, 1)
+    return t + np.swapaxes(strict, -1, -2)
+
+
+def _solve_ref(lower: bool = False, assume_a: str = "gen") -> Callable[..., Any]:
+    def reference(a: Any, b: Any) -> Any:
+        if assume_a in ("sym", "pos"):
+            a = _symmetrized(a, lower)
+        elif assume_a == "tri":
+            a = np.tril(a) if lower else np.triu(a)
+        if b.ndim == 1:
+            return np.linalg.solve(a, b[..., None])[..., 0]
+        return np.linalg.solve(a, b)
+
+    return reference
+
+
+def _solve(**kwargs: Any) -> Callable[..., Any]:
+    def build(a: Any, b: Any) -> Any:
+        return _la().solve(a, b, **kwargs)
+
+    return build
+
+
+def _solve_cases() -> list[Case]:
+    cases = [
+        Case("solve_vector", _solve(), _solve_ref(), (matrix((4, 4)), Arg((4,)))),
+        Case("solve_matrix", _solve(), _solve_ref(), (matrix((4, 4)), Arg((4, 3)))),
+        Case("solve_stack", _solve(), _solve_ref(), (matrix((2, 3, 3)), Arg((2, 3, 2)))),
+        Case("solve_broadcast_batch", _solve(), _solve_ref(),
+             (matrix((2, 1, 3, 3)), Arg((4, 3, 2)))),
+        Case("solve_stack_vector", _solve(), _solve_ref(), (matrix((2, 3, 3)), Arg((3,)))),
+        Case("solve_static_shapes", _solve(), _solve_ref(),
+             (matrix((3, 3), static=True), Arg((3, 2), static=True))),
+        Case("solve_constant_matrix", _solve(), _solve_ref(),
+             (matrix((3, 3), constant=True), Arg((3,)))),
+        Case("solve_empty", _solve(), _solve_ref(), (Arg((0, 0)), Arg((0, 2))), grad=EMPTY),
+        Case("solve_sym_lower", _solve(assume_a="sym", lower=True),
+             _solve_ref(True, "sym"), (matrix((4, 4)), Arg((4, 2)))),
+        Case("solve_sym_upper", _solve(assume_a="symmetric"), _solve_ref(False, "sym"),
+             (matrix((4, 4)), Arg((4,)))),
+        Case("solve_pos_lower", _solve(assume_a="pos", lower=True), _solve_ref(True, "pos"),
+             (spd((4, 4)), Arg((4, 2)))),
+        Case("solve_pos_upper_stack", _solve(assume_a="pos"), _solve_ref(False, "pos"),
+             (spd((2, 3, 3)), Arg((2, 3, 1)))),
+        Case("solve_tri_lower", _solve(assume_a="tri", lower=True), _solve_ref(True, "tri"),
+             (matrix((4, 4)), Arg((4, 2)))),
+        Case("solve_tri_upper", _solve(assume_a="triangular"), _solve_ref(False, "tri"),
+             (matrix((4, 4)), Arg((4,)))),
+    ]
+    return cases
+
+
+def _solve_triangular(**kwargs: Any) -> Callable[..., Any]:
+    def build(a: Any, b: Any) -> Any:
+        return _la().solve_triangular(a, b, **kwargs)
+
+    return build
+
+
+def _triangular_ref(lower: bool = False, trans: bool = False, unit: bool = False
+                    ) -> Callable[..., Any]:
+    def reference(a: Any, b: Any) -> Any:
+        t = np.tril(a) if lower else np.triu(a)
+        if unit:
+            n = a.shape[-1]
+            t = t.copy()
+            t[..., np.arange(n), np.arange(n)] = 1
+        if trans:
+            t = np.swapaxes(t, -1, -2)
+        if b.ndim == 1:
+            return np.linalg.solve(t, b[..., None])[..., 0]
+        return np.linalg.solve(t, b)
+
+    return reference
+
+
+def _cho_solve(c: Any, b: Any) -> Any:
+    return _la().cho_solve((c, True), b)
+
+
+def _cho_solve_upper(c: Any, b: Any) -> Any:
+    return _la().cho_solve((c, False), b)
+
+
+def _cho_solve_ref(lower: bool) -> Callable[..., Any]:
+    def reference(c: Any, b: Any) -> Any:
+        t = np.tril(c) if lower else np.triu(c)
+        a = t @ t.T if lower else t.T @ t
+        return np.linalg.solve(a, b)
+
+    return reference
+
+
+def _upper_factor(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    return np.ascontiguousarray(_cholesky_factor(rng, shape, dtype).T)
+
+
+def _triangular_cases() -> list[Case]:
+    return [
+        Case("solve_triangular_lower", _solve_triangular(lower=True), _triangular_ref(True),
+             (matrix((4, 4)), Arg((4, 2)))),
+        Case("solve_triangular_upper_vector", _solve_triangular(), _triangular_ref(),
+             (matrix((4, 4)), Arg((4,)))),
+        Case("solve_triangular_trans", _solve_triangular(lower=True, trans="T"),
+             _triangular_ref(True, True), (matrix((3, 3)), Arg((3, 2)))),
+        Case("solve_triangular_unit_diagonal", _solve_triangular(trans=1, unit_diagonal=True),
+             _triangular_ref(False, True, True), (matrix((3, 3)), Arg((3,)))),
+        Case("solve_triangular_stack", _solve_triangular(lower=True), _triangular_ref(True),
+             (matrix((2, 3, 3)), Arg((1, 3, 2)))),
+        Case("cho_solve_lower", _cho_solve, _cho_solve_ref(True),
+             (Arg((4, 4), sample=_cholesky_factor), Arg((4, 2)))),
+        Case("cho_solve_upper", _cho_solve_upper, _cho_solve_ref(False),
+             (Arg((3, 3), sample=_upper_factor), Arg((3,)))),
+    ]
+
+
+def _call(name: str, **kwargs: Any) -> Callable[..., Any]:
+    def build(*args: Any) -> Any:
+        return getattr(_la(), name)(*args, **kwargs)
+
+    build.__name__ = name
+    return build
+
+
+def _np(func: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    def reference(*args: Any) -> Any:
+        result = func(*args, **kwargs)
+        return tuple(np.asarray(r) for r in result) if isinstance(result, tuple) else result
+
+    return reference
+
+
+def _cholesky_upper_ref(a: Any) -> Any:
+    return np.swapaxes(np.linalg.cholesky(np.swapaxes(a, -1, -2)), -1, -2)
+
+
+def _slogdet_ref(a: Any) -> Any:
+    sign, logdet = np.linalg.slogdet(a)
+    return np.asarray(sign), np.asarray(logdet)
+
+
+def _slogdet_logdet(a: Any) -> Any:
+    return _la().slogdet(a)[1]
+
+
+def _slogdet_logdet_ref(a: Any) -> Any:
+    return np.asarray(np.linalg.slogdet(a)[1])
+
+
+def _eigh_normalized(uplo: str) -> Callable[..., Any]:
+    """eigh with each eigenvector's sign fixed by its first entry."""
+    def build(a: Any) -> Any:
+        import workbench.core.tensor as wt
+
+        w, v = _la().eigh(a, UPLO=uplo)
+        nd = v.type.ndim
+        first = v[(slice(None),) * (nd - 2) + (slice(0, 1),)]
+        return w, v * wt.sign(first)
+
+    return build
+
+
+def _eigh_normalized_ref(uplo: str) -> Callable[..., Any]:
+    def reference(a: Any) -> Any:
+        w, v = np.linalg.eigh(a, UPLO=uplo)
+        return w, v * np.sign(v[..., :1, :])
+
+    return reference
+
+
+def _factorization_cases() -> list[Case]:
+    return [
+        Case("cholesky", _call("cholesky"), _np(np.linalg.cholesky), (spd((4, 4)),)),
+        Case("cholesky_upper", _call("cholesky", lower=False), _cholesky_upper_ref,
+             (spd((4, 4)),)),
+        Case("cholesky_stack", _call("cholesky"), _np(np.linalg.cholesky), (spd((2, 3, 3)),)),
+        Case("cholesky_static_shape", _call("cholesky"), _np(np.linalg.cholesky),
+             (spd((3, 3), static=True),)),
+        Case("cholesky_empty", _call("cholesky"), _np(np.linalg.cholesky), (Arg((0, 0)),),
+             grad=EMPTY),
+        Case("inv", _call("inv"), _np(np.linalg.inv), (matrix((4, 4)),)),
+        Case("inv_stack", _call("inv"), _np(np.linalg.inv), (matrix((2, 3, 3)),)),
+        Case("inv_empty_stack", _call("inv"), _np(np.linalg.inv), (Arg((0, 3, 3)),),
+             grad=EMPTY),
+        Case("det", _call("det"), _np(np.linalg.det), (matrix((4, 4)),)),
+        Case("det_stack", _call("det"), _np(np.linalg.det), (matrix((3, 2, 2)),)),
+        Case("det_of_empty_matrix", _call("det"), _np(np.linalg.det), (Arg((0, 0)),),
+             grad=EMPTY),
+        Case("det_singular", _call("det"), _np(np.linalg.det),
+             (Arg((3, 3), sample=lambda rng, shape, dtype: np.ones(shape, dtype)),),
+             grad="the gradient of det at a singular matrix needs its inverse"),
+        Case("slogdet", _call("slogdet"), _slogdet_ref, (matrix((4, 4)),), grad=PIECEWISE),
+        Case("slogdet_logdet", _slogdet_logdet, _slogdet_logdet_ref, (matrix((2, 3, 3)),)),
+        Case("slogdet_negative", _slogdet_logdet, _slogdet_logdet_ref,
+             (Arg((3, 3), sample=lambda rng, shape, dtype: -_well_conditioned(rng, shape,
+                                                                              dtype)),)),
+        Case("eigvalsh", _call("eigvalsh"), _np(np.linalg.eigvalsh), (spd((4, 4)),)),
+        Case("eigvalsh_upper_stack", _call("eigvalsh", UPLO="U"),
+             _np(np.linalg.eigvalsh, UPLO="U"), (matrix((2, 3, 3)),)),
+        Case("eigh", _eigh_normalized("L"), _eigh_normalized_ref("L"), (spd((4, 4)),)),
+        Case("eigh_upper_stack", _eigh_normalized("U"), _eigh_normalized_ref("U"),
+             (matrix((2, 3, 3)),)),
+    ]
+
+
+CASES: list[Case] = [*_solve_cases(), *_triangular_cases(), *_factorization_cases()]
