@@ -7,17 +7,19 @@ Mode. The standard names: FAST_RUN (every rewrite pass, the fastest linker avail
 "c" with a C compiler), FAST_COMPILE (merge and canonicalize only, Python linker)
 and DEBUG (FAST_RUN's rewrites, each step checked numerically; every node run through
 perform and C and checked by the "debug" linker, link/c/debug.py). Their rewriter is a
-`RewriteQuery` of the rewrite database; `Mode.rewrite` returns the RewriteTrace.
+`RewriteQuery` of the rewrite database (`workbench.core.rewrite.db`, re-exported here);
+`Mode.rewrite` returns the RewriteTrace.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from typing import Any
 
 from workbench.core import dtypes
+from workbench.core.link.debugmode import StepChecker
 from workbench.core.link.vm import Linker, VMLinker
+from workbench.core.rewrite.db import RewriteQuery, apply_rewriter, register_mode_rewriter
 
 __all__ = [
     "LinkerUnavailableError", "Mode", "RewriteQuery", "available_linkers", "default_linker",
@@ -61,20 +63,7 @@ class Mode:
     def rewrite(self, fgraph: Any) -> Any:
         """Apply this mode's rewriter (if any) to `fgraph` in place; return its RewriteTrace
         (None when the rewriter records none)."""
-        rewriter = self.rewriter
-        if rewriter is None:
-            return None
-        method = getattr(rewriter, "rewrite", None)
-        if method is not None:
-            result = method(fgraph)
-        elif callable(rewriter):
-            result = rewriter(fgraph)
-        else:
-            raise TypeError(f"mode {self}: rewriter {rewriter!r} is neither callable nor has "
-                            ".rewrite(fgraph)")
-        from workbench.core.rewrite.trace import RewriteTrace
-
-        return result if isinstance(result, RewriteTrace) else None
+        return apply_rewriter(self.rewriter, fgraph, what=f"mode {self}")
 
     def including(self, *tags: str) -> Mode:
         """This mode with the rewrites of these tags (or names) added."""
@@ -96,77 +85,17 @@ def _query_of(mode: Mode) -> RewriteQuery:
     return mode.rewriter
 
 
-class RewriteQuery:
-    """The rewriter of a Mode: a query of the rewrite database, made when first used.
-
-    `rewrite(fgraph)` applies the selected passes and returns the RewriteTrace
-    (always recorded: it costs little next to rewriting). With `debug`, each
-    step is checked numerically (debugmode.py) and a rewrite that raises stops.
-    """
-
-    def __init__(self, include: tuple[str, ...] = ("fast_run",), exclude: tuple[str, ...] = (),
-                 require: tuple[str, ...] = (), debug: bool = False) -> None:
-        self.include = tuple(include)
-        self.exclude = tuple(exclude)
-        self.require = tuple(require)
-        self.debug = debug
-
-    def with_tags(self, include: Any = (), exclude: Any = ()) -> RewriteQuery:
-        include = (include,) if isinstance(include, str) else tuple(include)
-        exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
-        return RewriteQuery(tuple(dict.fromkeys(self.include + include)),
-                            tuple(dict.fromkeys(self.exclude + exclude)), self.require,
-                            self.debug)
-
-    def query(self) -> Any:
-        """The GraphRewriter this query selects now."""
-        from workbench.core.rewrite import rewrite_db
-
-        return rewrite_db.query(self.include, self.exclude, self.require)
-
-    def rewrite(self, fgraph: Any) -> Any:
-        from workbench.core.rewrite import RewriteTrace
-
-        trace = getattr(fgraph, "rewrite_trace", None)
-        own = trace is None
-        if own:
-            trace = RewriteTrace()
-            fgraph.attach_feature(trace)
-        checker = None
-        if self.debug:
-            from workbench.core.link.debugmode import StepChecker
-
-            checker = StepChecker(fgraph)
-            trace.step_hooks.append(checker)
-            fgraph.rewrite_strict = True
-        was_enabled = gc.isenabled()
-        gc.disable()  # big graphs allocate many cyclic objects: collections cost O(heap)
-        try:
-            self.query().rewrite(fgraph)
-        finally:
-            if was_enabled:
-                gc.enable()
-            if checker is not None:
-                trace.step_hooks.remove(checker)
-                del fgraph.rewrite_strict
-            if own:
-                trace.close()
-        return trace
-
-    def __repr__(self) -> str:
-        extra = f", exclude={self.exclude!r}" if self.exclude else ""
-        return f"RewriteQuery(include={self.include!r}{extra}{', debug' if self.debug else ''})"
-
-
 _modes: dict[str, Mode] = {}
 _default_mode_name = "FAST_RUN"
 
 
 def register_mode(name: str, mode: Mode) -> None:
-    """Make `mode` available to `get_mode(name)` (replacing any mode of that name)."""
+    """Make `mode` available to `get_mode(name)` (replacing any mode of that name), and its
+    rewriter to `rewrite_graph(..., mode=name)`."""
     if not isinstance(mode, Mode):
         raise TypeError(f"register_mode: expected a Mode, got {mode!r}")
     _modes[name] = mode
+    register_mode_rewriter(name, mode.rewriter)
 
 
 def registered_modes() -> list[str]:
@@ -199,7 +128,8 @@ register_mode("FAST_RUN", Mode(linker=None, rewriter=RewriteQuery(("fast_run",))
                                name="FAST_RUN"))
 register_mode("FAST_COMPILE", Mode(linker="py", rewriter=RewriteQuery(("fast_compile",)),
                                    name="FAST_COMPILE"))
-register_mode("DEBUG", Mode(linker="debug", rewriter=RewriteQuery(("fast_run",), debug=True),
+register_mode("DEBUG", Mode(linker="debug", rewriter=RewriteQuery(("fast_run",), debug=True,
+                                                                  step_checker=StepChecker),
                             name="DEBUG"))
 
 

@@ -20,6 +20,9 @@ from workbench.core.rewrite import rules as rules  # noqa: E402  (registers the 
 from workbench.core.rewrite.db import (
     PassDatabase,
     RewriteDatabase,
+    RewriteQuery,
+    apply_rewriter,
+    mode_rewriter,
     register_canonicalize,
     register_fusion,
     register_inplace,
@@ -31,7 +34,6 @@ from workbench.core.rewrite.db import (
 from workbench.core.rewrite.engine import (
     EquilibriumGraphRewriter,
     GraphRewriter,
-    MergeRewriter,
     NodeRewriter,
     PatternNodeRewriter,
     RewriteCycleWarning,
@@ -39,15 +41,17 @@ from workbench.core.rewrite.engine import (
     SequentialGraphRewriter,
     WalkingGraphRewriter,
     apply_node_rewriter,
-    constant_folding,
     node_rewriter,
     recording_step,
 )
+from workbench.core.rewrite.folding import constant_folding
+from workbench.core.rewrite.merge import MergeRewriter
 from workbench.core.rewrite.trace import RewriteStep, RewriteTrace
 
 __all__ = [
     "EquilibriumGraphRewriter", "GraphRewriter", "MergeRewriter", "NodeRewriter",
     "PassDatabase", "PatternNodeRewriter", "RewriteCycleWarning", "RewriteDatabase",
+    "RewriteQuery",
     "RewriteFailureWarning", "RewriteStep", "RewriteTrace", "SequentialGraphRewriter",
     "WalkingGraphRewriter", "apply_node_rewriter", "constant_folding", "node_rewriter",
     "recording_step", "register_canonicalize", "register_fusion", "register_inplace",
@@ -96,8 +100,6 @@ def rewrite_graph(
     `outputs` may also be a FunctionGraph (rewritten in place). Returns the
     rewritten FunctionGraph, or `(fgraph, trace)` with `trace=True`.
     """
-    from workbench.core.compile.mode import get_mode
-
     if isinstance(outputs, FunctionGraph):
         fgraph = outputs
     else:
@@ -112,14 +114,13 @@ def rewrite_graph(
         finally:
             if was_enabled:
                 gc.enable()
-    the_mode = get_mode(mode)
-    rewriter = the_mode.rewriter
+    rewriter = mode_rewriter(mode)
     if include or exclude:
         with_tags = getattr(rewriter, "with_tags", None)
         if with_tags is None:
-            raise ValueError(f"mode {the_mode} has no rewrite query to include/exclude from")
+            raise ValueError(f"mode {mode} has no rewrite query to include/exclude from")
         rewriter = with_tags(include=include, exclude=exclude)
-    recorder = the_mode.clone(rewriter=rewriter).rewrite(fgraph)
+    recorder = apply_rewriter(rewriter, fgraph, what=f"mode {mode}")
     if not isinstance(recorder, RewriteTrace):  # a mode without a traced rewriter
         recorder = RewriteTrace()
         fgraph.attach_feature(recorder)

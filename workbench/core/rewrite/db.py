@@ -10,27 +10,32 @@ inplace run their graph rewriters in sequence (and node rewriters in one walk).
 `rewrite_db.query(include=("fast_run",), exclude=(...))` selects entries whose
 tags or name meet `include`, none of whose tags or name is in `exclude`, and
 that carry every tag of `require`, and returns one SequentialGraphRewriter.
+A `RewriteQuery` is such a query kept as a value: the rewriter of a compile Mode.
+Modes register their rewriter by name (`register_mode_rewriter`), so
+`rewrite_graph(..., mode="FAST_RUN")` finds it without importing the compile layer.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from workbench.core.rewrite.engine import (
     EquilibriumGraphRewriter,
     GraphRewriter,
-    MergeRewriter,
     NodeRewriter,
     SequentialGraphRewriter,
     WalkingGraphRewriter,
-    constant_folding,
 )
+from workbench.core.rewrite.folding import constant_folding
+from workbench.core.rewrite.merge import MergeRewriter
+from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = [
-    "PassDatabase", "RewriteDatabase", "register_canonicalize", "register_fusion",
-    "register_inplace", "register_shape", "register_specialize", "register_stabilize",
-    "rewrite_db",
+    "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
+    "register_canonicalize", "register_fusion", "register_inplace", "register_mode_rewriter",
+    "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
 ]  # fmt: skip
 
 
@@ -295,3 +300,112 @@ def register_fusion(graph_rewriter: Any = None, *tags: str, name: str | None = N
 
 def pass_names() -> Sequence[str]:
     return [e.name for e in rewrite_db._ordered()]
+
+
+# -- queries: the rewriter of a Mode, and the rewriter of each mode name --------------------
+
+
+class RewriteQuery:
+    """The rewriter of a Mode: a query of the rewrite database, made when first used.
+
+    `rewrite(fgraph)` applies the selected passes and returns the RewriteTrace
+    (always recorded: it costs little next to rewriting). With `debug`, a rewrite
+    that raises stops rewriting, and `step_checker(fgraph)` (DEBUG mode gives the
+    link layer's `StepChecker`) is called after each step to check it numerically.
+    """
+
+    def __init__(self, include: tuple[str, ...] = ("fast_run",), exclude: tuple[str, ...] = (),
+                 require: tuple[str, ...] = (), debug: bool = False,
+                 step_checker: Callable[[Any], Any] | None = None) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self.require = tuple(require)
+        self.debug = debug
+        self.step_checker = step_checker
+
+    def with_tags(self, include: Any = (), exclude: Any = ()) -> RewriteQuery:
+        include = (include,) if isinstance(include, str) else tuple(include)
+        exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
+        return RewriteQuery(tuple(dict.fromkeys(self.include + include)),
+                            tuple(dict.fromkeys(self.exclude + exclude)), self.require,
+                            self.debug, self.step_checker)
+
+    def query(self) -> Any:
+        """The GraphRewriter this query selects now."""
+        return rewrite_db.query(self.include, self.exclude, self.require)
+
+    def rewrite(self, fgraph: Any) -> Any:
+        trace = getattr(fgraph, "rewrite_trace", None)
+        own = trace is None
+        if own:
+            trace = RewriteTrace()
+            fgraph.attach_feature(trace)
+        checker = None
+        if self.debug:
+            if self.step_checker is not None:
+                checker = self.step_checker(fgraph)
+                trace.step_hooks.append(checker)
+            fgraph.rewrite_strict = True
+        was_enabled = gc.isenabled()
+        gc.disable()  # big graphs allocate many cyclic objects: collections cost O(heap)
+        try:
+            self.query().rewrite(fgraph)
+        finally:
+            if was_enabled:
+                gc.enable()
+            if checker is not None:
+                trace.step_hooks.remove(checker)
+            if self.debug:
+                del fgraph.rewrite_strict
+            if own:
+                trace.close()
+        return trace
+
+    def __repr__(self) -> str:
+        extra = f", exclude={self.exclude!r}" if self.exclude else ""
+        return f"RewriteQuery(include={self.include!r}{extra}{', debug' if self.debug else ''})"
+
+
+def apply_rewriter(rewriter: Any, fgraph: Any, what: str = "rewriter") -> RewriteTrace | None:
+    """Apply a mode's `rewriter` (None, an object with `rewrite(fgraph)`, or a callable) to
+    `fgraph` in place; return its RewriteTrace (None when it records none)."""
+    if rewriter is None:
+        return None
+    method = getattr(rewriter, "rewrite", None)
+    if method is not None:
+        result = method(fgraph)
+    elif callable(rewriter):
+        result = rewriter(fgraph)
+    else:
+        raise TypeError(f"{what}: rewriter {rewriter!r} is neither callable nor has "
+                        ".rewrite(fgraph)")
+    return result if isinstance(result, RewriteTrace) else None
+
+
+#: The rewriter of each mode name; compile's `register_mode` adds every mode's.
+_mode_rewriters: dict[str, Any] = {
+    "FAST_RUN": RewriteQuery(("fast_run",)),
+    "FAST_COMPILE": RewriteQuery(("fast_compile",)),
+}
+
+
+def register_mode_rewriter(name: str, rewriter: Any) -> None:
+    """Make `rewriter` the one `mode_rewriter(name)` returns."""
+    _mode_rewriters[name] = rewriter
+
+
+def mode_rewriter(mode: Any) -> Any:
+    """The rewriter of `mode`: a mode name, a Mode (anything with `.rewriter`), or None
+    (FAST_RUN)."""
+    if mode is None:
+        mode = "FAST_RUN"
+    if isinstance(mode, str):
+        if mode in _mode_rewriters:
+            return _mode_rewriters[mode]
+        if mode.upper() in _mode_rewriters:
+            return _mode_rewriters[mode.upper()]
+        raise ValueError(f"unknown mode {mode!r}; known modes: "
+                         f"{', '.join(sorted(_mode_rewriters))}")
+    if hasattr(mode, "rewriter"):
+        return mode.rewriter
+    raise TypeError(f"mode must be a mode name or a Mode, got {mode!r}")

@@ -26,10 +26,10 @@ from workbench.core.graph.features import Feature
 from workbench.core.graph.fg import OUTPUT, FunctionGraph
 
 __all__ = [
-    "EquilibriumGraphRewriter", "GraphRewriter", "MergeRewriter", "NodeRewriter",
+    "EquilibriumGraphRewriter", "GraphRewriter", "NodeRewriter",
     "PatternNodeRewriter", "RewriteFailureWarning", "RewriteCycleWarning",
     "SequentialGraphRewriter", "WalkingGraphRewriter", "apply_node_rewriter",
-    "constant_folding", "node_rewriter", "recording_step",
+    "node_rewriter", "recording_step",
 ]  # fmt: skip
 
 
@@ -722,9 +722,3 @@ class SequentialGraphRewriter(GraphRewriter):
 
     def __iter__(self) -> Any:
         return iter(self.rewriters)
-
-
-# -- merge and constant folding live in merge.py and folding.py (re-exported here) ---------
-
-from workbench.core.rewrite.folding import constant_folding  # noqa: E402
-from workbench.core.rewrite.merge import MergeRewriter  # noqa: E402
