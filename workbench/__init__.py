@@ -32,6 +32,7 @@ def _load() -> None:
     from workbench.core import tensor as tensor
     from workbench.core.compile import In, Mode, Out, function, shared
     from workbench.core.compile.function import Function
+    from workbench.core.compile.op_from_graph import OpFromGraph
     from workbench.core.compile.profiling import ProfileStats, profile
     from workbench.core.derivatives import Lop, Rop, hessian, jacobian
     from workbench.core.grad import (
@@ -111,7 +112,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "Out", "ProfileStats",
+    "Apply", "Constant", "Function", "FunctionGraph", "In", "Mode", "Op", "OpFromGraph", "Out",
+    "ProfileStats",
     "RewriteTrace", "profile",
     "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
     "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer",

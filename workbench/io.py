@@ -235,6 +235,9 @@ def encode_graph(inputs: Sequence[Variable], outputs: Sequence[Variable]) -> dic
     for var in inputs:
         add(var, "input")
     nodes = []
+    # an inner graph is stored once: a later node with an equal inner-graph Op names the
+    # node that holds it ({"same_op_as": k})
+    inner_graph_holders: dict[Op, int] = {}
     for node in io_toposort(inputs, outputs):
         in_ids = []
         for var in node.inputs:
@@ -245,7 +248,13 @@ def encode_graph(inputs: Sequence[Variable], outputs: Sequence[Variable]) -> dic
                     raise ValueError(f"{var} is needed by {node.op} but is not an input")
             in_ids.append(ids[var])
         out_ids = [add(out, "computed") for out in node.outputs]
-        nodes.append({"op": encode_op(node.op), "inputs": in_ids, "outputs": out_ids})
+        op_spec: dict[str, Any] | None = None
+        if isinstance(node.op, InnerGraphOp):
+            holder = inner_graph_holders.setdefault(node.op, len(nodes))
+            if holder != len(nodes):
+                op_spec = {"same_op_as": holder}
+        nodes.append({"op": op_spec or encode_op(node.op), "inputs": in_ids,
+                      "outputs": out_ids})
     out_refs = []
     for var in outputs:
         if var not in ids:
@@ -468,6 +477,17 @@ def _decode_inner_graph_op(cls: type[InnerGraphOp], spec: dict[str, Any], where:
         return cls.from_inner_graph(inputs, outputs, **props)
 
 
+def _op_of_node(spec: Any, earlier: list[Op], where: str) -> Op:
+    """The Op a node's spec describes, or names by `same_op_as` (an earlier node's)."""
+    if isinstance(spec, dict) and "same_op_as" in spec:
+        k = spec["same_op_as"]
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(earlier):
+            raise GraphFileError(f"{where}.same_op_as", f"expected the index of an earlier "
+                                                        f"node, got {_shown(k)}")
+        return earlier[k]
+    return decode_op(spec, where)
+
+
 def decode_graph(document: dict[str, Any], where: str = ""
                  ) -> tuple[list[Variable], list[Variable]]:
     """Rebuild (inputs, outputs) from a graph document."""
@@ -515,11 +535,13 @@ def decode_graph(document: dict[str, Any], where: str = ""
             raise GraphFileError(place, f"dangling reference to variable {ref!r}")
         return variables[ref]
 
+    node_ops: list[Op] = []
     for n, spec in enumerate(node_specs):
         place = f"{prefix}nodes[{n}]"
         if not isinstance(spec, dict):
             raise GraphFileError(place, f"a node is an object, got {type(spec).__name__}")
-        op = decode_op(spec.get("op", {}), f"{place}.op")
+        op = _op_of_node(spec.get("op", {}), node_ops, f"{place}.op")
+        node_ops.append(op)
         in_ids, out_ids = spec.get("inputs", []), spec.get("outputs", [])
         for key, ids in (("inputs", in_ids), ("outputs", out_ids)):
             if not isinstance(ids, list):

@@ -1,0 +1,232 @@
+"""OpFromGraph: a graph packaged as one Op, applied to new inputs like any other.
+
+    x, w, b = wt.dmatrix("x"), wt.dmatrix("w"), wt.dvector("b")
+    dense = wb.OpFromGraph([x, w, b], [wt.tanh(x @ w + b)], name="dense_layer")
+    h = dense(inputs, w1, b1)         # one node, printed and drawn as "dense_layer"
+
+It is an inner-graph Op (graph/inner_graph.py): `dprint` prints the inner graph
+under its first node, graph files save it, the inspector can open it.
+
+- Running: the inner graph is compiled once, as a unit (rewritten, then linked
+  with the default linker), and `perform` calls it. The py and c linkers run
+  the node through `perform`; the gpu linker runs it on the host.
+- `inline=True`: the rewrite `inline_op_from_graph` (canonicalize) replaces the
+  node by its inner graph, which the outer rewrites then see through.
+- Gradients: by default the gradient of the inner graph, itself packaged as an
+  OpFromGraph named ``grad_<name>``; `lop_overrides(inputs, outputs,
+  output_grads)` returns the gradients instead (a callable, or an OpFromGraph
+  taking inputs + outputs + output gradients). `rop_overrides(inputs,
+  eval_points)` likewise for `R_op` (default: the Rop of the inner graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.core.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    ancestors,
+    clone_replace,
+    graph_inputs,
+)
+from workbench.core.graph.fg import FunctionGraph
+from workbench.core.graph.inner_graph import InnerGraphOp
+from workbench.core.link.shared import SharedVariable
+from workbench.core.rewrite.db import register_canonicalize
+from workbench.core.rewrite.engine import node_rewriter
+
+__all__ = ["OpFromGraph", "inline_op_from_graph"]
+
+
+def _as_list(value: Any, what: str) -> list[Variable]:
+    values = [value] if isinstance(value, Variable) else list(value)
+    for k, v in enumerate(values):
+        if not isinstance(v, Variable):
+            raise TypeError(f"OpFromGraph: {what} {k} must be a Variable, got "
+                            f"{type(v).__name__} {v!r}")
+    return values
+
+
+class OpFromGraph(InnerGraphOp):
+    """An Op computing `outputs` from `inputs` (see the module docstring).
+
+    `inputs` must be the graph's roots (not constants, not shared variables: pass a
+    shared variable's value as an input); every other root of `outputs` must be a
+    constant. `name` is what printers and drawings show.
+    """
+
+    __props__ = ("label", "inline", "lop_overrides", "rop_overrides")
+    inner_graph_title = "inner graph"
+
+    def __init__(self, inputs: Sequence[Variable], outputs: Variable | Sequence[Variable],
+                 inline: bool = False, name: str | None = None,
+                 lop_overrides: Callable[..., Any] | None = None,
+                 rop_overrides: Callable[..., Any] | None = None) -> None:
+        inputs = _as_list(inputs, "input")
+        outputs = _as_list(outputs, "output")
+        label = name or "OpFromGraph"
+        given = set(inputs)
+        for k, var in enumerate(inputs):
+            if var.owner is not None or isinstance(var, (Constant, SharedVariable)):
+                raise TypeError(
+                    f"OpFromGraph {label!r}: input {k} ({var}) must be a free variable (a "
+                    "graph root that is neither a constant nor a shared variable)")
+        for root in graph_inputs(outputs):
+            if root in given or isinstance(root, Constant):
+                continue
+            hint = ("pass the shared variable as an input of the OpFromGraph and the "
+                    "shared variable itself when calling it" if isinstance(root, SharedVariable)
+                    else "add it to the inputs")
+            raise ValueError(f"OpFromGraph {label!r}: the outputs need {root} ({root.type}), "
+                             f"which is not among its inputs; {hint}")
+        self.fgraph = FunctionGraph(inputs, outputs)
+        self.inline = bool(inline)
+        self.label = label  # `name` (every Op's) gives it too
+        self.lop_overrides = lop_overrides
+        self.rop_overrides = rop_overrides
+        self._function: Any = None
+        self._grad_ops: dict[Any, tuple[OpFromGraph | None, list[Variable]]] = {}
+
+    def __str__(self) -> str:
+        return self.label
+
+    # -- the inner-graph protocol -------------------------------------------------
+    def clone_with_inner_graph(self, fgraph: FunctionGraph) -> OpFromGraph:
+        return OpFromGraph(fgraph.inputs, fgraph.outputs, self.inline, self.label,
+                           self.lop_overrides, self.rop_overrides)
+
+    @classmethod
+    def from_inner_graph(cls, inputs: Sequence[Variable], outputs: Sequence[Variable],
+                         **props: Any) -> OpFromGraph:
+        return cls(inputs, outputs, **props)
+
+    def inner_graph_props(self) -> dict[str, Any]:
+        if self.lop_overrides is not None or self.rop_overrides is not None:
+            raise TypeError(
+                f"OpFromGraph {self.name!r} has gradient overrides, which are Python code: a "
+                "graph file cannot hold them (save the graph built without overrides)")
+        return {"name": self.label, "inline": self.inline}
+
+    # -- building and running --------------------------------------------------------
+    def make_node(self, *inputs: Any) -> Apply:
+        from workbench.core.tensor.type import TensorType
+        from workbench.core.tensor.variable import as_tensor_variable
+
+        if len(inputs) != len(self.inner_inputs):
+            raise TypeError(f"{self.name} takes {len(self.inner_inputs)} inputs, got "
+                            f"{len(inputs)}")
+        checked = []
+        for k, (value, inner) in enumerate(zip(inputs, self.inner_inputs)):
+            if not isinstance(value, Variable) and isinstance(inner.type, TensorType):
+                value = as_tensor_variable(value)
+            try:
+                checked.append(inner.type.filter_variable(value))
+            except (TypeError, ValueError) as exc:
+                got = value.type if isinstance(value, Variable) else type(value).__name__
+                raise TypeError(f"{self.name}: input {k} ({inner}) expects {inner.type}, got "
+                                f"{value} of type {got}") from exc
+        return Apply(self, checked, [out.type() for out in self.inner_outputs])
+
+    def compiled(self) -> Any:
+        """The inner graph compiled once (rewritten and linked as one function)."""
+        if self._function is None:
+            from workbench.core.compile.function import function
+
+            self._function = function(list(self.inner_inputs), list(self.inner_outputs),
+                                      on_unused_input="ignore", name=self.name)
+        return self._function
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        results = self.compiled()(*inputs)
+        for cell, value in zip(output_storage, results):
+            cell[0] = value
+
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        return True
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        from workbench.core.tensor.shape import shape_tuple
+
+        outs = clone_replace(list(self.inner_outputs), dict(zip(self.inner_inputs, node.inputs)))
+        return [tuple(shape_tuple(o)) for o in outs]
+
+    # -- differentiation ----------------------------------------------------------------
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        reached = [set(ancestors([out])) for out in self.inner_outputs]
+        return [[var in r for r in reached] for var in self.inner_inputs]
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        if self.lop_overrides is not None:
+            if isinstance(self.lop_overrides, OpFromGraph):
+                return self.lop_overrides(*inputs, *outputs, *output_grads, return_list=True)
+            return list(self.lop_overrides(list(inputs), list(outputs), list(output_grads)))
+        return self._default_grads(inputs, output_grads)
+
+    def _default_grads(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+                       ) -> list[Variable]:
+        """The gradient of the inner graph, packaged as OpFromGraph `grad_<name>` over the
+        inputs and the connected output gradients (built once per kind of call)."""
+        from workbench.core.grad import disconnected_type, is_disconnected
+
+        seeded = tuple(k for k, g in enumerate(output_grads) if not is_disconnected(g))
+        if not seeded:
+            return [disconnected_type() for _ in inputs]
+        key = (seeded, tuple(output_grads[k].type for k in seeded))
+        if key not in self._grad_ops:
+            self._grad_ops[key] = self._grad_op(seeded, [output_grads[k] for k in seeded])
+        grad_op, grads = self._grad_ops[key]
+        result = list(grads)  # the disconnected and undefined gradients, as they are
+        if grad_op is not None:
+            values = grad_op(*inputs, *(output_grads[k] for k in seeded), return_list=True)
+            real = [k for k, g in enumerate(grads) if g is None]
+            for k, value in zip(real, values):
+                result[k] = value
+        return result
+
+    def _grad_op(self, seeded: Sequence[int], output_grads: Sequence[Variable]
+                 ) -> tuple[OpFromGraph | None, list[Any]]:
+        """(the gradient OpFromGraph or None, per input: None where it gives the gradient,
+        else the disconnected or undefined (NullType) gradient)."""
+        from workbench.core.grad import grad, is_disconnected, is_null
+
+        xs = [v.type(v.name) for v in self.inner_inputs]
+        outs = clone_replace(list(self.inner_outputs), dict(zip(self.inner_inputs, xs)))
+        gs = [g.type(f"d_{outs[k].name or k}") for k, g in zip(seeded, output_grads)]
+        grads = grad(None, xs, known_grads={outs[k]: g for k, g in zip(seeded, gs)},
+                     disconnected_inputs="ignore", return_disconnected="disconnected",
+                     null_gradients="return")
+        real = [g for g in grads if not is_disconnected(g) and not is_null(g)]
+        marks = [g if is_disconnected(g) or is_null(g) else None for g in grads]
+        if not real:
+            return None, marks
+        return OpFromGraph(xs + gs, real, inline=self.inline, name=f"grad_{self.label}"), marks
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        if self.rop_overrides is not None:
+            if isinstance(self.rop_overrides, OpFromGraph):
+                return self.rop_overrides(*inputs, *eval_points, return_list=True)
+            return list(self.rop_overrides(list(inputs), list(eval_points)))
+        from workbench.core.derivatives import Rop
+
+        outs = clone_replace(list(self.inner_outputs), dict(zip(self.inner_inputs, inputs)))
+        pairs = [(x, v) for x, v in zip(inputs, eval_points) if v is not None]
+        if not pairs:
+            return [None] * len(outs)
+        return list(Rop(outs, [x for x, _ in pairs], [v for _, v in pairs]))
+
+
+@register_canonicalize
+@node_rewriter([OpFromGraph])
+def inline_op_from_graph(fgraph: Any, node: Apply) -> Any:
+    """An OpFromGraph made with inline=True is replaced by its inner graph."""
+    if not node.op.inline:
+        return None
+    return clone_replace(list(node.op.inner_outputs),
+                         dict(zip(node.op.inner_inputs, node.inputs)))
