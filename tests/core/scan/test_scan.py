@@ -301,3 +301,32 @@ def test_a_loop_round_trips_through_a_graph_file(tmp_path):
     values = (np.array([0.1, 0.2, 0.3]), 0.9)
     np.testing.assert_allclose(wb.function(loaded.inputs, loaded.outputs[0])(*values),
                                wb.function([x, w], hs)(*values))
+
+
+def test_a_shape_change_in_a_later_step_is_caught_on_every_linker():
+    lengths = wt.lvector("lengths")
+    rows, _ = wb.scan(lambda n: wt.arange(n) * 1.0, sequences=lengths, name="ragged")
+    for linker in LINKERS:
+        f = wb.function([lengths], rows, linker=linker)
+        np.testing.assert_allclose(f(np.array([2, 2])), [[0.0, 1.0], [0.0, 1.0]])
+        with pytest.raises(ScanError, match=r"loop 'ragged': at step 2, output 0 \(not fed "
+                                            r"back\) has shape \(3,\), but its earlier values "
+                                            r"have shape \(2,\)"):
+            f(np.array([2, 2, 3, 2]))
+
+
+def test_the_c_linker_runs_the_steps_in_c_and_agrees_with_python():
+    if "c" not in LINKERS:
+        pytest.skip("no C compiler")
+    a = wt.dscalar("a")
+    x = wt.dmatrix("x")
+    outs, _ = wb.scan(lambda xt, y, z: (y * 0.5 + xt.sum(), z + xt, y * z.sum()),
+                      sequences=x, outputs_info=[a, wt.zeros(3), None], name="mixed")
+    f = wb.function([a, x], outs, linker="c")
+    scan_node = next(n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan))
+    values = (np.array(2.0), np.arange(12.0).reshape(4, 3)[::-1])  # a reversed view
+    got = f(*values)
+    assert scan_node.op.runner("c").c_loop is not None
+    expected = wb.function([a, x], outs, linker="py")(*values)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e)

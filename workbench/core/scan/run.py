@@ -11,7 +11,9 @@ shape than the loop's state raises a ScanError naming the loop, step and output.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,9 @@ import numpy as np
 from workbench.core.scan.op import Scan, ScanError, check_step_value
 
 __all__ = ["LoopRunner", "compile_body"]
+
+#: Bump when loop.c changes.
+LOOP_C_VERSION = (1,)
 
 
 def compile_body(op: Scan, impl: str) -> Any:
@@ -29,6 +34,16 @@ def compile_body(op: Scan, impl: str) -> Any:
     mode = Mode(linker=impl, rewriter=RewriteQuery(("fast_run",)))
     return function(list(op.inner_inputs), list(op.inner_outputs), mode=mode,
                     on_unused_input="ignore", trust_input=True, name=f"{op.name} body")
+
+
+@functools.lru_cache(maxsize=1)
+def c_loop_module() -> Any:
+    """loop.c compiled once per machine through the C module cache."""
+    from workbench.core.link.c.cache import default_cache
+
+    source = Path(__file__).with_name("loop.c").read_text(encoding="utf-8")
+    return default_cache().get_or_build(("workbench_scan_loop",), source,
+                                        "workbench_scan_loop", version=LOOP_C_VERSION)
 
 
 class LoopRunner:
@@ -42,6 +57,9 @@ class LoopRunner:
         self.out_cells = list(self.body._out_cells)
         self.run_body = self.body._run
         self.steps_run = 0  # of the last call: the while-loop's actual count
+        self.n_steps = 0
+        #: runtime C for the steps (loop.c) when the body runs as one C Program
+        self.c_loop = c_loop_module() if getattr(self.body.linker, "program", None) else None
 
     def _what(self, k: int) -> str:
         info = self.op.info
@@ -49,10 +67,50 @@ class LoopRunner:
             return f"recurrent output {k}"
         return f"output {k} (not fed back)"
 
+    def _python_steps(self, start: int, stop: int, seq_pairs: list[Any], tap_pairs: list[Any],
+                      out_rows: list[Any], nit_cells: list[Any], nits: list[Any],
+                      cond_cell: Any) -> int:
+        """Run steps start..stop-1 from Python; returns the number of steps done. With
+        `nit_cells`, step `start` allocates the nit-sot buffers `nits`."""
+        op, run_body = self.op, self.run_body
+        for t in range(start, stop):
+            for cell, seq, offset in seq_pairs:
+                cell[0] = seq[offset + t, ...]
+            for cell, buf, offset in tap_pairs:
+                cell[0] = buf[offset + t, ...]
+            try:
+                run_body()
+            except Exception as exc:
+                exc.add_note(f"(in loop {op.name!r} at step {t})")
+                raise
+            for j, (cell, buf, offset) in enumerate(out_rows):
+                value = cell[0]
+                if np.shape(value) != buf.shape[1:]:
+                    check_step_value(op, self._what(j), t, value, buf.shape[1:])
+                buf[offset + t] = value
+            for k, cell in enumerate(nit_cells):
+                value = np.asarray(cell[0])
+                nits[k] = np.empty((self.n_steps, *value.shape), dtype=value.dtype)
+                nits[k][t] = value
+            if cond_cell is not None and bool(np.asarray(cond_cell[0])):
+                return t + 1
+        return stop
+
+    def _c_steps(self, n: int, seq_pairs: list[Any], tap_pairs: list[Any],
+                 out_rows: list[Any], cond_cell: Any) -> int:
+        """Steps 1..n-1 in runtime C (loop.c): no Python frame per step."""
+        status, step, output = self.c_loop.run_loop(
+            self.run_body, self.op.name, 1, n, tuple(seq_pairs + tap_pairs), tuple(out_rows),
+            cond_cell)
+        if status:
+            cell, buf, _ = out_rows[output]
+            check_step_value(self.op, self._what(output), step, cell[0], buf.shape[1:])
+        return step
+
     def run(self, inputs: Sequence[Any]) -> list[Any]:
         op, info = self.op, self.op.info
         n_raw, seqs, inits, non_seqs = op.outer_parts(inputs)
-        n = int(n_raw)
+        n = self.n_steps = int(n_raw)
         if n < 0:
             raise ScanError(f"loop {op.name!r}: n_steps is {n}; it must be 0 or more")
         for k, seq in enumerate(seqs):
@@ -72,7 +130,7 @@ class LoopRunner:
         first_ns = n_seqs + info.n_taps
         for cell, value in zip(cells[first_ns:], non_seqs):
             cell[0] = value
-        seq_pairs = list(zip(cells[:n_seqs], seqs))
+        seq_pairs = [(cell, seq, 0) for cell, seq in zip(cells[:n_seqs], seqs)]
         tap_pairs = []
         k = n_seqs
         for j, taps in enumerate(info.recurrent_taps):
@@ -80,39 +138,20 @@ class LoopRunner:
                 tap_pairs.append((cells[k], buffers[j], info.depths[j] + tap))
                 k += 1
         outs = self.out_cells
-        rec_pairs = [(outs[j], buffers[j], info.depths[j], buffers[j].shape[1:])
-                     for j in range(info.n_recurrent)]
+        out_rows = [(outs[j], buffers[j], info.depths[j]) for j in range(info.n_recurrent)]
         nit_cells = outs[info.n_recurrent:info.n_recurrent + info.n_nit_sot]
         nits: list[Any] = [None] * info.n_nit_sot
         cond_cell = outs[-1] if info.as_while else None
-        run_body = self.run_body
-        steps = n
-        for t in range(n):
-            for cell, seq in seq_pairs:
-                cell[0] = seq[t, ...]
-            for cell, buf, offset in tap_pairs:
-                cell[0] = buf[offset + t, ...]
-            try:
-                run_body()
-            except Exception as exc:
-                exc.add_note(f"(in loop {op.name!r} at step {t})")
-                raise
-            for j, (cell, buf, depth, shape) in enumerate(rec_pairs):
-                value = cell[0]
-                if np.shape(value) != shape:
-                    check_step_value(op, self._what(j), t, value, shape)
-                buf[depth + t] = value
-            for k, cell in enumerate(nit_cells):
-                value = np.asarray(cell[0])
-                if t == 0:
-                    nits[k] = np.empty((n, *value.shape), dtype=value.dtype)
-                elif value.shape != nits[k].shape[1:]:
-                    check_step_value(op, self._what(info.n_recurrent + k), t, value,
-                                     nits[k].shape[1:])
-                nits[k][t] = value
-            if cond_cell is not None and bool(np.asarray(cond_cell[0])):
-                steps = t + 1
-                break
+        steps = self._python_steps(0, min(n, 1), seq_pairs, tap_pairs, out_rows, nit_cells,
+                                   nits, cond_cell)
+        stopped = cond_cell is not None and steps == 1 and bool(np.asarray(cond_cell[0]))
+        if n > 1 and not stopped:  # step 0 made the nit-sot buffers: the rest in one go
+            out_rows += [(cell, nits[k], 0) for k, cell in enumerate(nit_cells)]
+            if self.c_loop is not None:
+                steps = self._c_steps(n, seq_pairs, tap_pairs, out_rows, cond_cell)
+            else:
+                steps = self._python_steps(1, n, seq_pairs, tap_pairs, out_rows, [], [],
+                                           cond_cell)
         self.steps_run = steps
         for k, out in enumerate(op.inner_nit_sot_outputs()):
             if nits[k] is None:  # no step ran: rows of the static shape (0 where unknown)
