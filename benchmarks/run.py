@@ -11,7 +11,8 @@ over rows), mlp (4: MLP training step), compile (5: compile time cold and warm,
 6: the 5000-link chain). Times are medians of repeats measured in this process
 (compile times in fresh subprocesses); each ratio is a reference's time over
 workbench's (C linker) time for the same case. NumPy is always a reference;
-PyTensor (its default mode, and its C mode) and JAX jit are when installed.
+PyTensor (its default mode, and its C mode) and JAX jit are when installed. Every library
+runs on one thread by default (`--threads`); the notes say what each one used.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"comma-separated families among {', '.join(FAMILIES)}")
     parser.add_argument("--no-pytensor", action="store_true", help="do not time PyTensor")
     parser.add_argument("--no-jax", action="store_true", help="do not time JAX")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for BLAS, OpenMP and XLA alike (default: each "
-                             "library's own default); on a loaded machine 1 is steadier")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for every library alike: BLAS, OpenMP, workbench's "
+                             "row kernels and BLAS calls, XLA (default 1: per-core figures; "
+                             "0: each library's own default)")
     args = parser.parse_args(argv)
     if args.only:
         wanted = [f.strip() for f in args.only.split(",") if f.strip()]
@@ -56,8 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.only = wanted
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
-    if args.threads is not None and args.threads < 1:
-        parser.error(f"--threads must be >= 1, got {args.threads}")
+    if args.threads < 0:
+        parser.error(f"--threads must be >= 0, got {args.threads}")
     return args
 
 
@@ -65,7 +67,7 @@ def limit_threads(threads: int) -> None:
     """Give every library the same number of threads (before NumPy or JAX is imported;
     subprocesses inherit it)."""
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                 "NUMBA_NUM_THREADS"):
+                 "NUMBA_NUM_THREADS", "WORKBENCH_NUM_THREADS"):
         os.environ[name] = str(threads)
     if threads == 1:
         flags = os.environ.get("XLA_FLAGS", "")
@@ -75,12 +77,12 @@ def limit_threads(threads: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.threads is not None:
+    if args.threads:
         limit_threads(args.threads)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*Supervisor.*")
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
-    from wb_bench.common import Context, fill_ratios, format_table, to_json
+    from wb_bench.common import Context, fill_ratios, format_table, threads_note, to_json
 
     from workbench.core.link.c.compiler import has_compiler
 
@@ -88,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no C compiler found: the benchmarks measure the C linker", file=sys.stderr)
         return 1
     ctx = Context.make(args.quick, args.repeats, not args.no_pytensor, not args.no_jax)
-    if args.threads is not None:
-        ctx.note(f"every library limited to {args.threads} thread(s) (--threads)")
+    ctx.note(threads_note(args.threads))
     rows = []
     start = time.perf_counter()
     for family in args.only or FAMILIES:

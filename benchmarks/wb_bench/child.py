@@ -1,10 +1,13 @@
-"""Runs in a fresh subprocess: build a graph, compile it with the C linker, call it once,
-and print one JSON line with the times (seconds) and the linker's compile report.
+"""Runs in a fresh subprocess: build a graph, compile it, call it once, and print one
+JSON line with the times (seconds) and, for workbench, the linker's compile report.
 
-    python child.py compile fused|mlp-float32|mlp-float64
+    python child.py compile fused|mlp-float32|mlp-float64 [workbench|jax|pytensor]
     python child.py chain LENGTH
 
-The parent sets WORKBENCH_CACHE_DIR (a fresh directory for a cold cache) and the timeout.
+Every system is timed alike: from after its own import to the first result, in a fresh
+process. The parent sets the caches: WORKBENCH_CACHE_DIR (a fresh directory for a cold
+cache), PYTENSOR_FLAGS=compiledir=... likewise for PyTensor; JAX keeps no compilation
+cache between processes unless asked, so each of its runs here compiles from scratch.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def _fused() -> tuple[object, tuple[object, ...]]:
@@ -48,9 +52,36 @@ def _chain(length: int) -> tuple[object, tuple[object, ...], float]:
     return fn, (np.zeros(10_000),), built
 
 
-def main(argv: list[str]) -> None:
+def _other_system(system: str, what: str) -> None:
+    """Compile and run `what` with JAX or PyTensor, timed from after their import."""
     import_start = time.perf_counter()
-    import workbench  # noqa: F401 - import time is not compile time
+    if system == "jax":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    else:
+        import pytensor  # noqa: F401
+    imported = time.perf_counter() - import_start
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: wb_bench
+    from wb_bench import compile_time
+
+    args = compile_time._args(what)  # the data (not timed)
+    compile_fn = compile_time.jax_compile if system == "jax" else compile_time.pytensor_compile
+    seconds = compile_fn(what, args)
+    print(json.dumps({"import_seconds": imported, "total_seconds": seconds}))
+
+
+def main(argv: list[str]) -> None:
+    if argv[0] == "compile" and len(argv) > 2 and argv[2] != "workbench":
+        _other_system(argv[2], argv[1])
+        return
+    import_start = time.perf_counter()
+    # import time is not compile time: the package imports lazily, so load what the
+    # graphs use here (as `import jax` / `import pytensor` do for the others)
+    import workbench.tensor  # noqa: F401
+
+    import workbench.core.link.c.linker  # noqa: F401
+    import workbench.examples.mlp  # noqa: F401
 
     imported = time.perf_counter() - import_start
     kind, arg = argv[0], argv[1]

@@ -182,9 +182,19 @@ def pytensor_module(ctx: Context) -> Any | None:
         ctx.note(f"PyTensor: not installed ({type(exc).__name__}), its rows are skipped "
                  "(`pip install pytensor` to compare)")
         return None
+    blas = ("its C code links a BLAS" if pytensor_has_blas() else "no BLAS linked to its C "
+            "code (config.blas__ldflags is empty): its matrix products go through NumPy")
     ctx.note(f"PyTensor {pytensor.__version__}: 'default' is its default mode "
-             f"({pytensor_default_linker()}), 'C' its C/CVM mode")
+             f"({pytensor_default_linker()}), 'C (CVM)' its C/CVM mode; {blas}")
     return pytensor
+
+
+def pytensor_has_blas() -> bool:
+    """Whether PyTensor's C code links a BLAS (`config.blas__ldflags`); without one its
+    C mode computes matrix products through NumPy from Python."""
+    import pytensor
+
+    return bool(str(pytensor.config.blas__ldflags).strip())
 
 
 def pytensor_default_linker() -> str:
@@ -201,7 +211,8 @@ def pytensor_modes(ctx: Context) -> list[tuple[str, Any]]:
 
     modes: list[tuple[str, Any]] = [("pytensor default", get_default_mode())]
     if not ctx.quick and pytensor_default_linker() not in ("cvm", "c", "vm"):
-        modes.append(("pytensor C", get_mode("CVM")))
+        label = "pytensor C (CVM)" if pytensor_has_blas() else "pytensor C (CVM, no BLAS)"
+        modes.append((label, get_mode("CVM")))
     return modes
 
 
@@ -219,6 +230,27 @@ def jax_module(ctx: Context) -> Any | None:
     jax.config.update("jax_enable_x64", True)
     ctx.note(f"JAX {jax.__version__}: jit on {jax.devices()[0].platform}")
     return jax
+
+
+def threads_note(threads: int) -> str:
+    """What each library was told about threads, and the BLAS's own count as threadpoolctl
+    reads it (NumPy's OpenBLAS, which workbench's compiled code calls too)."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [f"{i.get('internal_api')} {i.get('num_threads')}" for i in threadpool_info()
+                if i.get("user_api") == "blas"]
+        seen = f"BLAS threads seen by threadpoolctl: {', '.join(blas) or 'none'}"
+    except ImportError:
+        seen = "threadpoolctl not installed: BLAS threads not checked"
+    if threads:
+        xla = ", XLA_FLAGS --xla_cpu_multi_thread_eigen=false" if threads == 1 else ""
+        return (f"threads: every library limited to {threads} (--threads): OPENBLAS/OMP/MKL"
+                f"_NUM_THREADS and WORKBENCH_NUM_THREADS (workbench's BLAS calls and row "
+                f"kernels){xla}; {seen}")
+    return (f"threads: each library's default (--threads 0): workbench's row kernels and "
+            f"BLAS calls use up to every core (BLAS calls by size and load), NumPy and "
+            f"PyTensor the BLAS's count, XLA its own pool; {seen}")
 
 
 # -- the table --------------------------------------------------------------------------

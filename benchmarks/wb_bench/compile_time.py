@@ -1,6 +1,12 @@
-"""(5) Compile time, graph to first result, of the fused chain (1) and the MLP step (4):
-cold cache (a fresh WORKBENCH_CACHE_DIR, in a new process), warm cache (a new process on
-the same directory: every module a disk hit) and warm in this process (memory hits).
+"""(5) Compile time, graph to first result, of the fused chain (1) and the MLP step (4),
+every system measured alike, from after its import to its first result:
+- cold cache: a new process with empty caches (workbench: a fresh WORKBENCH_CACHE_DIR;
+  PyTensor: a fresh `compiledir`; JAX keeps no compilation cache between processes);
+- warm cache, new process: a second new process on the same cache directories (JAX
+  compiles again: it has nothing on disk);
+- warm, same process: a second compile in this process after a first one (workbench:
+  memory hits; JAX: a fresh jit, its tracing and backend already loaded; PyTensor: its
+  in-memory caches).
 (6) The chain `y = y * 1.0001 + 0.5` repeated 5000 times, built, compiled and run in a
 subprocess with a timeout.
 """
@@ -28,11 +34,17 @@ from wb_bench.common import (
 CHILD = Path(__file__).with_name("child.py")
 
 
-def run_child(args: list[str], cache_dir: str | None, timeout: float) -> dict[str, Any]:
-    """Run child.py with `args`; its JSON result. RuntimeError on a crash or a timeout."""
+def run_child(args: list[str], cache_dir: str | None, timeout: float,
+              pytensor_dir: str | None = None) -> dict[str, Any]:
+    """Run child.py with `args` (PyTensor compiling into `pytensor_dir` when given); its
+    JSON result. RuntimeError on a crash or a timeout."""
+    env = child_env(cache_dir)
+    if pytensor_dir is not None:
+        flags = env.get("PYTENSOR_FLAGS", "")
+        env["PYTENSOR_FLAGS"] = ",".join(filter(None, [flags, f"compiledir={pytensor_dir}"]))
     try:
         done = subprocess.run([python(), str(CHILD), *args], capture_output=True, text=True,
-                              env=child_env(cache_dir), timeout=timeout, check=False)
+                              env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"timed out after {timeout:.0f} s") from None
     if done.returncode != 0:
@@ -70,9 +82,9 @@ def _in_process(what: str) -> tuple[float, str]:
     return time.perf_counter() - start, _report_note({"report": fn.linker.report.as_dict()})
 
 
-def _jax_compile(jax: Any, what: str) -> float:
-    """A fresh jit of the same computation, traced and compiled, to its first result."""
-    import numpy as np
+def jax_compile(what: str, args: tuple[Any, ...]) -> float:
+    """A fresh jit of `what` traced, compiled and run once on `args`: seconds."""
+    import jax
 
     from wb_bench import mlp
 
@@ -80,21 +92,21 @@ def _jax_compile(jax: Any, what: str) -> float:
     if what == "fused":
         import jax.numpy as jnp
 
-        data = np.linspace(-1, 1, 10**6)
         fn = jax.jit(lambda a, b: jnp.exp(a) * jnp.sin(b) + a**2 / (1 + b * b)
                      - jnp.tanh(a * b))
-        fn(data, data).block_until_ready()
+        fn(*args).block_until_ready()
     else:
-        from workbench.examples.mlp import initial_params, make_batch
+        from workbench.examples.mlp import initial_params
 
         dtype = what.split("-", 1)[1]
-        cost, _ = mlp.jax_step(jax)(tuple(initial_params(dtype=dtype)), *make_batch(dtype=dtype))
+        cost, _ = mlp.jax_step(jax)(tuple(initial_params(dtype=dtype)), *args)
         cost.block_until_ready()
     return time.perf_counter() - start
 
 
-def _pytensor_compile(pt: Any, what: str) -> float:
-    import numpy as np
+def pytensor_compile(what: str, args: tuple[Any, ...]) -> float:
+    """PyTensor's default mode: the graph built, compiled and run once on `args`: seconds."""
+    import pytensor as pt
 
     from wb_bench import mlp
 
@@ -104,16 +116,31 @@ def _pytensor_compile(pt: Any, what: str) -> float:
 
         x, y = ptt.dvector("x"), ptt.dvector("y")
         fn = pt.function([x, y], ptt.exp(x) * ptt.sin(y) + x**2 / (1 + y * y) - ptt.tanh(x * y))
-        data = np.linspace(-1, 1, 10**6)
-        fn(data, data)
+        fn(*args)
     else:
         from pytensor.compile.mode import get_default_mode
 
-        from workbench.examples.mlp import make_batch
-
-        dtype = what.split("-", 1)[1]
-        mlp.pytensor_step(pt, dtype, get_default_mode())(*make_batch(dtype=dtype))
+        mlp.pytensor_step(pt, what.split("-", 1)[1], get_default_mode())(*args)
     return time.perf_counter() - start
+
+
+def _args(what: str) -> tuple[Any, ...]:
+    import numpy as np
+
+    from workbench.examples.mlp import make_batch
+
+    if what == "fused":
+        data = np.linspace(-1, 1, 10**6)
+        return data, data
+    return make_batch(dtype=what.split("-", 1)[1])
+
+
+NEW_PROCESS_NOTES = {
+    ("jax jit", "cold cache"): "new process: trace + XLA compile",
+    ("jax jit", "warm cache, new process"): "new process: compiles again (no cache on disk)",
+    ("pytensor default", "cold cache"): "new process, empty compiledir",
+    ("pytensor default", "warm cache, new process"): "new process, its compiledir kept",
+}
 
 
 def run(ctx: Context) -> list[Row]:
@@ -126,9 +153,12 @@ def run(ctx: Context) -> list[Row]:
     jax = jax_module(ctx)
     pt = pytensor_module(ctx) if not ctx.quick else None
     rows: list[Row] = []
+    others = [name for name, module in (("jax jit", jax), ("pytensor default", pt))
+              if module is not None]
     for what, label in targets.items():
         if what in cold:
-            with tempfile.TemporaryDirectory(prefix="wb-bench-cache-") as cache_dir:
+            with tempfile.TemporaryDirectory(prefix="wb-bench-cache-") as cache_dir, \
+                    tempfile.TemporaryDirectory(prefix="wb-bench-pytensor-") as pt_dir:
                 for kind in ("cold cache", "warm cache, new process"):
                     case = f"{label} ({kind})"
                     try:
@@ -137,19 +167,15 @@ def run(ctx: Context) -> list[Row]:
                                         _report_note(result)))
                     except Exception as exc:  # noqa: BLE001
                         rows.append(failed_row(case, SUBJECT, exc))
-                    if kind == "cold cache" and jax is not None:
+                    for name in others:
+                        system = name.split()[0]
                         try:
-                            rows.append(Row(case, "jax jit", _jax_compile(jax, what),
-                                            "a fresh jit: trace + XLA compile"))
+                            result = run_child(["compile", what, system], cache_dir,
+                                               timeout=600, pytensor_dir=pt_dir)
+                            rows.append(Row(case, name, result["total_seconds"],
+                                            NEW_PROCESS_NOTES[name, kind]))
                         except Exception as exc:  # noqa: BLE001
-                            rows.append(failed_row(case, "jax jit", exc))
-                    if kind == "cold cache" and pt is not None:
-                        try:
-                            rows.append(Row(case, "pytensor default",
-                                            _pytensor_compile(pt, what),
-                                            "its caches as found, not cleared"))
-                        except Exception as exc:  # noqa: BLE001
-                            rows.append(failed_row(case, "pytensor default", exc))
+                            rows.append(failed_row(case, name, exc))
         case = f"{label} (warm, same process)"
         try:
             _in_process(what)  # load the modules (this process's cache directory)
@@ -157,6 +183,15 @@ def run(ctx: Context) -> list[Row]:
             rows.append(Row(case, SUBJECT, seconds, note))
         except Exception as exc:  # noqa: BLE001
             rows.append(failed_row(case, SUBJECT, exc))
+        for name in others:
+            compile_fn = jax_compile if name == "jax jit" else pytensor_compile
+            try:
+                args = _args(what)
+                compile_fn(what, args)  # the first compile of this process
+                rows.append(Row(case, name, compile_fn(what, args),
+                                "a second compile in this process"))
+            except Exception as exc:  # noqa: BLE001
+                rows.append(failed_row(case, name, exc))
     if ctx.quick:
         ctx.note("quick run: the long chain has 200 links instead of 5000")
     rows.append(long_chain_row(ctx, 200 if ctx.quick else 5000))
