@@ -103,11 +103,15 @@ def test_sequence_pass_walks_node_rewriters_then_runs_graph_rewriters():
 def test_global_database_passes_and_tags():
     names = [e.name for e in rewrite_db._ordered()]
     assert names == ["merge1", "canonicalize", "stabilize", "specialize", "fusion", "inplace",
-                     "merge2"]
+                     "merge2", "protect_inputs", "backend_dtypes"]
     assert "constant_folding" in rewrite_db
     assert {"canonicalize", "fast_run", "fast_compile"} <= rewrite_db.tags_of("constant_folding")
     compile_passes = [str(p) for p in rewrite_db.query(include=("fast_compile",))]
-    assert compile_passes[0] == "merge1" and compile_passes[-1] == "merge2"
+    assert compile_passes[0] == "merge1" and compile_passes[-3] == "merge2"
+    # what linking needs runs last in every query, unless excluded by name or tag
+    assert compile_passes[-2:] == ["protect_inputs", "backend_dtypes"]
+    assert [str(p) for p in rewrite_db.query(include=())] == compile_passes[-2:]
+    assert "backend_dtypes" not in [str(p) for p in rewrite_db.query(exclude=("casting",))]
     assert "fusion" not in compile_passes and "stabilize" not in compile_passes
 
 

@@ -203,7 +203,7 @@ def test_trace_attaches_once_and_exposes_itself_on_the_graph():
     with pytest.raises(Exception, match="already attached"):
         RewriteTrace().on_attach(fg)
     trace.close()
-    assert not hasattr(fg, "rewrite_trace")
+    assert fg.rewrite_trace is None
     assert len(trace) == 0 and text(trace.graph_at(0)) == text(fg)
 
 

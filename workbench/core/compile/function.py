@@ -40,7 +40,6 @@ from workbench.core.graph.basic import (
 )
 from workbench.core.graph.fg import FunctionGraph, MissingInputError
 from workbench.core.graph.utils import SourceLocation, user_source_location
-from workbench.core.link.dtype_support import enforce_backend_dtypes
 from workbench.core.link.shared import SharedVariable, reworded_error
 from workbench.core.link.vm import (
     Container,
@@ -185,32 +184,24 @@ class FunctionMaker:
         mutable = [v for v, s in zip(self.fgraph.inputs, self.inputs) if s.mutable]
         self.fgraph.mutable_inputs = tuple(mutable)
         protect_inputs(self.fgraph, mutable)
+        # The casting pass (seed 004's casting modes) makes every node computable on the
+        # linker's backend. When no linker was named and the fastest one lacks a dtype the
+        # graph needs (e.g. bfloat16 on "c") and no casting mode is set, the graph is
+        # linked with the Python linker instead of failing.
+        self.fgraph.backend = self.linker_name
+        if self.linker_spec is None and self.linker_name != "py":
+            self.fgraph.backend_fallback = "py"
         #: seconds per phase of this compilation (what the profiler's compile_time shows)
         self.compile_times: dict[str, float] = {}
         start = time.perf_counter()
-        #: the RewriteTrace of this compilation (None if the mode records none)
+        #: the RewriteTrace of this compilation: its last graph is the graph linked
         self.rewrite_trace = self.mode.rewrite(self.fgraph)
         self.compile_times["rewriting"] = time.perf_counter() - start
-        protect_inputs(self.fgraph, mutable, full_check=False)
-        self._enforce_dtypes()
+        if self.fgraph.backend != self.linker_name:
+            self.linker_spec = self.linker_name = self.fgraph.backend
         self._alias_plan = self._plan_alias_checks()
 
     # -- checks ------------------------------------------------------------------
-    def _enforce_dtypes(self) -> None:
-        """Make every node computable on the linker's backend (seed 004's casting modes).
-
-        When no linker was named and the fastest one lacks a dtype the graph needs
-        (e.g. bfloat16 on "c") and no casting mode is set, the graph is linked with
-        the Python linker instead of failing."""
-        from workbench.core import dtypes
-
-        try:
-            enforce_backend_dtypes(self.fgraph, self.linker_name)
-        except dtypes.UnsupportedDtypeError:
-            if self.linker_spec is not None or self.linker_name == "py":
-                raise
-            self.linker_spec = self.linker_name = "py"
-            enforce_backend_dtypes(self.fgraph, "py")
 
     def _check_inputs(self, inputs: Any) -> list[In]:
         if isinstance(inputs, (Variable, In)) or not isinstance(inputs, Sequence):

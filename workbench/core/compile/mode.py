@@ -61,8 +61,9 @@ class Mode:
         return Mode(**values)
 
     def rewrite(self, fgraph: Any) -> Any:
-        """Apply this mode's rewriter (if any) to `fgraph` in place; return its RewriteTrace
-        (None when the rewriter records none)."""
+        """Apply this mode's rewriter (if any) to `fgraph` in place, then the passes every
+        compilation needs (tagged `always`: protect_inputs, the casting pass), all under
+        one RewriteTrace, which is returned."""
         return apply_rewriter(self.rewriter, fgraph, what=f"mode {self}")
 
     def including(self, *tags: str) -> Mode:

@@ -27,6 +27,8 @@ from workbench.core.dtypes.backends import (
     register_backend_dtypes,
     registered_backends,
     resolve_unsupported,
+    run_in_python,
+    runs_in_python,
     set_casting_mode,
     supported_dtypes,
     unregister_backend_dtypes,
@@ -106,7 +108,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "declare_backend_later",
     "supported_dtypes", "unsupported_dtypes", "is_supported", "check_supported",
     "UnsupportedDtypeError", "CASTING_MODES", "casting_mode", "set_casting_mode",
-    "casting_mode_as", "resolve_unsupported",
+    "casting_mode_as", "resolve_unsupported", "run_in_python", "runs_in_python",
 ]  # fmt: skip
 
 

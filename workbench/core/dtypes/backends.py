@@ -147,6 +147,23 @@ def unsupported_dtypes(backend: str, op: object = None) -> tuple[Dtype, ...]:
     return tuple(d for d in all_dtypes if d not in ok)
 
 
+#: Per backend, dtypes it lacks whose nodes it runs through their Python implementation
+#: (`Op.perform`, NumPy's arithmetic in that dtype) when no casting mode is set, instead
+#: of refusing them: the C linker runs float16 nodes this way inside its C loop.
+_RUN_IN_PYTHON: dict[str, frozenset[Dtype]] = {}
+
+
+def run_in_python(backend: str, dtype_names: Iterable[DtypeLike]) -> None:
+    """Declare that `backend` runs nodes of these (unsupported) dtypes through `perform`
+    when no casting mode is set (a casting mode still converts them)."""
+    _RUN_IN_PYTHON[backend] = frozenset(as_dtype(d) for d in dtype_names)
+
+
+def runs_in_python(backend: str, dtype: DtypeLike) -> bool:
+    """Whether `backend` runs nodes of `dtype` through their Python implementation."""
+    return as_dtype(dtype) in _RUN_IN_PYTHON.get(backend, frozenset())
+
+
 # The Python/NumPy VM handles everything.
 register_backend_dtypes("py", all_dtypes)
 

@@ -9,7 +9,7 @@ change through callbacks. Rewrites, linkers and the inspector all work on it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.graph.basic import (
     Apply,
@@ -20,6 +20,9 @@ from workbench.core.graph.basic import (
     io_toposort,
 )
 from workbench.core.graph.features import Feature
+
+if TYPE_CHECKING:
+    from workbench.core.rewrite.trace import RewriteTrace
 
 #: The client that stands for "this Variable is output number i of the graph".
 OUTPUT = "output"
@@ -76,7 +79,24 @@ class FunctionGraph:
 
     `clients[var]` lists `(node, i)` pairs using `var` as input i, and
     `(OUTPUT, i)` when `var` is output i.
+
+    What the rewrite passes read from a graph is declared here: `rewrite_trace`,
+    `backend` (and `backend_fallback`), `mutable_inputs` and `rewrite_strict`.
     """
+
+    #: The RewriteTrace recording this graph's edits while one is attached (else None).
+    rewrite_trace: RewriteTrace | None = None
+    #: The backend ("py", "c", "gpu", ...) the graph will be linked for; the casting pass
+    #: (`backend_dtypes`) makes every node computable on it. None: not for linking yet.
+    backend: str | None = None
+    #: The backend to link for instead when `backend` lacks a dtype and no casting mode is
+    #: set (a function whose linker was not named falls back to "py"); None: raise.
+    backend_fallback: str | None = None
+    #: The inputs that Ops may overwrite, when the graph is compiled into a function (the
+    #: `protect_inputs` pass keeps every other input intact); None: not compiled.
+    mutable_inputs: tuple[Variable, ...] | None = None
+    #: While True (DEBUG), a rewrite that raises stops rewriting instead of being skipped.
+    rewrite_strict: bool = False
 
     def __init__(
         self,

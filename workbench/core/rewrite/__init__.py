@@ -13,7 +13,6 @@ import gc
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.basic import Variable
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite import rules as rules  # noqa: E402  (registers the rewrites)
@@ -46,6 +45,7 @@ from workbench.core.rewrite.engine import (
 )
 from workbench.core.rewrite.folding import constant_folding
 from workbench.core.rewrite.merge import MergeRewriter
+from workbench.core.rewrite.runner import run_rewriter
 from workbench.core.rewrite.trace import RewriteStep, RewriteTrace
 
 __all__ = [
@@ -58,33 +58,6 @@ __all__ = [
     "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
     "rewrite_graph", "run_rewriter",
 ]  # fmt: skip
-
-
-def run_rewriter(rewriter: GraphRewriter, fgraph: FunctionGraph, trace: bool = True,
-                 strict: bool = False) -> RewriteTrace | None:
-    """Apply `rewriter` to `fgraph` in place, recording a RewriteTrace (returned, closed).
-
-    With `strict`, a rewrite that raises stops rewriting (DEBUG); otherwise it is
-    recorded as a failed step and warned about once.
-    """
-    recorder = RewriteTrace() if trace else None
-    if recorder is not None:
-        fgraph.attach_feature(recorder)
-    if strict:
-        fgraph.rewrite_strict = True  # type: ignore[attr-defined]
-    # Nodes made by rewrites inherit the user's line from what they replace; walking
-    # the stack for each new Variable would only find the line that compiled.
-    capture = graph_utils.capture_source_locations
-    graph_utils.capture_source_locations = False
-    try:
-        rewriter.rewrite(fgraph)
-    finally:
-        graph_utils.capture_source_locations = capture
-        if strict:
-            del fgraph.rewrite_strict  # type: ignore[attr-defined]
-        if recorder is not None:
-            recorder.close()
-    return recorder
 
 
 def rewrite_graph(
@@ -121,8 +94,4 @@ def rewrite_graph(
             raise ValueError(f"mode {mode} has no rewrite query to include/exclude from")
         rewriter = with_tags(include=include, exclude=exclude)
     recorder = apply_rewriter(rewriter, fgraph, what=f"mode {mode}")
-    if not isinstance(recorder, RewriteTrace):  # a mode without a traced rewriter
-        recorder = RewriteTrace()
-        fgraph.attach_feature(recorder)
-        recorder.close()
     return (fgraph, recorder) if trace else fgraph

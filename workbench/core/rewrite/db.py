@@ -7,6 +7,13 @@ specialize are equilibria of the node rewriters registered with
 (shape rewrites and constant folding run inside canonicalize); fusion and
 inplace run their graph rewriters in sequence (and node rewriters in one walk).
 
+After them come the passes tagged `always`, which every query selects (unless it
+excludes them by name or tag) because linking needs them, whatever rewrites were
+asked for: protect_inputs (an Op may overwrite only the inputs a compiled function
+marks mutable) and backend_dtypes (the casting pass, rules/casting.py). Each acts
+only on a graph that declares what it needs (`fgraph.mutable_inputs`,
+`fgraph.backend`), so a graph rewritten without compiling is left alone.
+
 `rewrite_db.query(include=("fast_run",), exclude=(...))` selects entries whose
 tags or name meet `include`, none of whose tags or name is in `exclude`, and
 that carry every tag of `require`, and returns one SequentialGraphRewriter.
@@ -17,7 +24,6 @@ Modes register their rewriter by name (`register_mode_rewriter`), so
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -30,17 +36,24 @@ from workbench.core.rewrite.engine import (
 )
 from workbench.core.rewrite.folding import constant_folding
 from workbench.core.rewrite.merge import MergeRewriter
+from workbench.core.rewrite.runner import run_rewriter
 from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = [
-    "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
+    "ALWAYS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
     "register_canonicalize", "register_fusion", "register_inplace", "register_mode_rewriter",
     "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
 ]  # fmt: skip
 
 
+#: The tag of the passes every query selects unless it excludes them: what linking needs.
+ALWAYS = "always"
+
+
 def _selected(keys: set[str], include: set[str], exclude: set[str], require: set[str]) -> bool:
-    return bool(keys & include) and not keys & exclude and require <= keys
+    if keys & exclude:
+        return False
+    return ALWAYS in keys or (bool(keys & include) and require <= keys)
 
 
 class _Entry:
@@ -334,31 +347,13 @@ class RewriteQuery:
         """The GraphRewriter this query selects now."""
         return rewrite_db.query(self.include, self.exclude, self.require)
 
-    def rewrite(self, fgraph: Any) -> Any:
-        trace = getattr(fgraph, "rewrite_trace", None)
-        own = trace is None
-        if own:
-            trace = RewriteTrace()
-            fgraph.attach_feature(trace)
-        checker = None
-        if self.debug:
-            if self.step_checker is not None:
-                checker = self.step_checker(fgraph)
-                trace.step_hooks.append(checker)
-            fgraph.rewrite_strict = True
-        was_enabled = gc.isenabled()
-        gc.disable()  # big graphs allocate many cyclic objects: collections cost O(heap)
-        try:
-            self.query().rewrite(fgraph)
-        finally:
-            if was_enabled:
-                gc.enable()
-            if checker is not None:
-                trace.step_hooks.remove(checker)
-            if self.debug:
-                del fgraph.rewrite_strict
-            if own:
-                trace.close()
+    def rewrite(self, fgraph: Any) -> RewriteTrace:
+        """Apply the selected passes to `fgraph` in place; return the RewriteTrace."""
+        hooks = []
+        if self.debug and self.step_checker is not None:
+            hooks.append(self.step_checker(fgraph))
+        trace = run_rewriter(self.query(), fgraph, strict=self.debug, step_hooks=hooks)
+        assert trace is not None
         return trace
 
     def __repr__(self) -> str:
@@ -366,20 +361,37 @@ class RewriteQuery:
         return f"RewriteQuery(include={self.include!r}{extra}{', debug' if self.debug else ''})"
 
 
-def apply_rewriter(rewriter: Any, fgraph: Any, what: str = "rewriter") -> RewriteTrace | None:
-    """Apply a mode's `rewriter` (None, an object with `rewrite(fgraph)`, or a callable) to
-    `fgraph` in place; return its RewriteTrace (None when it records none)."""
-    if rewriter is None:
-        return None
-    method = getattr(rewriter, "rewrite", None)
-    if method is not None:
-        result = method(fgraph)
-    elif callable(rewriter):
-        result = rewriter(fgraph)
-    else:
-        raise TypeError(f"{what}: rewriter {rewriter!r} is neither callable nor has "
-                        ".rewrite(fgraph)")
-    return result if isinstance(result, RewriteTrace) else None
+def apply_rewriter(rewriter: Any, fgraph: Any, what: str = "rewriter") -> RewriteTrace:
+    """Apply a mode's `rewriter` (a RewriteQuery, None, a GraphRewriter, an object with
+    `rewrite(fgraph)` or a callable) to `fgraph` in place, then the passes every query
+    ends with (tagged `always`: what linking needs), all under one RewriteTrace, which is
+    returned."""
+    if isinstance(rewriter, RewriteQuery):
+        return rewriter.rewrite(fgraph)
+    passes: list[GraphRewriter] = [rewrite_db.query(include=())]
+    if rewriter is not None:
+        if not isinstance(rewriter, GraphRewriter):
+            if getattr(rewriter, "rewrite", None) is None and not callable(rewriter):
+                raise TypeError(f"{what}: rewriter {rewriter!r} is neither callable nor has "
+                                ".rewrite(fgraph)")
+            rewriter = _OwnRewriter(rewriter)
+        passes.insert(0, rewriter)
+    trace = run_rewriter(SequentialGraphRewriter(*passes, name="pipeline"), fgraph)
+    assert trace is not None
+    return trace
+
+
+class _OwnRewriter(GraphRewriter):
+    """A mode's own rewriter (a callable, or an object with `.rewrite(fgraph)`) run as a
+    pass of the pipeline."""
+
+    def __init__(self, rewriter: Any) -> None:
+        self.rewriter = rewriter
+        self.name = getattr(rewriter, "name", None) or "custom"
+
+    def apply(self, fgraph: Any) -> None:
+        method = getattr(self.rewriter, "rewrite", None)
+        (method if method is not None else self.rewriter)(fgraph)
 
 
 #: The rewriter of each mode name; compile's `register_mode` adds every mode's.

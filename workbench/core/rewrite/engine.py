@@ -278,7 +278,7 @@ class recording_step:
     """
 
     def __init__(self, fgraph: FunctionGraph, rewriter: Any, node: Apply | None = None) -> None:
-        self.trace = getattr(fgraph, "rewrite_trace", None)
+        self.trace = fgraph.rewrite_trace
         self.rewriter = rewriter
         self.node = node
 
@@ -300,7 +300,7 @@ def _failure(fgraph: FunctionGraph, rewriter: Any, node: Apply | None, exc: Base
     """Record a rewrite that raised; warn once per rewrite and graph; re-raise if strict."""
     if trace is not None:
         trace.fail_step(exc)
-    if getattr(fgraph, "rewrite_strict", False):
+    if fgraph.rewrite_strict:
         raise exc
     warned = fgraph.__dict__.setdefault("_rewrite_warned", set())
     name = str(rewriter)
@@ -358,7 +358,7 @@ def apply_node_rewriter(fgraph: FunctionGraph, rewriter: NodeRewriter, node: App
     A rewrite that raises (or proposes an ill-typed replacement) is recorded as a
     failed step and warned about once; the graph is left as it was.
     """
-    trace = getattr(fgraph, "rewrite_trace", None)
+    trace = fgraph.rewrite_trace
     start = time.perf_counter()
     # The step is opened only once the rewrite proposes something (most attempts do
     # not); a rewrite changing the graph inside `transform` gets an implicit step.
@@ -411,7 +411,7 @@ class GraphRewriter:
         raise NotImplementedError(f"{type(self).__name__}.apply")
 
     def rewrite(self, fgraph: FunctionGraph) -> None:
-        trace = getattr(fgraph, "rewrite_trace", None)
+        trace = fgraph.rewrite_trace
         if trace is None or trace.current_pass is not None:
             self.apply(fgraph)
             return

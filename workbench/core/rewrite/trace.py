@@ -155,12 +155,12 @@ class RewriteTrace(Feature):
 
     # -- recording ---------------------------------------------------------------
     def on_attach(self, fgraph: FunctionGraph) -> None:
-        if getattr(fgraph, "rewrite_trace", None) is not None:
+        if fgraph.rewrite_trace is not None:
             raise AlreadyThere("a RewriteTrace is already attached to this graph")
         if self.fgraph is not None:
             raise ValueError("a RewriteTrace records one graph; make a new one")
         self.fgraph = fgraph
-        fgraph.rewrite_trace = self  # type: ignore[attr-defined]
+        fgraph.rewrite_trace = self
         self._inputs = list(fgraph.inputs)
         self._outputs0 = list(fgraph.outputs)
         for node in fgraph.toposort():
@@ -168,8 +168,8 @@ class RewriteTrace(Feature):
             self._count(node.op, 1)
 
     def on_detach(self, fgraph: FunctionGraph) -> None:
-        if getattr(fgraph, "rewrite_trace", None) is self:
-            del fgraph.rewrite_trace  # type: ignore[attr-defined]
+        if fgraph.rewrite_trace is self:
+            fgraph.rewrite_trace = None
 
     def _count(self, op: Any, delta: int) -> None:
         # Ops are counted by kind (class, and scalar-op class for Elemwise): hashing

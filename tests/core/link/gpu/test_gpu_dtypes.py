@@ -23,7 +23,6 @@ import workbench.tensor as wt  # noqa: E402
 import workbench as wb  # noqa: E402
 from workbench.core import dtypes  # noqa: E402
 from workbench.core.compile.mode import available_linkers  # noqa: E402
-from workbench.core.link.dtype_support import runs_in_python  # noqa: E402
 from workbench.core.link.gpu import GpuLinker, probe_dtypes  # noqa: E402
 from workbench.core.link.gpu.dtype_support import torch_promotion  # noqa: E402
 
@@ -65,7 +64,7 @@ def test_every_dtype_runs_promoted_or_raises(linker: str, dtype: str) -> None:
     backend = linker
     declared = backend in dtypes.registered_backends()
     # (a dtype the backend runs through `perform`, float16 on c, computes like the others)
-    if declared and not dtypes.is_supported(backend, d) and not runs_in_python(backend, d):
+    if declared and not dtypes.is_supported(backend, d) and not dtypes.runs_in_python(backend, d):
         with pytest.raises(dtypes.UnsupportedDtypeError) as info:
             wb.function([x, y], out, linker=linker)
         assert info.value.dtype == d and info.value.backend == backend

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.dtypes import register_backend_dtypes
+from workbench.core.dtypes import register_backend_dtypes, run_in_python
 from workbench.core.graph.type import Generic
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import CTypeAdapter, register_c_type
-from workbench.core.link.dtype_support import run_in_python
 from workbench.core.scalar.basic import ScalarType
 from workbench.core.tensor.type import TensorType, format_shape
 

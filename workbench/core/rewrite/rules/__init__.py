@@ -2,6 +2,7 @@
 
 from workbench.core.rewrite.rules import (  # noqa: F401
     canonicalize,
+    casting,
     fusion,
     inplace,
     shape,

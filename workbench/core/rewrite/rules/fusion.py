@@ -307,7 +307,7 @@ def fuse_elemwise(fgraph: FunctionGraph, rewriter: Any = None) -> int:
             trimmed = trim_for_shapes(fgraph, members)
             built = fuse_region(fgraph, trimmed) if trimmed is not None else None
         except Exception as exc:  # an Op the Composite cannot hold: leave the region alone
-            if getattr(fgraph, "rewrite_strict", False):
+            if fgraph.rewrite_strict:
                 raise
             warnings.warn(f"elemwise fusion skipped a region ending at {members[-1]}: {exc}",
                           RewriteFailureWarning, stacklevel=2)

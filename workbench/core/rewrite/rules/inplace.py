@@ -16,11 +16,13 @@ through `replace_all_validate`, which reverts the change if validation fails.
 
 `protect_inputs` is the other side of the same contract for Ops the *user* made
 in place (``Elemwise(op, inplace_pattern=...)``, ``IncSubtensor(inplace=True)``,
-from the API or a graph file): `function` calls it before and after rewriting, and
-every destroyer that would overwrite a caller's input not marked ``In(mutable=True)``,
-a shared value or a constant (or, before rewriting, that the DestroyHandler finds
-unsafe otherwise) is replaced by its copying version, so the call computes the
-same values and leaves the caller's arrays alone.
+from the API or a graph file): `function` calls it before rewriting, and the
+`protect_inputs` pass (tagged `always`: among the last passes of every query) after,
+on a graph that declares its `mutable_inputs`. Every destroyer that would overwrite a
+caller's input not marked ``In(mutable=True)``, a shared value or a constant (or,
+before rewriting, that the DestroyHandler finds unsafe otherwise) is replaced by its
+copying version, so the call computes the same values and leaves the caller's arrays
+alone.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
 from workbench.core.graph.destroyhandler import DestroyHandler, view_roots
 from workbench.core.graph.features import ReplaceValidate
 from workbench.core.graph.fg import FunctionGraph, InconsistencyError
-from workbench.core.rewrite.db import register_inplace
-from workbench.core.rewrite.engine import GraphRewriter, carry_over
+from workbench.core.rewrite.db import ALWAYS, register_inplace, rewrite_db
+from workbench.core.rewrite.engine import GraphRewriter, carry_over, recording_step
 from workbench.core.tensor.elemwise import Elemwise
 from workbench.core.tensor.shape_feature import get_shape_feature
 
-__all__ = ["InplaceRewriter", "attach_destroy_handler", "inplace_rewriter", "protect_inputs"]
+__all__ = [
+    "InplaceRewriter", "ProtectInputs", "attach_destroy_handler", "inplace_rewriter",
+    "protect_inputs",
+]  # fmt: skip
 
 
 def attach_destroy_handler(fgraph: FunctionGraph) -> DestroyHandler:
@@ -45,7 +50,7 @@ def attach_destroy_handler(fgraph: FunctionGraph) -> DestroyHandler:
         fgraph.attach_feature(ReplaceValidate())
     handler = getattr(fgraph, "destroy_handler", None)
     if handler is None:
-        handler = DestroyHandler(mutable=getattr(fgraph, "mutable_inputs", ()))
+        handler = DestroyHandler(mutable=fgraph.mutable_inputs or ())
         fgraph.attach_feature(handler)
     return handler
 
@@ -142,8 +147,8 @@ def _overwrites_protected(node: Apply, protected: set[Variable]) -> bool:
     return False
 
 
-def protect_inputs(fgraph: FunctionGraph, mutable: Any = (), full_check: bool = True
-                   ) -> list[Apply]:
+def protect_inputs(fgraph: FunctionGraph, mutable: Any = (), full_check: bool = True,
+                   rewriter: Any = None) -> list[Apply]:
     """Make every destroyer of `fgraph` that would overwrite a graph input not in `mutable`
     (or a constant) copy instead; return the nodes replaced.
 
@@ -159,7 +164,7 @@ def protect_inputs(fgraph: FunctionGraph, mutable: Any = (), full_check: bool = 
     protected = {v for v in fgraph.inputs if v not in mutable}
     handler = None
     if full_check:
-        fgraph.mutable_inputs = tuple(mutable)  # type: ignore[attr-defined]
+        fgraph.mutable_inputs = tuple(mutable)
         handler = attach_destroy_handler(fgraph)
         handler.mutable = mutable
     replaced: list[Apply] = []
@@ -175,7 +180,9 @@ def protect_inputs(fgraph: FunctionGraph, mutable: Any = (), full_check: bool = 
                 unsafe = True
         if unsafe:
             new = _copying_node(node)
-            fgraph.replace_all(list(zip(node.outputs, new.outputs)), reason="protect_inputs")
+            with recording_step(fgraph, rewriter or protect_inputs_pass, node):
+                fgraph.replace_all(list(zip(node.outputs, new.outputs)),
+                                   reason=rewriter or protect_inputs_pass)
             replaced.append(node)
     return replaced
 
@@ -188,7 +195,7 @@ class InplaceRewriter(GraphRewriter):
 
     def apply(self, fgraph: FunctionGraph) -> None:
         handler = attach_destroy_handler(fgraph)
-        trace = getattr(fgraph, "rewrite_trace", None)
+        trace = fgraph.rewrite_trace
         for node in fgraph.toposort():
             if node not in fgraph.apply_nodes:
                 continue
@@ -214,3 +221,18 @@ inplace_rewriter = InplaceRewriter()
 
 
 register_inplace(inplace_rewriter)
+
+
+class ProtectInputs(GraphRewriter):
+    """After rewriting, no destroyer overwrites an input of a compiled function that is not
+    marked mutable (`protect_inputs` on a graph that declares `mutable_inputs`)."""
+
+    name = "protect_inputs"
+
+    def apply(self, fgraph: FunctionGraph) -> None:
+        if fgraph.mutable_inputs is not None:
+            protect_inputs(fgraph, fgraph.mutable_inputs, full_check=False, rewriter=self)
+
+
+protect_inputs_pass = ProtectInputs()
+rewrite_db.register("protect_inputs", protect_inputs_pass, ALWAYS, position=7)

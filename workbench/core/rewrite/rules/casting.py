@@ -1,15 +1,18 @@
-"""Make a graph computable on a backend whose dtype support is limited (seed 004).
+"""The casting pass: make a graph computable on the backend it will be linked for (seed 004).
 
 Each backend declares its dtypes in `workbench.core.dtypes` (`register_backend_dtypes`).
-Before linking, every node is checked: a node whose inputs or outputs have a dtype
-the backend (or the node's Op on it) lacks raises `UnsupportedDtypeError`, unless
-a casting mode is set ('upcast', 'downcast', 'crosscast', 'cast'); then the node
-is rebuilt on converted inputs and its outputs are converted back, as ordinary
-cast nodes that show in `dprint` and in the rewrite trace. A node whose Op itself
-names the dtype (a cast to float16, or a fused loop containing one) is rebuilt with
-the Op retyped too: it computes in the mode's dtype, like the rest of the graph.
-Without a casting mode, a backend may run the nodes of some dtypes it lacks through
-their Python implementation instead (`run_in_python`: float16 on the C linker).
+The pass `backend_dtypes` (always in the rewrite database, run last, inside the trace)
+checks every node of a graph that declares its `backend`: a node whose inputs or
+outputs have a dtype the backend (or the node's Op on it) lacks raises
+`UnsupportedDtypeError`, unless a casting mode is set ('upcast', 'downcast',
+'crosscast', 'cast'); then the node is rebuilt on converted inputs and its outputs
+are converted back, as ordinary cast nodes that show in `dprint` and as steps of the
+rewrite trace. A node whose Op itself names the dtype (a cast to float16, or a fused
+loop containing one) is rebuilt with the Op retyped too: it computes in the mode's
+dtype, like the rest of the graph. Without a casting mode, a backend may run the
+nodes of some dtypes it lacks through their Python implementation instead
+(`dtypes.run_in_python`: float16 on the C linker). A graph with no `backend` (one
+rewritten by `rewrite_graph`) is left alone.
 """
 
 from __future__ import annotations
@@ -19,22 +22,10 @@ from typing import Any
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.fg import FunctionGraph
+from workbench.core.rewrite.db import ALWAYS, rewrite_db
+from workbench.core.rewrite.engine import GraphRewriter, recording_step
 
-#: Per backend, dtypes it lacks whose nodes it runs through their Python implementation
-#: (`Op.perform`, NumPy's arithmetic in that dtype) when no casting mode is set, instead
-#: of refusing them: the C linker runs float16 nodes this way inside its C loop.
-_RUN_IN_PYTHON: dict[str, frozenset[dtypes.Dtype]] = {}
-
-
-def run_in_python(backend: str, dtype_names: Any) -> None:
-    """Declare that `backend` runs nodes of these (unsupported) dtypes through `perform`
-    when no casting mode is set (a casting mode still converts them)."""
-    _RUN_IN_PYTHON[backend] = frozenset(dtypes.as_dtype(d) for d in dtype_names)
-
-
-def runs_in_python(backend: str, dtype: Any) -> bool:
-    """Whether `backend` runs nodes of `dtype` through their Python implementation."""
-    return dtypes.as_dtype(dtype) in _RUN_IN_PYTHON.get(backend, frozenset())
+__all__ = ["BackendDtypes", "enforce_backend_dtypes", "retyped_op", "unsupported_in"]
 
 
 def _dtype_of(var: Variable) -> dtypes.Dtype | None:
@@ -54,13 +45,14 @@ def unsupported_in(node: Apply, backend: str) -> list[dtypes.Dtype]:
     return found
 
 
-def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None = None
-                           ) -> list[Apply]:
+def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None = None,
+                           rewriter: Any = None) -> list[Apply]:
     """Check (and with a casting mode, convert) every node of `fgraph` for `backend`.
 
-    Returns the new nodes that replaced unsupported ones. Conversion nodes added
-    here are tagged `casting_boundary` and exempt from the check: they are where
-    the data changes dtype, and every backend can run them (in Python if needed).
+    Returns the new nodes that replaced unsupported ones, each replacement one step of
+    `rewriter` in the graph's trace. Conversion nodes added here are tagged
+    `casting_boundary` and exempt from the check: they are where the data changes
+    dtype, and every backend can run them (in Python if needed).
     """
     from workbench.core.tensor.basic import cast
 
@@ -72,7 +64,7 @@ def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None
         if getattr(node.tag, "casting_boundary", False) or node not in fgraph.apply_nodes:
             continue
         bad = unsupported_in(node, backend)
-        if not bad or (mode is None and all(runs_in_python(backend, d) for d in bad)):
+        if not bad or (mode is None and all(dtypes.runs_in_python(backend, d) for d in bad)):
             continue
         if mode is None:
             raise dtypes.UnsupportedDtypeError(bad[0], backend, node.op)
@@ -92,7 +84,8 @@ def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None
                 new = cast(new, old.type.dtype)
                 new.owner.tag.casting_boundary = True
             replacements.append((old, new))
-        fgraph.replace_all(replacements, reason=f"casting mode {mode!r} for backend {backend!r}")
+        with recording_step(fgraph, rewriter or backend_dtypes, node):
+            fgraph.replace_all(replacements, reason=rewriter or backend_dtypes)
         rebuilt.append(new_node)
     return rebuilt
 
@@ -156,3 +149,28 @@ def _retyped_composite(op: Any, target: dict[Any, Any]) -> Any | None:
         rebuilt = inner.make_node(*[new_var(v) for v in node.inputs])
         equiv.update(zip(node.outputs, rebuilt.outputs))
     return type(op)(inputs, [new_var(o) for o in op.outputs])
+
+
+class BackendDtypes(GraphRewriter):
+    """The casting pass: every node of a graph computable on `fgraph.backend` (see the
+    module docstring). When that backend lacks a dtype and no casting mode is set, a
+    graph with a `backend_fallback` is declared for that backend instead."""
+
+    name = "backend_dtypes"
+
+    def apply(self, fgraph: FunctionGraph) -> None:
+        backend = fgraph.backend
+        if backend is None:
+            return
+        try:
+            enforce_backend_dtypes(fgraph, backend, rewriter=self)
+        except dtypes.UnsupportedDtypeError:
+            fallback = fgraph.backend_fallback
+            if fallback is None or fallback == backend:
+                raise
+            fgraph.backend = fallback
+            enforce_backend_dtypes(fgraph, fallback, rewriter=self)
+
+
+backend_dtypes = BackendDtypes()
+rewrite_db.register("backend_dtypes", backend_dtypes, ALWAYS, "casting", position=8)
