@@ -10,18 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from workbench.core import dtypes
 from workbench.core.graph import utils as graph_utils
+from workbench.core.link import settings as link_settings
 
 _LINKERS = ("auto", "py", "c", "gpu")
-
-
-def _default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "workbench"
 
 
 class Config:
@@ -30,8 +25,6 @@ class Config:
     def __init__(self) -> None:
         self._linker = "auto"
         self.linker = os.environ.get("WORKBENCH_LINKER", "auto")
-        self.cache_dir = Path(os.environ.get("WORKBENCH_CACHE_DIR") or _default_cache_dir())
-        self.device = os.environ.get("WORKBENCH_DEVICE", "auto")
         self.mode = os.environ.get("WORKBENCH_MODE", "FAST_RUN")
         if "WORKBENCH_FLOATX" in os.environ:
             self.floatX = os.environ["WORKBENCH_FLOATX"]
@@ -48,6 +41,24 @@ class Config:
         if value not in _LINKERS:
             raise ValueError(f"config.linker must be one of {_LINKERS}, got {value!r}")
         self._linker = value
+
+    @property
+    def cache_dir(self) -> Any:
+        """The directory of the on-disk caches (kept by workbench.core.link.settings)."""
+        return link_settings.cache_dir
+
+    @cache_dir.setter
+    def cache_dir(self, value: Any) -> None:
+        link_settings.cache_dir = value
+
+    @property
+    def device(self) -> Any:
+        """The GPU linker's device (kept by workbench.core.link.settings)."""
+        return link_settings.device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        link_settings.device = value
 
     @property
     def floatX(self) -> str:  # noqa: N802 (the traditional name)

@@ -164,7 +164,7 @@ class RandomVariable(Op):
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
-        from workbench.core.grad import grad_undefined, is_disconnected
+        from workbench.core.graph.type import grad_undefined, is_disconnected
 
         rng, size, *params = inputs
         g = output_grads[1]
@@ -173,7 +173,7 @@ class RandomVariable(Op):
         head = [grad_undefined(self, 0, rng, "the generator state is not differentiable"),
                 grad_undefined(self, 1, size, "size is an integer")]
         if is_disconnected(g):
-            from workbench.core.grad import disconnected_type
+            from workbench.core.graph.type import disconnected_type
 
             return head + [disconnected_type() for _ in params]
         grads = self.reparameterised_grads(params, outputs[1], g) if self.reparameterised \

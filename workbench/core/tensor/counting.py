@@ -100,7 +100,7 @@ class Unique(Op):
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
-        from workbench.core.grad import grad_undefined
+        from workbench.core.graph.type import grad_undefined
 
         return [grad_undefined(self, 0, inputs[0], "which values of x are distinct changes "
                                "discontinuously with x")]

@@ -48,6 +48,7 @@ from typing import Any
 import filelock
 import numpy as np
 
+from workbench.core.link import settings as link_settings
 from workbench.core.link.c import compiler as cc
 
 __all__ = ["CacheStats", "CorruptCacheEntryWarning", "ModuleCache", "default_cache"]
@@ -86,9 +87,7 @@ def _default_root() -> Path:
     env = os.environ.get("WORKBENCH_CACHE_DIR")
     if env:
         return Path(env) / "c"
-    from workbench.config import config
-
-    return Path(config.cache_dir) / "c"
+    return Path(link_settings.cache_dir) / "c"
 
 
 class ModuleCache:

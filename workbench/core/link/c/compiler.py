@@ -40,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from workbench.core.link import settings as link_settings
 from workbench.core.link.c import compile_progress
 
 __all__ = [
@@ -153,9 +154,7 @@ def probe_file() -> Path:
     env = os.environ.get("WORKBENCH_CACHE_DIR")
     if env:
         return Path(env) / "probes.json"
-    from workbench.config import config
-
-    return Path(config.cache_dir) / "probes.json"
+    return Path(link_settings.cache_dir) / "probes.json"
 
 
 # -- a cache directory this process cannot write -------------------------------------

@@ -72,9 +72,9 @@ def resolve_device(spec: Any = None) -> Any:
     global _notified
     torch = import_torch()
     if spec is None:
-        from workbench.config import config
+        from workbench.core.link import settings
 
-        spec = getattr(config, "device", "auto")
+        spec = settings.device
     if isinstance(spec, torch.device):
         device = spec
     else:

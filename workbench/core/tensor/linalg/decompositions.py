@@ -162,7 +162,7 @@ class Eigh(LinalgOp):
              output_grads: Sequence[Variable]) -> list[Variable]:
         """``V (diag(gw) + F * (V^T gV)) V^T`` onto the read triangle (see the module
         docstring for repeated eigenvalues)."""
-        from workbench.core.grad import is_disconnected
+        from workbench.core.graph.type import is_disconnected
         from workbench.core.tensor import math as tm
         from workbench.core.tensor.creation import zeros_like
 

@@ -342,7 +342,7 @@ class SLogDet(LinalgOp):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """``g a^-T`` for log|det|; the sign is piecewise constant (no gradient)."""
-        from workbench.core.grad import is_disconnected
+        from workbench.core.graph.type import is_disconnected
         from workbench.core.tensor import math as tm
         from workbench.core.tensor.creation import zeros_like
 
