@@ -275,7 +275,31 @@ def _grid_cases() -> list[Case]:
     ]
 
 
+def _pad_cases() -> list[Case]:
+    def pad(width: Any, mode: str, **kwargs: Any) -> tuple[Any, Any]:
+        return _call("pad", width, mode, **kwargs), _np(np.pad, width, mode, **kwargs)
+
+    cases = [
+        ("pad_constant", pad((1, 2), "constant"), (Arg((3, 4)),)),
+        ("pad_constant_per_axis", pad(((1, 0), (2, 3)), "constant",
+                                      constant_values=((1.5, 2), (3, -4))), (Arg((2, 3)),)),
+        ("pad_edge", pad(2, "edge"), (Arg((3, 2)),)),
+        ("pad_reflect_wide", pad(((5, 1), (2, 7)), "reflect"), (Arg((3, 4)),)),
+        ("pad_symmetric", pad(((2, 3),), "symmetric"), (Arg((4,)),)),
+        ("pad_wrap_static", pad(((1, 2), (0, 5)), "wrap"), (Arg((2, 3), static=True),)),
+        ("pad_reflect_length_one", pad(3, "reflect"), (Arg((1,)),)),
+        ("pad_empty_constant", pad(1, "constant"), (Arg((0, 2)),)),
+    ]
+    result = [Case(name, build, ref, args) for name, (build, ref), args in cases]
+    result.append(Case("pad_constant_symbolic_value",
+                       lambda x, v: _wt().pad(x, 1, constant_values=v),
+                       lambda x, v: np.pad(x, 1, constant_values=v), (Arg((2, 3)), Arg(()))))
+    result.append(Case("pad_int32_reflect", _call("pad", 2, "reflect"), _np(np.pad, 2, "reflect"),
+                       (Arg((3, 3), "int32", -9, 9),), grad=INT_ONLY))
+    return result
+
+
 CASES: list[Case] = [
     *_diagonal_cases(), *_triangle_cases(), *_closeness_cases(), *_take_cases(),
-    *_reorder_cases(), *_grid_cases(),
+    *_reorder_cases(), *_grid_cases(), *_pad_cases(),
 ]

@@ -11,10 +11,12 @@ from workbench.core.tensor import advanced_subtensor as _advanced_subtensor  # n
 from workbench.core.tensor import array_utils as _array_utils  # noqa: E402
 from workbench.core.tensor import counting as _counting  # noqa: E402
 from workbench.core.tensor import creation as _creation  # noqa: E402
+from workbench.core.tensor import einsum as _einsum  # noqa: E402
 from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
 from workbench.core.tensor import grids as _grids  # noqa: E402
 from workbench.core.tensor import join as _join  # noqa: E402
 from workbench.core.tensor import linalg  # noqa: E402
+from workbench.core.tensor import pad as _pad  # noqa: E402
 from workbench.core.tensor import reduction as _reduction  # noqa: E402
 from workbench.core.tensor import reshape as _reshape  # noqa: E402
 from workbench.core.tensor import shape as _shape  # noqa: E402
@@ -26,6 +28,7 @@ from workbench.core.tensor.array_utils import *  # noqa: F403,E402
 from workbench.core.tensor.basic import astype, cast, cast_op
 from workbench.core.tensor.counting import *  # noqa: F403,E402
 from workbench.core.tensor.creation import *  # noqa: F403,E402
+from workbench.core.tensor.einsum import *  # noqa: F403,E402
 from workbench.core.tensor.elemwise import (
     DimShuffle,
     Elemwise,
@@ -105,6 +108,7 @@ from workbench.core.tensor.math import (
     where,
     xor,
 )
+from workbench.core.tensor.pad import *  # noqa: F403,E402
 from workbench.core.tensor.reduction import *  # noqa: F403,E402
 from workbench.core.tensor.reshape import *  # noqa: F403,E402
 from workbench.core.tensor.shape import *  # noqa: F403,E402
@@ -196,8 +200,9 @@ from workbench.core.tensor.variable import (
     constant,
 )
 
-_FAMILIES = (_advanced_subtensor, _array_utils, _counting, _creation, _extra_ops, _grids, _join,
-             _products, _reduction, _reshape, _shape, _sort, _special, _subtensor)
+_FAMILIES = (_advanced_subtensor, _array_utils, _counting, _creation, _einsum, _extra_ops,
+             _grids, _join, _pad, _products, _reduction, _reshape, _shape, _sort, _special,
+             _subtensor)
 
 __all__ = [
     # types, variables, conversion
