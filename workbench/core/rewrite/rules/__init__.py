@@ -5,6 +5,7 @@ from workbench.core.rewrite.rules import (  # noqa: F401
     casting,
     fusion,
     inplace,
+    linalg,
     shape,
     specialize,
     stabilize,

@@ -1,0 +1,114 @@
+"""The linear-algebra rewrites: each fires where it should (named in the trace), leaves
+the values of the unrewritten graph (FAST_COMPILE), and stays away where it must not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.rewrite import rewrite_db
+from workbench.core.rewrite.rules import linalg as rules
+
+la = wt.linalg
+rng = np.random.default_rng(3)
+A, B, b, v = wt.dmatrix("A"), wt.dmatrix("B"), wt.dvector("b"), wt.dvector("v")
+K = wt.dtensor3("K")
+
+
+def _spd(n: int) -> np.ndarray:
+    m = rng.uniform(-1, 1, (n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+VALUES = {A: _spd(4), B: rng.random((4, 3)), b: rng.random(4), v: rng.random(4) + 0.5,
+          K: np.stack([_spd(3), _spd(3)])}
+
+
+def _op_names(f) -> set[str]:
+    return {type(node.op).__name__ for node in f.maker.fgraph.apply_nodes}
+
+
+def _fires(rule: str, inputs, output, absent: set[str] = frozenset()) -> None:
+    f = wb.function(inputs, output)
+    assert rule in f.maker.rewrite_trace.rewrites_used(), [str(s) for s in
+                                                           f.maker.rewrite_trace.steps]
+    assert not absent & _op_names(f), _op_names(f)
+    plain = wb.function(inputs, output, mode="FAST_COMPILE")
+    values = [VALUES[i] for i in inputs]
+    np.testing.assert_allclose(f(*values), plain(*values), rtol=1e-9, atol=1e-12)
+
+
+L = la.cholesky(A)
+FIRING = [
+    ("inv_matrix_vector", "local_inv_dot_to_solve", [A, b], lambda: la.inv(A) @ b, {"Inv"}),
+    ("inv_matrix_matrix", "local_inv_dot_to_solve", [A, B], lambda: wt.dot(la.inv(A), B),
+     {"Inv"}),
+    ("matrix_inv", "local_inv_dot_to_solve", [A, B], lambda: B.T @ la.inv(A), {"Inv"}),
+    ("vector_inv", "local_inv_dot_to_solve", [A, b], lambda: b @ la.inv(A), {"Inv"}),
+    ("batched_inv", "local_inv_dot_to_solve", [K], lambda: la.inv(K) @ K, {"Inv"}),
+    ("log_det", "local_log_det_to_slogdet", [A], lambda: wt.log(la.det(A)), {"Det"}),
+    ("log_abs_det", "local_log_det_to_slogdet", [A], lambda: wt.log(abs(la.det(A))), {"Det"}),
+    ("det_diag", "local_det_of_triangular", [v], lambda: la.det(wt.diag(v)),
+     {"Det", "AdvancedIncSubtensor"}),
+    ("det_eye_times", "local_det_of_triangular", [v], lambda: la.det(wt.eye(4) * v), {"Det"}),
+    ("det_cholesky", "local_det_of_triangular", [A], lambda: la.det(la.cholesky(A)), {"Det"}),
+    ("log_det_cholesky", "local_det_of_triangular", [A],
+     lambda: wt.log(la.det(la.cholesky(A))), {"Det", "SLogDet"}),
+    ("solve_factor", "local_solve_triangular_matrix", [A, b], lambda: la.solve(L, b),
+     {"Solve"}),
+    ("solve_factor_transposed", "local_solve_triangular_matrix", [A, B],
+     lambda: la.solve(L.T, B), {"Solve"}),
+    ("solve_upper_factor", "local_solve_triangular_matrix", [A, B],
+     lambda: la.solve(la.cholesky(A, lower=False), B), {"Solve"}),
+    ("solve_diag", "local_solve_diagonal_matrix", [v, B], lambda: la.solve(wt.diag(v), B),
+     {"Solve", "AdvancedIncSubtensor"}),
+    ("solve_diag_vector", "local_solve_diagonal_matrix", [v, b],
+     lambda: la.solve(wt.diag(v), b), {"Solve"}),
+    ("cholesky_outer", "local_cholesky_outer_product", [A], lambda: L @ L.T, {"Cholesky"}),
+    ("cholesky_upper_outer", "local_cholesky_outer_product", [A],
+     lambda: la.cholesky(A, lower=False).T @ la.cholesky(A, lower=False), {"Cholesky"}),
+]
+
+
+@pytest.mark.parametrize(("case", "rule", "inputs", "build", "absent"), FIRING,
+                         ids=[c[0] for c in FIRING])
+def test_rule_fires_and_keeps_the_values(case, rule, inputs, build, absent):
+    _fires(rule, inputs, build(), set(absent))
+
+
+def test_an_inverse_used_elsewhere_is_kept():
+    inverse = la.inv(A)
+    f = wb.function([A, b], [inverse @ b, inverse])
+    assert "local_inv_dot_to_solve" not in f.maker.rewrite_trace.rewrites_used()
+
+
+def test_solve_of_a_general_matrix_stays_general():
+    f = wb.function([A, b], la.solve(A, b))
+    assert "Solve" in _op_names(f) and "SolveTriangular" not in _op_names(f)
+
+
+def test_l_times_l_is_not_an_outer_product():
+    f = wb.function([A], L @ L)
+    assert "local_cholesky_outer_product" not in f.maker.rewrite_trace.rewrites_used()
+
+
+def test_log_of_a_negative_determinant_stays_nan():
+    f = wb.function([A], wt.log(la.det(A)))
+    assert "local_log_det_to_slogdet" in f.maker.rewrite_trace.rewrites_used()
+    assert np.isnan(f(-np.eye(3)))
+    assert f(np.zeros((2, 2))) == -np.inf
+
+
+def test_rules_are_registered_with_their_pass_tags():
+    for name, pass_name in (("local_inv_dot_to_solve", "stabilize"),
+                            ("local_log_det_to_slogdet", "stabilize"),
+                            ("local_det_of_triangular", "specialize"),
+                            ("local_solve_triangular_matrix", "specialize"),
+                            ("local_solve_diagonal_matrix", "specialize"),
+                            ("local_cholesky_outer_product", "specialize")):
+        assert name in rules.__all__
+        tags = rewrite_db.tags_of(name)
+        assert {pass_name, "fast_run"} <= tags, (name, tags)
+        assert "rules" in (rewrite_db[name].source or "")

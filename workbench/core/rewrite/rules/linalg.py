@@ -1,0 +1,288 @@
+"""Rewrites of linear algebra that PyTensor users know, each a named rule in the trace.
+
+Stabilize:
+- ``local_inv_dot_to_solve``: ``inv(a) @ b -> solve(a, b)`` and ``b @ inv(a) ->
+  solve(a^T, b^T)^T`` (one LU solve instead of an inverse and a product; more
+  accurate). Only when nothing else uses the inverse.
+- ``local_log_det_to_slogdet``: ``log(det(a)) -> log(sign) + logabsdet`` of `slogdet`
+  (no overflow of the determinant; ``log(sign)`` keeps log's NaN for a negative
+  determinant and -inf for a singular one) and ``log(abs(det(a))) -> logabsdet``.
+
+Specialize (the structure of a matrix known from how it was built: a Cholesky
+factor or its transpose is triangular; ``diag(v)`` -- a set of the same index pair
+into zeros -- and ``eye(n) * x`` are diagonal):
+- ``local_det_of_triangular``: ``det(t) -> prod(diagonal(t))`` for a triangular or
+  diagonal `t` (so ``det(diag(x)) -> prod(x)`` up to reading the diagonal), and
+  ``slogdet(t)`` from the diagonal the same way.
+- ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t`
+  becomes `solve_triangular` (a transposed factor through ``trans``, no copy).
+- ``local_solve_diagonal_matrix``: ``solve(d, b) -> b / diagonal(d)`` for a known
+  diagonal `d`. A zero on the diagonal then gives inf/NaN instead of LinAlgError.
+- ``local_cholesky_outer_product``: ``L @ L^T -> a`` (the symmetric matrix the
+  factor's triangle describes) for ``L = cholesky(a)``, and ``U^T @ U`` for the
+  upper factor. Assumes `a` is positive definite, as its factorisation did; the
+  factorisation itself stays wherever something else uses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from workbench.core.graph.basic import Apply, Variable
+from workbench.core.rewrite.db import register_specialize, register_stabilize
+from workbench.core.rewrite.engine import node_rewriter
+from workbench.core.rewrite.rules.rule_utils import (
+    alloc_operand,
+    constant_data,
+    is_constant_value,
+    owner_scalar_op,
+    single_client,
+)
+from workbench.core.scalar import math as smath
+from workbench.core.tensor import math as tm
+from workbench.core.tensor.creation import Eye
+from workbench.core.tensor.elemwise import DimShuffle, Elemwise
+from workbench.core.tensor.linalg.base import add_axis, transpose
+from workbench.core.tensor.linalg.decompositions import Cholesky
+from workbench.core.tensor.linalg.products import Dot, MatMul
+from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
+from workbench.core.tensor.shape import Shape_i
+
+__all__ = [
+    "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_of_triangular",
+    "local_inv_dot_to_solve", "local_log_det_to_slogdet", "local_solve_diagonal_matrix",
+    "local_solve_triangular_matrix", "transposed_source", "triangular_structure",
+]  # fmt: skip
+
+
+# -- what a matrix is known to be ----------------------------------------------------------
+
+
+def transposed_source(var: Variable) -> Variable | None:
+    """`v` if `var` is `v` with its last two dimensions swapped (a DimShuffle)."""
+    node = var.owner
+    if node is None or not isinstance(node.op, DimShuffle):
+        return None
+    nd = node.op.input_ndim
+    if nd < 2 or tuple(node.op.new_order) != (*range(nd - 2), nd - 1, nd - 2):
+        return None
+    return node.inputs[0]
+
+
+def diagonal_matrix(var: Variable) -> bool:
+    """Whether `var` (rank 2) is known to be diagonal: the same index pair set or added
+    into zeros (``diag(v)``), or a product with ``eye(n)``."""
+    from workbench.core.tensor.advanced_subtensor import AdvancedIncSubtensor
+
+    if var.type.ndim != 2 or var.owner is None:
+        return False
+    node = var.owner
+    if isinstance(node.op, AdvancedIncSubtensor):
+        zeros = alloc_operand(node.inputs[0])
+        return (len(node.op.idx_list) == 2 and len(node.inputs) == 4
+                and node.inputs[2] is node.inputs[3]
+                and zeros is not None and is_constant_value(zeros, 0))
+    if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, smath.Mul):
+        for operand in node.inputs:
+            if (operand.owner is not None and isinstance(operand.owner.op, Eye)
+                    and is_constant_value(operand.owner.inputs[2], 0)):
+                return True
+            data = constant_data(operand)
+            if data is not None and data.ndim == 2 and not np.any(
+                    data[~np.eye(*data.shape, dtype=bool)]):
+                return True  # a folded eye(n)
+    return False
+
+
+def diag_vector(var: Variable) -> Variable | None:
+    """`v` when `var` is exactly ``diag(v)``: `v` set at positions ``arange(n)`` of both
+    axes of an n x n matrix of zeros, n being v's length."""
+    from workbench.core.tensor.advanced_subtensor import AdvancedIncSubtensor
+    from workbench.core.tensor.creation import Alloc, ARange
+
+    if not diagonal_matrix(var) or not isinstance(var.owner.op, AdvancedIncSubtensor):
+        return None
+    node = var.owner
+    zeros, v, index = node.inputs[0], node.inputs[1], node.inputs[2]
+    if not node.op.set_instead_of_inc or v.type.ndim != 1 or index.owner is None:
+        return None
+    if not isinstance(index.owner.op, ARange):
+        return None
+    start, _, step = index.owner.inputs
+    if not (is_constant_value(start, 0) and is_constant_value(step, 1)):
+        return None
+    if zeros.owner is None or not isinstance(zeros.owner.op, Alloc):
+        return None
+    rows, cols = zeros.owner.inputs[1:]
+    n = v.type.shape[0]
+    def is_length(length: Variable) -> bool:
+        if n is not None and is_constant_value(length, n):
+            return True
+        return (length.owner is not None and isinstance(length.owner.op, Shape_i)
+                and length.owner.op.i == 0 and length.owner.inputs[0] is v)
+    # the index covers rows 0..stop-1 and v (length n) broadcasts to it: stop is n
+    return v if is_length(rows) and is_length(cols) else None
+
+
+def triangular_structure(var: Variable) -> tuple[Variable, bool, bool] | None:
+    """``(t, lower, transposed)`` when `var` is known triangular: `t` is a Cholesky factor
+    (lower or upper) or a diagonal matrix, and `var` is `t` or its transpose. A diagonal
+    matrix counts as lower."""
+    transposed = False
+    source = transposed_source(var)
+    if source is not None:
+        var, transposed = source, True
+    if var.owner is not None and isinstance(var.owner.op, Cholesky):
+        return var, var.owner.op.lower, transposed
+    if diagonal_matrix(var):
+        return var, True, transposed
+    return None
+
+
+def _diagonal(t: Variable) -> Variable:
+    """The diagonal of each core matrix of `t`, as the last axis."""
+    from workbench.core.tensor.array_utils import diagonal
+
+    return diagonal(t, 0, -2, -1)
+
+
+def _cast_like(new: Variable, old: Variable) -> Variable:
+    from workbench.core.tensor.basic import cast
+
+    return new if new.type.dtype == old.type.dtype else cast(new, old.type.dtype)
+
+
+# -- stabilize -------------------------------------------------------------------------------
+
+
+@register_stabilize
+@node_rewriter([Dot, MatMul])
+def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
+    """``inv(a) @ b -> solve(a, b)``; ``b @ inv(a) -> solve(a^T, b^T)^T``.
+
+    Domain: every nonsingular `a` (a singular one raises LinAlgError either way)."""
+    x, y = node.inputs
+    out = node.outputs[0]
+    if x.owner is not None and isinstance(x.owner.op, Inv) and single_client(fgraph, x):
+        (a,) = x.owner.inputs
+        if y.type.dtype != a.type.dtype or y.type.ndim < 1:
+            return None
+        b_ndim = 1 if y.type.ndim == 1 else 2
+        return [_cast_like(Solve("gen", False, b_ndim)(a, y), out)]
+    if y.owner is not None and isinstance(y.owner.op, Inv) and single_client(fgraph, y):
+        (a,) = y.owner.inputs
+        if x.type.dtype != a.type.dtype or x.type.ndim < 1:
+            return None
+        if x.type.ndim == 1:  # x @ inv(a) = inv(a)^T x = solve(a^T, x)
+            return [_cast_like(Solve("gen", False, 1)(transpose(a), x), out)]
+        return [_cast_like(transpose(Solve("gen", False, 2)(transpose(a), transpose(x))), out)]
+    return None
+
+
+@register_stabilize
+@node_rewriter([tm.log.op])
+def local_log_det_to_slogdet(fgraph: Any, node: Apply) -> Any:
+    """``log(det(a)) -> log(sign) + logabsdet``, ``log(|det(a)|) -> logabsdet``.
+
+    Domain: every `a`; a negative determinant still gives NaN, a singular one -inf."""
+    (arg,) = node.inputs
+    absolute = owner_scalar_op(arg, smath.Abs) is not None
+    inner = arg.owner.inputs[0] if absolute else arg
+    if inner.owner is None or not isinstance(inner.owner.op, Det):
+        return None
+    sign, logdet = SLogDet()(inner.owner.inputs[0])
+    new = logdet if absolute else tm.add(tm.log(sign), logdet)
+    return [_cast_like(new, node.outputs[0])]
+
+
+# -- specialize ------------------------------------------------------------------------------
+
+
+@register_specialize
+@node_rewriter([Det, SLogDet])
+def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
+    """``det(t) -> prod(diagonal(t))``; ``slogdet(t) -> (prod(sign(d)), sum(log|d|))``
+    for a triangular or diagonal `t` (see `triangular_structure`).
+
+    Domain: every `t` of that structure (exact: its determinant is that product)."""
+    from workbench.core.tensor.reduction import prod
+    from workbench.core.tensor.reduction import sum as reduce_sum
+
+    (a,) = node.inputs
+    if triangular_structure(a) is None:
+        return None
+    d = diag_vector(a)
+    d = _diagonal(a) if d is None else d
+    if isinstance(node.op, Det):
+        return [_cast_like(prod(d, axis=-1), node.outputs[0])]
+    sign = prod(tm.sign(d), axis=-1)
+    logdet = reduce_sum(tm.log(tm.abs(d)), axis=-1)
+    return [_cast_like(sign, node.outputs[0]), _cast_like(logdet, node.outputs[1])]
+
+
+@register_specialize
+@node_rewriter([Solve])
+def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
+    """``solve(t, b) -> solve_triangular(...)`` for a Cholesky factor `t` or its
+    transpose (read in place through ``trans``).
+
+    Domain: every `b`; a zero on the diagonal raises LinAlgError either way."""
+    op = node.op
+    if op.assume_a == "tri":
+        return None
+    a, b = node.inputs
+    found = triangular_structure(a)
+    if found is None or diagonal_matrix(found[0]):
+        return None
+    t, lower, transposed = found
+    if t.owner is None or not isinstance(t.owner.op, Cholesky):
+        return None
+    return [SolveTriangular(lower, transposed, False, op.b_ndim)(t, b)]
+
+
+@register_specialize
+@node_rewriter([Solve, SolveTriangular])
+def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
+    """``solve(d, b) -> b / diagonal(d)`` (as a column for a matrix `b`) for a known
+    diagonal `d`.
+
+    Domain: a `d` without zeros on its diagonal (a zero gives inf/NaN where the solve
+    raised LinAlgError)."""
+    a, b = node.inputs
+    if not diagonal_matrix(a):
+        return None
+    d = diag_vector(a)
+    d = _diagonal(a) if d is None else d
+    if isinstance(node.op, SolveTriangular) and node.op.unit_diagonal:
+        return [b]
+    divisor = d if node.op.b_ndim == 1 else add_axis(d, -1)
+    return [_cast_like(tm.true_div(b, divisor), node.outputs[0])]
+
+
+@register_specialize
+@node_rewriter([Dot, MatMul])
+def local_cholesky_outer_product(fgraph: Any, node: Apply) -> Any:
+    """``cholesky(a) @ cholesky(a)^T -> a`` (and ``U^T @ U`` for the upper factor), `a`
+    made symmetric from the triangle the factorisation read.
+
+    Domain: a positive-definite `a` (the graph's factorisation assumed it)."""
+    from workbench.core.tensor.linalg.base import triangle
+
+    x, y = node.inputs
+    if x.type.ndim < 2 or y.type.ndim < 2:
+        return None
+    for factor, other, first_is_factor in ((x, y, True), (y, x, False)):
+        if factor.owner is None or not isinstance(factor.owner.op, Cholesky):
+            continue
+        if transposed_source(other) is not factor:
+            continue
+        lower = factor.owner.op.lower
+        # L @ L^T for the lower factor, U^T @ U for the upper one
+        if first_is_factor != lower:
+            continue
+        (a,) = factor.owner.inputs
+        sym = tm.add(triangle(a, lower), transpose(triangle(a, lower, strict=True)))
+        return [_cast_like(sym, node.outputs[0])]
+    return None
