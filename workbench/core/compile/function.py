@@ -713,10 +713,21 @@ class Function:
         return f"inputs: {', '.join(parts) or 'none'}"
 
     # -- misc --------------------------------------------------------------------
-    def copy(self) -> Function:
-        """A new Function for the same graph with its own storage (shared variables
-        stay shared)."""
-        return self.maker.create(trust_input=self.trust_input)
+    def copy(self, share_memory: bool = False, swap: Mapping[Any, Any] | None = None,
+             delete_updates: bool = False, name: str | None = None) -> Function:
+        """A new Function for the same compiled graph with its own storage (shared
+        variables stay shared), as PyTensor's: `swap` maps shared variables to others of
+        the same Type to use instead, `delete_updates` drops the updates, `name` renames
+        it (see compile/copying.py). `share_memory=True` is not supported."""
+        if share_memory:
+            raise NotImplementedError("Function.copy: share_memory=True is not supported "
+                                      "(each copy has its own storage)")
+        from workbench.core.compile.copying import derived_maker
+
+        maker = self.maker
+        if swap or delete_updates or name is not None:
+            maker = derived_maker(maker, swap, delete_updates, name)
+        return maker.create(trust_input=self.trust_input)
 
     def free(self) -> None:
         """Drop intermediate and output values held by the VM."""
