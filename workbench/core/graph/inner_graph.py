@@ -74,6 +74,10 @@ class InnerGraphOp(Op):
 
     fgraph: FunctionGraph
     inner_graph_title: str = "inner graph"
+    #: True: the outer rewriter also rewrites the inner graph (rewrite/inner.py) and
+    #: sets `inner_graph_rewritten` on the new Op, which then links it as it is
+    rewrite_inner_graph: bool = False
+    inner_graph_rewritten: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

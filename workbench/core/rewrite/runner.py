@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from workbench.core.graph import utils as graph_utils
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite.engine import GraphRewriter
+from workbench.core.rewrite.inner import rewrite_inner_graphs
 from workbench.core.rewrite.trace import RewriteStep, RewriteTrace
 
 __all__ = ["run_rewriter"]
@@ -19,6 +20,7 @@ def run_rewriter(rewriter: GraphRewriter, fgraph: FunctionGraph, trace: bool = T
                  step_hooks: Sequence[Callable[[RewriteTrace, RewriteStep, FunctionGraph],
                                                None]] = ()) -> RewriteTrace | None:
     """Apply `rewriter` to `fgraph` in place under a RewriteTrace, and return the trace.
+    Then the same rewriter rewrites the inner graphs that ask for it (rewrite/inner.py).
 
     The trace is attached, and closed at the end, unless `fgraph` already has one (then
     the steps go there and it stays open); `trace=False` records none. With `strict`, a
@@ -45,6 +47,7 @@ def run_rewriter(rewriter: GraphRewriter, fgraph: FunctionGraph, trace: bool = T
     gc.disable()
     try:
         rewriter.rewrite(fgraph)
+        rewrite_inner_graphs(fgraph, rewriter, recorder, strict)  # (a loop's body)
     finally:
         if was_enabled:
             gc.enable()

@@ -55,6 +55,8 @@ class RewriteStep:
     journal_start: int = 0
     journal_end: int = 0
     rewriter: Any = None
+    #: for a step rewriting an inner graph (a loop's body): that graph's own trace
+    inner_trace: Any = None
 
     @property
     def changed(self) -> bool:

@@ -66,6 +66,19 @@ def _row_zeros(value: Variable) -> Variable:
     return wt.expand_dims(wt.zeros_like(value), 0)
 
 
+def full_rows_grads(op: Scan, full: list[Variable], grads: list[Variable]) -> list[Variable]:
+    """The gradients of a loop keeping all rows, from those of `op`, which keeps only the
+    last row of some outputs: each such gradient goes to the last row."""
+    from workbench.core.grad import is_disconnected
+
+    result = []
+    for k, (out, g) in enumerate(zip(full, grads)):
+        if op.keeps_last(k) and not is_disconnected(g):
+            g = wt.set_subtensor(wt.zeros_like(out)[-1:], g)
+        result.append(g)
+    return result
+
+
 def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
              output_grads: list[Variable]) -> list[Variable]:
     from workbench.core.grad import disconnected_type, float_zeros_like, grad, is_disconnected

@@ -8,6 +8,7 @@
  * made before the loop whose data pointer moves from step to step: no object is made
  * per step. `out_rows`: tuple of (cell, array, offset): after step t the cell's value
  * is copied into row offset + t of the array (the loop's buffers, C-contiguous).
+ * Row numbers wrap around the array's length (a ring: a loop keeping its last row).
  * `cond_cell`: the body's until() condition, or None.
  *
  * Returns (0, steps_run, -1), or (1, step, output) when output's value at that step
@@ -25,7 +26,7 @@ typedef struct {
     PyArrayObject *view;  /* owned: one row of `array`, its data pointer moved per step */
     char *base;
     npy_intp stride;
-    Py_ssize_t offset;
+    Py_ssize_t offset, rows;
     int contiguous;       /* the row's bytes are one block (for memcpy) */
 } Row;
 
@@ -77,6 +78,7 @@ static int make_rows(PyObject *spec, Row **out, Py_ssize_t *count) {
         rows[k].base = PyArray_BYTES(a);
         rows[k].stride = PyArray_STRIDES(a)[0];
         rows[k].offset = offset;
+        rows[k].rows = PyArray_DIM(a, 0);
         rows[k].contiguous = PyArray_IS_C_CONTIGUOUS((PyArrayObject *)view);
     }
     *out = rows;
@@ -85,7 +87,9 @@ static int make_rows(PyObject *spec, Row **out, Py_ssize_t *count) {
 }
 
 static inline char *row_data(Row *r, Py_ssize_t t) {
-    return r->base + (r->offset + t) * r->stride;
+    Py_ssize_t row = r->offset + t;
+    if (row >= r->rows) row %= r->rows;  /* a ring of rows (a loop keeping its last row) */
+    return r->base + row * r->stride;
 }
 
 static inline void move_row(Row *r, Py_ssize_t t) {

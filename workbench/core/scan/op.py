@@ -85,17 +85,22 @@ class Scan(InnerGraphOp):
     (-1: all steps) limits backpropagation through time to the last steps.
     """
 
-    __props__ = ("info", "name", "truncate_gradient")
+    __props__ = ("info", "name", "truncate_gradient", "keep_last")
     inner_graph_title = "loop body"
     name: str = "scan"  # (a plain attribute here, not Op's derived `name`)
+    rewrite_inner_graph = True
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], info: ScanInfo,
-                 name: str = "scan", truncate_gradient: int = -1) -> None:
+                 name: str = "scan", truncate_gradient: int = -1,
+                 keep_last: Sequence[bool] = ()) -> None:
         if not isinstance(info, ScanInfo):
             info = ScanInfo(*info)
         self.info = info
         self.name = str(name)
         self.truncate_gradient = int(truncate_gradient)
+        #: per outer output: True when only its last row is kept (a rewrite sets it when
+        #: nothing else is used): the loop then stores what the taps need, not n rows
+        self.keep_last = tuple(bool(k) for k in keep_last) if any(keep_last) else ()
         n_in = info.n_seqs + info.n_taps + info.n_non_seqs
         n_out = info.n_recurrent + info.n_nit_sot + int(info.as_while)
         if len(inputs) != n_in or len(outputs) != n_out:
@@ -117,7 +122,12 @@ class Scan(InnerGraphOp):
 
     def __str__(self) -> str:
         kind = "while" if self.info.as_while else "for"
-        return f"Scan{{{self.name}, {kind}}}"
+        last = ", last rows" if self.keep_last else ""
+        return f"Scan{{{self.name}, {kind}{last}}}"
+
+    def keeps_last(self, k: int) -> bool:
+        """Whether outer output k holds only its last row."""
+        return bool(self.keep_last) and self.keep_last[k]
 
     # -- the inner graph's parts --------------------------------------------------
     def inner_seqs(self) -> list[Variable]:
@@ -155,7 +165,15 @@ class Scan(InnerGraphOp):
 
     # -- the protocol -------------------------------------------------------------
     def clone_with_inner_graph(self, fgraph: FunctionGraph) -> Scan:
-        return Scan(fgraph.inputs, fgraph.outputs, self.info, self.name, self.truncate_gradient)
+        return Scan(fgraph.inputs, fgraph.outputs, self.info, self.name, self.truncate_gradient,
+                    self.keep_last)
+
+    def with_keep_last(self, keep_last: Sequence[bool]) -> Scan:
+        """This loop keeping only the last row of the outputs marked in `keep_last`."""
+        new = Scan(self.inner_inputs, self.inner_outputs, self.info, self.name,
+                   self.truncate_gradient, keep_last)
+        new.inner_graph_rewritten = self.inner_graph_rewritten
+        return new
 
     @classmethod
     def from_inner_graph(cls, inputs: Sequence[Variable], outputs: Sequence[Variable],
@@ -194,13 +212,17 @@ class Scan(InnerGraphOp):
         if isinstance(n_steps, Constant) and not info.as_while:
             steps = int(n_steps.data)
         outputs = []
-        for depth, init, out in zip(info.depths, inits, self.inner_recurrent_outputs()):
-            rows = None if steps is None else depth + steps
+        for k, (depth, init, out) in enumerate(zip(info.depths, inits,
+                                                  self.inner_recurrent_outputs())):
+            rows = 1 if self.keeps_last(k) else None if steps is None else depth + steps
             row_shape = tuple(a if a is not None else b
                               for a, b in zip(init.type.shape[1:], out.type.shape))
             outputs.append(wt.TensorType(init.type.dtype, (rows, *row_shape))())
-        for out in self.inner_nit_sot_outputs():
-            outputs.append(wt.TensorType(out.type.dtype, (steps, *out.type.shape))())
+        for k, out in enumerate(self.inner_nit_sot_outputs()):
+            rows = steps
+            if self.keeps_last(info.n_recurrent + k) and steps is not None:
+                rows = min(steps, 1)
+            outputs.append(wt.TensorType(out.type.dtype, (rows, *out.type.shape))())
         return Apply(self, [n_steps, *inputs], outputs)
 
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
@@ -215,12 +237,15 @@ class Scan(InnerGraphOp):
         n_shape, seq_shapes, init_shapes, _ = self.outer_parts(input_shapes)
         shapes: list[tuple[Any, ...]] = []
         for k, depth in enumerate(info.depths):
-            rows = (node.outputs[k].shape[0] if info.as_while
+            rows = (wt.as_tensor_variable(1) if self.keeps_last(k)
+                    else node.outputs[k].shape[0] if info.as_while
                     else wt.as_tensor_variable(depth) + n_steps)
             shapes.append((rows, *init_shapes[k][1:]))
         for k, out in enumerate(self.inner_nit_sot_outputs()):
             outer = node.outputs[info.n_recurrent + k]
             rows = outer.shape[0] if info.as_while else n_steps
+            if self.keeps_last(info.n_recurrent + k) and not info.as_while:
+                rows = wt.minimum(n_steps, 1)
             row = [d if d is not None else outer.shape[1 + i]
                    for i, d in enumerate(out.type.shape)]
             shapes.append((rows, *row))
@@ -266,14 +291,22 @@ class Scan(InnerGraphOp):
     # -- differentiation ------------------------------------------------------------
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
-        from workbench.core.scan.gradient import scan_vjp
+        from workbench.core.scan.gradient import full_rows_grads, scan_vjp
 
+        if self.keep_last:  # backpropagation needs every step: the loop keeping all rows
+            full = self.with_keep_last(())(*inputs, return_list=True)
+            output_grads = full_rows_grads(self, full, list(output_grads))
+            outputs = full
         return scan_vjp(self, list(inputs), list(outputs), list(output_grads))
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
         from workbench.core.scan.gradient import scan_jvp
 
+        if self.keep_last:
+            tangents = self.with_keep_last(()).R_op(inputs, eval_points)
+            return [t[-1:] if t is not None and self.keeps_last(k) else t
+                    for k, t in enumerate(tangents)]
         return scan_jvp(self, list(inputs), list(eval_points))
 
     # -- running --------------------------------------------------------------------

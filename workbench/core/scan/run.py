@@ -23,7 +23,7 @@ from workbench.core.scan.op import Scan, ScanError, check_step_value
 __all__ = ["LoopRunner", "compile_body"]
 
 #: Bump when loop.c changes.
-LOOP_C_VERSION = (1,)
+LOOP_C_VERSION = (2,)
 
 
 def compile_body(op: Scan, impl: str) -> Any:
@@ -31,7 +31,9 @@ def compile_body(op: Scan, impl: str) -> Any:
     from workbench.core.compile.function import function
     from workbench.core.compile.mode import Mode, RewriteQuery
 
-    mode = Mode(linker=impl, rewriter=RewriteQuery(("fast_run",)))
+    # a body the outer rewrite already rewrote is linked as it is
+    rewriter = None if op.inner_graph_rewritten else RewriteQuery(("fast_run",))
+    mode = Mode(linker=impl, rewriter=rewriter)
     return function(list(op.inner_inputs), list(op.inner_outputs), mode=mode,
                     on_unused_input="ignore", trust_input=True, name=f"{op.name} body")
 
@@ -77,7 +79,7 @@ class LoopRunner:
             for cell, seq, offset in seq_pairs:
                 cell[0] = seq[offset + t, ...]
             for cell, buf, offset in tap_pairs:
-                cell[0] = buf[offset + t, ...]
+                cell[0] = buf[(offset + t) % len(buf), ...]
             try:
                 run_body()
             except Exception as exc:
@@ -87,11 +89,12 @@ class LoopRunner:
                 value = cell[0]
                 if np.shape(value) != buf.shape[1:]:
                     check_step_value(op, self._what(j), t, value, buf.shape[1:])
-                buf[offset + t] = value
+                buf[(offset + t) % len(buf)] = value
             for k, cell in enumerate(nit_cells):
                 value = np.asarray(cell[0])
-                nits[k] = np.empty((self.n_steps, *value.shape), dtype=value.dtype)
-                nits[k][t] = value
+                rows = 1 if self.op.keeps_last(self.op.info.n_recurrent + k) else self.n_steps
+                nits[k] = np.empty((rows, *value.shape), dtype=value.dtype)
+                nits[k][0] = value
             if cond_cell is not None and bool(np.asarray(cond_cell[0])):
                 return t + 1
         return stop
@@ -122,7 +125,10 @@ class LoopRunner:
             if init.shape[0] != depth:
                 raise ScanError(f"loop {op.name!r}: recurrent output {j} needs {depth} "
                                 f"initial row(s), got an initial value of shape {init.shape}")
-            buf = np.empty((depth + n, *init.shape[1:]), dtype=init.dtype)
+            # a loop keeping only the last row stores the taps' rows and the new one, in a
+            # ring (row r of the loop is row r % len(buf))
+            rows = depth + 1 if op.keeps_last(j) else depth + n
+            buf = np.empty((rows, *init.shape[1:]), dtype=init.dtype)
             buf[:depth] = init
             buffers.append(buf)
         cells = self.in_cells
@@ -157,7 +163,14 @@ class LoopRunner:
             if nits[k] is None:  # no step ran: rows of the static shape (0 where unknown)
                 row = tuple(d if d is not None else 0 for d in out.type.shape)
                 nits[k] = np.empty((0, *row), dtype=out.type.numpy_dtype)
-        if steps < n:
-            buffers = [buf[:depth + steps] for buf, depth in zip(buffers, info.depths)]
-            nits = [v[:steps] for v in nits]
+        for j, depth in enumerate(info.depths):
+            buf = buffers[j]
+            if op.keeps_last(j):
+                last = (depth - 1 + steps) % len(buf)
+                buffers[j] = buf[last:last + 1].copy()
+            elif steps < n:
+                buffers[j] = buf[:depth + steps]
+        for k in range(info.n_nit_sot):
+            if steps < len(nits[k]):
+                nits[k] = nits[k][:steps]
         return buffers + nits

@@ -1,0 +1,109 @@
+"""Loop rewrites: the body rewritten with the outer passes (and traced), loop-invariant
+work pushed out, outputs read only at their last row stored as that row."""
+
+import numpy as np
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.scan import Scan
+
+
+def _scan_nodes(f):
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan)]
+
+
+def test_the_body_is_rewritten_by_the_outer_passes_and_the_trace_says_so():
+    x = wt.dvector("x")
+    w = wt.dscalar("w")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(h * w + xt) * 1.0 + 0.0, sequences=x,
+                    outputs_info=np.float64(0), name="tiny")
+    f = wb.function([x, w], hs)
+    steps = [s for s in f.maker.rewrite_trace.steps if s.rewrite == "rewrite_inner_graph"]
+    assert len(steps) == 1 and steps[0].pass_ == "inner graphs"
+    assert "Scan{tiny" in str(steps[0].node.op)
+    inner_rewrites = {s.rewrite for s in steps[0].inner_trace.steps}
+    assert {"local_mul_one", "local_add_zero"} <= inner_rewrites
+    (node,) = _scan_nodes(f)
+    assert len(node.op.fgraph.apply_nodes) == 1  # one fused Composite
+    assert node.op.inner_graph_rewritten
+    h, expected = 0.0, []
+    for _ in range(3):
+        h = np.tanh(h * 0.5 + 1.0)
+        expected.append(h)
+    np.testing.assert_allclose(f(np.ones(3), 0.5), expected)
+
+
+def test_loop_invariant_work_is_computed_once_before_the_loop():
+    a = wt.dscalar("a")
+    w = wt.dvector("w")
+    ys, _ = wb.scan(lambda y, w_: y * wt.exp(w_).sum() + 1.0, outputs_info=a, non_sequences=w,
+                    n_steps=5, name="growth")
+    f = wb.function([a, w], ys, linker="py")
+    assert "scan_push_out_invariants" in f.maker.rewrite_trace.rewrites_used()
+    (node,) = _scan_nodes(f)
+    inner_ops = {type(n.op).__name__ for n in node.op.fgraph.apply_nodes}
+    assert "Sum" not in inner_ops
+    outer_exp = [n for n in f.maker.fgraph.apply_nodes if "exp" in str(n.op)]
+    assert outer_exp
+    rate = np.exp([0.1, 0.2]).sum()
+    expected, y = [], 1.0
+    for _ in range(5):
+        y = y * rate + 1.0
+        expected.append(y)
+    np.testing.assert_allclose(f(1.0, np.array([0.1, 0.2])), expected)
+    wb.dprint(node.outputs[0], file="str")  # the pushed-out value prints by its formula
+
+
+def test_an_output_read_only_at_its_last_row_stores_only_that_row():
+    a = wt.dscalar("a")
+    ys, _ = wb.scan(lambda y: y * 0.5 + 1.0, outputs_info=a, n_steps=1000)
+    for linker in ("py", "c"):
+        f = wb.function([a], ys[-1], linker=linker)
+        (node,) = _scan_nodes(f)
+        assert node.op.keep_last == (True,)
+        assert node.outputs[0].type.shape == (1,)
+        y = 3.0
+        for _ in range(1000):
+            y = y * 0.5 + 1.0
+        np.testing.assert_allclose(f(3.0), y)
+
+
+def test_keeping_the_last_row_with_two_taps_and_with_zero_steps():
+    n = wt.lscalar("n")
+    start = wt.dvector("start")
+    fib, _ = wb.scan(lambda p, q: p + q, outputs_info=dict(initial=start, taps=[-2, -1]),
+                     n_steps=n)
+    counter = wb.shared(np.float64(0.0), name="counter")
+    _, updates = wb.scan(lambda: {counter: counter + 2.0}, n_steps=n)
+    for linker in ("py", "c"):
+        f = wb.function([n, start], fib[-1], linker=linker)
+        (node,) = _scan_nodes(f)
+        assert node.op.keep_last == (True,)
+        np.testing.assert_allclose(f(10, np.array([0.0, 1.0])), 89.0)
+        g = wb.function([n], [], updates=updates, linker=linker)
+        (node,) = _scan_nodes(g)
+        assert node.op.keep_last == (True,)
+        counter.set_value(np.float64(0.0))
+        g(0)
+        assert counter.get_value() == 0.0
+        g(4)
+        assert counter.get_value() == 8.0
+
+
+def test_gradients_and_tangents_of_a_loop_that_keeps_only_its_last_row():
+    a = wt.dscalar("a")
+    w = wt.dscalar("w")
+    ys, _ = wb.scan(lambda y, w_: wt.sin(y * w_), outputs_info=a, non_sequences=w, n_steps=4)
+    full = ys.owner.inputs[0]  # the buffer (initial row and 4 steps) that ys slices
+    last_only = full.owner.op.with_keep_last((True,))(*full.owner.inputs)
+    assert last_only.type.shape == (1,)
+    last = last_only[0]
+    f = wb.function([a, w], [last, wb.grad(last, w), wb.Rop(last, w, wt.constant(1.0))],
+                    linker="py")
+    value, gradient, tangent = f(0.3, 1.1)
+    reference = wb.function([a, w], ys[-1])
+    eps = 1e-6
+    numeric = (reference(0.3, 1.1 + eps) - reference(0.3, 1.1 - eps)) / (2 * eps)
+    np.testing.assert_allclose(value, reference(0.3, 1.1))
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6)
+    np.testing.assert_allclose(tangent, numeric, rtol=1e-6)
