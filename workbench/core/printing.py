@@ -318,11 +318,6 @@ def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tup
     return call, _ATOM
 
 
-def debugprint(*args: Any, **kwargs: Any) -> Any:
-    """Alias of dprint."""
-    return dprint(*args, **kwargs)
-
-
 # -- the tensor library's notation ---------------------------------------------------
 
 _tensor_rules_installed = False

@@ -58,7 +58,7 @@ class GraphView(widgets.VBox):
         self.graph = _graph_of(graph)
         self.nx_graph: nx.DiGraph = to_networkx(self.graph)
         outputs, inputs, _ = _graph_parts(self.graph)
-        self._outputs, self._inputs = outputs, inputs
+        self._inputs = inputs
         self._labels = IdLabels()
         dprint(outputs, file="str", ids=self._labels)  # same letters as the drawing
         self.values: dict[Variable, Any] = self._evaluate(point) if point is not None else {}

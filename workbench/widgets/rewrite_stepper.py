@@ -102,7 +102,6 @@ class StepNavigator(widgets.HBox):
             return styled(widgets.Button(description="", icon=icon, tooltip=tip,
                                          layout=widgets.Layout(width="44px")), css)
 
-        self.noun = noun
         self.first_button = button("fast-backward", "first", "wb-first")
         self.prev_button = button("step-backward", "previous", "wb-prev")
         self.next_button = button("step-forward", "next", "wb-next")

@@ -421,14 +421,6 @@ def orphans_between(inputs: Iterable[Variable], outputs: Iterable[Variable]) -> 
     return [v for v in graph_inputs(outputs, inputs) if v not in inputs]
 
 
-def is_in_ancestors(node: Apply, candidate: Apply) -> bool:
-    """True if `candidate` is among the Apply nodes that `node` depends on."""
-    return any(
-        var.owner is candidate
-        for var in ancestors(node.inputs)
-    )
-
-
 # -- cloning ---------------------------------------------------------------------
 
 
@@ -511,9 +503,3 @@ def clone_replace(
             memo[old] = new
     result = [memo.get(v, v) for v in outs]
     return result[0] if single else result
-
-
-def as_variable_list(values: Any) -> list[Variable]:
-    if isinstance(values, Variable):
-        return [values]
-    return list(values)

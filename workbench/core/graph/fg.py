@@ -301,14 +301,6 @@ class FunctionGraph:
             if callback is not None:
                 callback(self, *args)
 
-    def collect_callbacks(self, name: str, *args: Any) -> dict[Feature, Any]:
-        results = {}
-        for feature in self._features:
-            callback = getattr(feature, name, None)
-            if callback is not None:
-                results[feature] = callback(self, *args)
-        return results
-
     # -- ordering and checks ----------------------------------------------------
     def orderings(self) -> dict[Apply, list[Apply]]:
         """Extra dependencies from features: node -> nodes that must run before it."""

@@ -235,6 +235,3 @@ class Op:
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         """[input][output] booleans: does the input's value affect the output's value."""
         return [[True] * len(node.outputs) for _ in node.inputs]
-
-    def has_connection_pattern(self) -> bool:
-        return type(self).connection_pattern is not Op.connection_pattern

@@ -24,7 +24,7 @@ Modes register their rewriter by name (`register_mode_rewriter`), so
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from workbench.core.rewrite.engine import (
@@ -309,10 +309,6 @@ def register_fusion(graph_rewriter: Any = None, *tags: str, name: str | None = N
                     position: float | None = None) -> Any:
     """Register a graph rewriter (or node rewriter) in the fusion pass."""
     return _register_fusion(graph_rewriter, *tags, name=name, position=position)
-
-
-def pass_names() -> Sequence[str]:
-    return [e.name for e in rewrite_db._ordered()]
 
 
 # -- queries: the rewriter of a Mode, and the rewriter of each mode name --------------------

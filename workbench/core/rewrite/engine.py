@@ -262,14 +262,6 @@ def user_frame_source(skip: int = 2) -> str | None:
 # -- applying one node rewriter ------------------------------------------------------
 
 
-class _NullStep:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> bool:
-        return False
-
-
 class recording_step:
     """Context manager grouping the changes made inside it into one trace step.
 

@@ -140,7 +140,6 @@ class RewriteTrace(Feature):
         self._op_counts: dict[Any, int] = {}
         self._open: _Open | None = None
         self._inputs: list[Variable] = []
-        self._outputs0: list[Variable] = []
         self._frozen: dict[Apply, tuple[Variable, ...]] | None = None
         self._final_outputs: list[Variable] | None = None
         self._view: FunctionGraph | None = None
@@ -164,7 +163,6 @@ class RewriteTrace(Feature):
         self.fgraph = fgraph
         fgraph.rewrite_trace = self
         self._inputs = list(fgraph.inputs)
-        self._outputs0 = list(fgraph.outputs)
         for node in fgraph.toposort():
             self._ids[node] = len(self._ids)
             self._count(node.op, 1)

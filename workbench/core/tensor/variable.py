@@ -13,7 +13,6 @@ PyTensor does), Python floats the default float dtype.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -415,7 +414,3 @@ def _to_ndim(x: Variable, ndim: int) -> Variable:
             "are not all of static length 1"
         )
     return dimshuffle(x, tuple(range(extra, current)))
-
-
-def as_tensor_variables(values: Sequence[Any]) -> list[Variable]:
-    return [as_tensor_variable(v) for v in values]
