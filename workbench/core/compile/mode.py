@@ -20,6 +20,7 @@ from workbench.core import dtypes
 from workbench.core.link.debugmode import StepChecker
 from workbench.core.link.vm import Linker, VMLinker
 from workbench.core.rewrite.db import RewriteQuery, apply_rewriter, register_mode_rewriter
+from workbench.core.rewrite.rules.transfer import set_device_computes
 
 __all__ = [
     "LinkerUnavailableError", "Mode", "RewriteQuery", "available_linkers", "default_linker",
@@ -286,7 +287,19 @@ def _gpu_transfer(var: Any, target: str) -> Any:
     return transfer(var, target)
 
 
+def _gpu_computes(op: Any) -> bool:
+    """Whether the GPU linker lowers `op` to torch (asked by the transfer rewrites; the
+    lowerings are registered by importing the GPU package, which imports torch)."""
+    if not _gpu_available():
+        return False
+    import workbench.core.link.gpu  # noqa: F401  (registers the lowerings)
+    from workbench.core.link.gpu.registry import lowering_for
+
+    return lowering_for(op) is not None
+
+
 register_linker("gpu", _gpu_linker)
+set_device_computes(_gpu_computes)
 _availability_checks["gpu"] = _gpu_available
 register_mode("GPU", Mode(linker="gpu", rewriter=RewriteQuery(("fast_run",)), name="GPU"))
 from workbench.core.graph.basic import register_transfer  # noqa: E402

@@ -5,9 +5,8 @@ layer (`workbench.core.tensor.transfer`; re-exported here). On the GPU linker
 every value already lives on the device, so a `ToDevice` output of the graph is
 returned as a device tensor, while other outputs come back as NumPy arrays.
 
-Rewrites (canonicalize): `ToHost(ToDevice(x))` and `ToDevice(ToHost(x))` become
-`x`, and a node fed by `ToHost(v)` is moved onto the device (it reads `v` and its
-outputs are transferred instead), so a chain of transfers collapses to one.
+The transfer rewrites live with the other rules (`rewrite/rules/transfer.py`), so
+the rewrite database is the same whether or not this package was imported.
 
 Shared variables whose value stays on the device between calls:
 `device_shared(value)` (or `shared(value, target="gpu")` once this package is
@@ -21,15 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.graph.basic import Apply, Variable
-from workbench.core.rewrite.db import register_canonicalize
-from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.tensor.transfer import (
     DEVICE_TARGETS,
     HOST_TARGETS,
     ToDevice,
     ToHost,
-    Transfer,
     to_device_op,
     to_host_op,
     transfer,
@@ -39,41 +34,6 @@ __all__ = [
     "DeviceCell", "ToDevice", "ToHost", "device_shared", "is_device_cell", "keep_on_device",
     "to_device_op", "to_host_op", "transfer",
 ]  # fmt: skip
-
-
-# -- rewrites ---------------------------------------------------------------------------------
-
-
-@register_canonicalize
-@node_rewriter([ToDevice, ToHost])
-def local_cut_transfer_pairs(fgraph: Any, node: Apply) -> list[Variable] | None:
-    """``ToHost(ToDevice(x))`` and ``ToDevice(ToHost(x))`` -> ``x``."""
-    (x,) = node.inputs
-    inner = x.owner
-    if inner is not None and isinstance(inner.op, Transfer) and \
-            type(inner.op) is not type(node.op):
-        return [inner.inputs[0]]
-    return None
-
-
-@register_canonicalize
-@node_rewriter(None)
-def local_compute_on_device(fgraph: Any, node: Apply) -> list[Variable] | None:
-    """``op(ToHost(a), b)`` -> ``ToHost(op(a, b))``: compute where the data is, move once."""
-    if isinstance(node.op, Transfer):
-        return None
-    if not any(v.owner is not None and isinstance(v.owner.op, ToHost) for v in node.inputs):
-        return None
-    from workbench.core.link.gpu.registry import lowering_for
-
-    if lowering_for(node.op) is None:
-        return None
-    inputs = [v.owner.inputs[0] if v.owner is not None and isinstance(v.owner.op, ToHost)
-              else v for v in node.inputs]
-    new = node.op.make_node(*inputs)
-    if any(a.type != b.type for a, b in zip(new.outputs, node.outputs)):
-        return None
-    return [to_host_op(out) for out in new.outputs]
 
 
 # -- device storage --------------------------------------------------------------------------

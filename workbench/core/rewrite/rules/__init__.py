@@ -10,4 +10,5 @@ from workbench.core.rewrite.rules import (  # noqa: F401
     specialize,
     stabilize,
     stabilize_sigmoid,
+    transfer,
 )
