@@ -13,6 +13,7 @@ cache between processes unless asked, so each of its runs here compiles from scr
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -106,6 +107,10 @@ def main(argv: list[str]) -> None:
     report = getattr(fn.linker, "report", None)  # type: ignore[attr-defined]
     if report is not None:
         result["report"] = report.as_dict()
+    if hasattr(fn, "maker"):
+        result["phases"] = dict(getattr(fn.maker, "compile_times", {}) or {})
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["compiler_cpu_seconds"] = children.ru_utime + children.ru_stime  # (the C compiler)
     print(json.dumps(result))
 
 

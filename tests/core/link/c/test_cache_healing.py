@@ -144,6 +144,26 @@ def test_a_damaged_precompiled_header_is_rebuilt(tmp_path, monkeypatch):
     assert gch.stat().st_size > 4096 and cc._prelude_sound(directory)
 
 
+def test_a_compile_does_not_wait_for_a_precompiled_header_being_built(tmp_path, monkeypatch):
+    """While another builder holds the prelude's lock (the C linker builds the .gch in a
+    thread as a graph is rewritten), a module parses the header text instead of waiting."""
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cc, "_sound_preludes", set())
+    flags = [*cc.compiler_info().default_flags, *cc.GENERATED_CODE_FLAGS]
+    directory = cc.prelude_dir(flags)
+    (directory / "wb_prelude.h").write_text("/* not yet written */")  # as mid-build
+    cc._sound_preludes.clear()
+    source = cc.PRELUDE_INCLUDE + "\n" + constant_module("wbc_text", 5).replace(
+        "#include <Python.h>", "")
+    with filelock.FileLock(str(directory.parent / f"{directory.name}.lock")):
+        text = cc.prelude_dir(flags, wait=False)
+        assert text != directory and not list(text.glob("*.gch"))
+        assert (text / "wb_prelude.h").read_text() == cc.PRELUDE
+        so = cc.compile_module(source, "wbc_text", out_dir=tmp_path / "out", flags=flags)
+    assert cc.load_module(so, "wbc_text", "workbench_c.heal_text.wbc_text").value() == 5
+    assert cc.prelude_dir(flags) == directory and cc._prelude_sound(directory)  # then built
+
+
 def test_a_changed_prelude_header_is_rewritten(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cc, "_sound_preludes", set())
