@@ -27,6 +27,7 @@ NAMES = [
     "04_compiling_and_profiling",
     "05_your_own_type_and_op",
     "06_dtypes_and_promotion",
+    "08_gaussian_process_regression",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -41,7 +42,7 @@ def _read(name: str):
     return nbformat.read(TUTORIALS / f"{name}.ipynb", as_version=4)
 
 
-def test_the_six_tutorials_are_there_and_listed_in_the_readme():
+def test_the_tutorials_are_there_and_listed_in_the_readme():
     found = sorted(p.stem for p in TUTORIALS.glob("*.ipynb"))
     assert found == NAMES
     readme = (TUTORIALS / "README.md").read_text()
@@ -303,3 +304,27 @@ def test_04_random_draws_monte_carlo_pi_and_dropout(executed):
     assert "re-seeded, the same three: True" in text
     assert "-> update of rng0" in text  # dprint shows where the state flows
     assert re.search(r"bernoulli_rv\{int64\}", text)  # the profiler shows the draw
+
+
+def test_08_gaussian_process_regression(executed):
+    book, texts = executed("08_gaussian_process_regression")
+    _no_errors(book, "08")
+    assert _stray_values(book) == []
+    text = _all_text(texts)
+    assert "nll: TensorType(float64, ())" in text
+    assert "nll at the start: 31.3623" in text
+    assert "verify_grad: the gradient through cholesky, cho_solve and the log-determinant" in text
+    fitted = re.search(r"after 200 gradient steps: nll (-?[\d.]+), lengthscale ([\d.]+), "
+                       r"signal sd ([\d.]+), noise sd ([\d.]+)", text)
+    assert fitted and float(fitted.group(1)) < 0 and 0.05 < float(fitted.group(4)) < 0.2
+    assert "GP mean : [-0.759 -0.803 -0.029  0.853  0.918]" in text
+    assert re.search(r"SolveTriangular +6 node\(s\) per call", text)
+    assert re.search(r"Cholesky +1 node\(s\) per call", text)
+    naive = re.search(r"naive nll: (-?[\d.]+), cholesky nll: (-?[\d.]+)", text)
+    assert naive and abs(float(naive.group(1)) - float(naive.group(2))) < 1e-5
+    assert re.search(r"local_inv_dot_to_solve in pass 'stabilize'\n +removed: +Dot, Inv\n"
+                     r" +introduced: +Solve", text)
+    assert re.search(r"local_log_det_to_slogdet in pass 'stabilize'\n +removed: +"
+                     r"Elemwise\{log\}, Det\n +introduced: +SLogDet", text)
+    assert re.search(r"the stepper is at: step \d+: local_inv_dot_to_solve", text)
+    assert _widgets_shown(book) == 1  # the RewriteStepper
