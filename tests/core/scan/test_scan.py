@@ -8,7 +8,7 @@ import workbench as wb
 from workbench.core.compile.mode import available_linkers
 from workbench.core.scan import Scan, ScanError
 
-LINKERS = [name for name in ("py", "c") if name in available_linkers()]
+LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
 
 
 def run(inputs, outputs, *values, updates=None):

@@ -119,6 +119,13 @@ class InnerGraphOp(Op):
         """The Op rebuilt from its inner graph and props (the inverse of saving it)."""
         raise MethodNotDefined(f"{cls.__name__}.from_inner_graph")
 
+    def make_device_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
+                          device: Any) -> Any:
+        """A Thunk running `node` with its inner graph lowered to the gpu linker's `device`
+        (its cells hold device tensors), or None: the node then runs as any other Op
+        there (a lowering, or `perform` on the host)."""
+        return None
+
     # -- identity ----------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
         if self is other:

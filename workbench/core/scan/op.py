@@ -325,6 +325,12 @@ class Scan(InnerGraphOp):
         for cell, value in zip(output_storage, results):
             cell[0] = value
 
+    def make_device_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
+                          device: Any) -> Thunk:
+        """The loop on the gpu linker: the body lowered to torch on `device`, the buffers
+        on the device (the loop itself is driven from Python)."""
+        return self.make_thunk(node, storage_map, compute_map, (), impl=f"gpu:{device}")
+
     def make_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
                    no_recycling: Sequence[Variable], impl: str | None = None) -> Thunk:
         """A thunk looping over the body compiled by the linker `impl` ("py", "c", ...)."""
@@ -348,7 +354,8 @@ def check_step_value(op: Scan, what: str, step: int, value: Any, expected: tuple
                      ) -> None:
     """Raise ScanError naming the loop, step and output when a step's value has the wrong
     shape."""
-    shape = np.shape(value)
+    shape = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+    expected = tuple(expected)
     if shape != expected:
         raise ScanError(f"loop {op.name!r}: at step {step}, {what} has shape {shape}, but "
                         f"{'its earlier values have' if step else 'it must have'} shape "

@@ -26,8 +26,9 @@ __all__ = ["LoopRunner", "compile_body"]
 LOOP_C_VERSION = (2,)
 
 
-def compile_body(op: Scan, impl: str) -> Any:
-    """The Scan's inner graph compiled by linker `impl` (its inputs trusted)."""
+def compile_body(op: Scan, impl: Any) -> Any:
+    """The Scan's inner graph compiled by linker `impl` (a name or a Linker; its inputs
+    trusted)."""
     from workbench.core.compile.function import function
     from workbench.core.compile.mode import Mode, RewriteQuery
 
@@ -48,13 +49,77 @@ def c_loop_module() -> Any:
                                         "workbench_scan_loop", version=LOOP_C_VERSION)
 
 
+class _HostRows:
+    """Buffers as NumPy arrays (the py and c linkers)."""
+
+    @staticmethod
+    def empty(shape: tuple[int, ...], like: Any) -> Any:
+        return np.empty(shape, dtype=like.dtype)
+
+    @staticmethod
+    def shape(value: Any) -> tuple[int, ...]:
+        return np.shape(value)
+
+    @staticmethod
+    def array(value: Any) -> Any:
+        return np.asarray(value)
+
+    @staticmethod
+    def copy(value: Any) -> Any:
+        return value.copy()
+
+    @staticmethod
+    def from_host(value: np.ndarray) -> Any:
+        return value
+
+
+class _DeviceRows:
+    """Buffers as torch tensors on the body's device (the gpu linker): the loop's values
+    never leave the device."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+    def empty(self, shape: tuple[int, ...], like: Any) -> Any:
+        import torch
+
+        return torch.empty(shape, dtype=like.dtype, device=self.device)
+
+    @staticmethod
+    def shape(value: Any) -> tuple[int, ...]:
+        return tuple(value.shape)
+
+    def array(self, value: Any) -> Any:
+        from workbench.core.link.gpu.device import to_device
+
+        return to_device(value, self.device)
+
+    @staticmethod
+    def copy(value: Any) -> Any:
+        return value.clone()
+
+    def from_host(self, value: np.ndarray) -> Any:
+        from workbench.core.link.gpu.device import to_device
+
+        return to_device(value, self.device)
+
+
 class LoopRunner:
-    """Runs a Scan's loop on values with its body compiled once by linker `impl`."""
+    """Runs a Scan's loop on values with its body compiled once by linker `impl` (a
+    linker name, or "gpu:DEVICE": the body lowered to torch on that device)."""
 
     def __init__(self, op: Scan, impl: str) -> None:
         self.op = op
         self.impl = impl
-        self.body = compile_body(op, impl)
+        self.rows: Any = _HostRows
+        linker: Any = impl
+        if impl.startswith("gpu:"):
+            from workbench.core.link.gpu.linker import GpuLinker
+
+            linker = GpuLinker(device=impl[4:], device_outputs=True)
+            self.rows = _DeviceRows(linker.device)
+            self.impl = "gpu"
+        self.body = compile_body(op, linker)
         self.in_cells = list(self.body._arg_cells)
         self.out_cells = list(self.body._out_cells)
         self.run_body = self.body._run
@@ -74,7 +139,7 @@ class LoopRunner:
                       cond_cell: Any) -> int:
         """Run steps start..stop-1 from Python; returns the number of steps done. With
         `nit_cells`, step `start` allocates the nit-sot buffers `nits`."""
-        op, run_body = self.op, self.run_body
+        op, run_body, rows = self.op, self.run_body, self.rows
         for t in range(start, stop):
             for cell, seq, offset in seq_pairs:
                 cell[0] = seq[offset + t, ...]
@@ -87,15 +152,15 @@ class LoopRunner:
                 raise
             for j, (cell, buf, offset) in enumerate(out_rows):
                 value = cell[0]
-                if np.shape(value) != buf.shape[1:]:
+                if rows.shape(value) != tuple(buf.shape[1:]):
                     check_step_value(op, self._what(j), t, value, buf.shape[1:])
                 buf[(offset + t) % len(buf)] = value
             for k, cell in enumerate(nit_cells):
-                value = np.asarray(cell[0])
-                rows = 1 if self.op.keeps_last(self.op.info.n_recurrent + k) else self.n_steps
-                nits[k] = np.empty((rows, *value.shape), dtype=value.dtype)
+                value = rows.array(cell[0])
+                n_rows = 1 if self.op.keeps_last(self.op.info.n_recurrent + k) else self.n_steps
+                nits[k] = rows.empty((n_rows, *value.shape), value)
                 nits[k][0] = value
-            if cond_cell is not None and bool(np.asarray(cond_cell[0])):
+            if cond_cell is not None and bool(cond_cell[0]):
                 return t + 1
         return stop
 
@@ -128,7 +193,7 @@ class LoopRunner:
             # a loop keeping only the last row stores the taps' rows and the new one, in a
             # ring (row r of the loop is row r % len(buf))
             rows = depth + 1 if op.keeps_last(j) else depth + n
-            buf = np.empty((rows, *init.shape[1:]), dtype=init.dtype)
+            buf = self.rows.empty((rows, *init.shape[1:]), init)
             buf[:depth] = init
             buffers.append(buf)
         cells = self.in_cells
@@ -150,7 +215,7 @@ class LoopRunner:
         cond_cell = outs[-1] if info.as_while else None
         steps = self._python_steps(0, min(n, 1), seq_pairs, tap_pairs, out_rows, nit_cells,
                                    nits, cond_cell)
-        stopped = cond_cell is not None and steps == 1 and bool(np.asarray(cond_cell[0]))
+        stopped = cond_cell is not None and steps == 1 and bool(cond_cell[0])
         if n > 1 and not stopped:  # step 0 made the nit-sot buffers: the rest in one go
             out_rows += [(cell, nits[k], 0) for k, cell in enumerate(nit_cells)]
             if self.c_loop is not None:
@@ -162,12 +227,12 @@ class LoopRunner:
         for k, out in enumerate(op.inner_nit_sot_outputs()):
             if nits[k] is None:  # no step ran: rows of the static shape (0 where unknown)
                 row = tuple(d if d is not None else 0 for d in out.type.shape)
-                nits[k] = np.empty((0, *row), dtype=out.type.numpy_dtype)
+                nits[k] = self.rows.from_host(np.empty((0, *row), dtype=out.type.numpy_dtype))
         for j, depth in enumerate(info.depths):
             buf = buffers[j]
             if op.keeps_last(j):
                 last = (depth - 1 + steps) % len(buf)
-                buffers[j] = buf[last:last + 1].copy()
+                buffers[j] = self.rows.copy(buf[last:last + 1])
             elif steps < n:
                 buffers[j] = buf[:depth + steps]
         for k in range(info.n_nit_sot):

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
 from workbench.core.link.gpu.device import import_torch, resolve_device, to_device, to_host
 from workbench.core.link.gpu.registry import LowerContext, lowering_for
@@ -238,6 +239,10 @@ class GpuLinker(Linker):
         if isinstance(node.op, IfElse) and self.lazy is not False:
             return _ifelse_thunk(node, in_cells, out_cells,
                                  [cmap[v] for v in node.inputs], done)
+        if isinstance(node.op, InnerGraphOp):  # (a loop) its inner graph on the device too
+            thunk = node.op.make_device_thunk(node, smap, cmap, ctx.device)
+            if thunk is not None:
+                return thunk
         lowering = lowering_for(node.op)
         kernel = lowering(node, ctx) if lowering is not None else None
         if kernel is not None and ctx.options.get("compile_fused"):
