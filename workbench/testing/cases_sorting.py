@@ -180,6 +180,14 @@ def _unique_cases() -> list[Case]:
              grad=NOT_DIFFERENTIABLE),
         Case("unique_int32", unique_all, np_unique_all, (Arg((9,), "int32", -2, 2),),
              grad=INT_ONLY),
+        Case("unique_rows", _call("unique", return_inverse=True, return_counts=True, axis=0),
+             _np(np.unique, return_inverse=True, return_counts=True, axis=0),
+             (Arg((6, 2), sample=_ties),), grad=NOT_DIFFERENTIABLE),
+        Case("unique_columns_all", lambda x: _wt().unique(x, True, True, True, axis=-1),
+             lambda x: [np.asarray(r) for r in np.unique(x, True, True, True, axis=-1)],
+             (Arg((2, 7), "int64", 0, 1),), grad=INT_ONLY),
+        Case("unique_axis_static", _call("unique", axis=1), _np(np.unique, axis=1),
+             (Arg((2, 5, 3), sample=_ties, static=True),), grad=NOT_DIFFERENTIABLE),
     ]
 
 

@@ -121,3 +121,16 @@ def test_cross_of_unknown_length_is_checked_when_run() -> None:
     f = wb.function([a], wt.cross(a, a), linker="py")
     with pytest.raises(Exception, match="3"):
         f(np.ones((2, 2)))
+
+
+def test_methods_users_type_by_habit() -> None:
+    x = wt.dmatrix("x")
+    values = np.array([[3.0, -1.25, 2.0], [0.0, 5.5, -4.0]])
+    f = wb.function([x], [x.sort(), x.argsort(axis=0), x.diagonal(1), x.take([2, 0], axis=1),
+                          *x.nonzero(), x.round(1), x[0].sort().searchsorted(x)])
+    got = f(values)
+    want = [np.sort(values), np.argsort(values, axis=0, kind="stable"), values.diagonal(1),
+            values.take([2, 0], axis=1), *values.nonzero(), values.round(1),
+            np.sort(values[0]).searchsorted(values)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -114,7 +114,8 @@ def test_dynamic_lengths_print_as_unknown() -> None:
     (lambda: wt.bincount(wt.dvector("x")), TypeError, "x must be a 1-d integer tensor"),
     (lambda: wt.bincount(wt.lvector("x"), minlength=-1), ValueError, "minlength"),
     (lambda: wt.nonzero(wt.dscalar("x")), ValueError, "at least 1 dimension"),
-    (lambda: wt.unique(wt.dvector("x"), axis=0), NotImplementedError, "only axis=None"),
+    (lambda: wt.unique(wt.dvector("x"), axis=1), Exception, "axis 1 is out of bounds"),
+    (lambda: wt.Unique(axis=-1), ValueError, "None or a non-negative int"),
     (lambda: wt.histogram(wt.dvector("x"), 0), ValueError, "bins must be a positive int"),
     (lambda: wt.histogram(wt.dvector("x"), 3, range=(2, 1)), ValueError, "low <= high"),
 ])

@@ -169,7 +169,8 @@ def _lower_mask(n: Any, m: Any, k: Any) -> Variable:
     """Boolean n x m mask: True where column <= row + k."""
     from workbench.core.tensor.math import ge
 
-    return ge(_along(_arange(n), 0, 2) + k, _along(_arange(m), 1, 2))
+    rows = _along(_arange(n), 0, 2)
+    return ge(rows if _static(k) == 0 else rows + k, _along(_arange(m), 1, 2))
 
 
 def tri(N: Any, M: Any = None, k: Any = 0, dtype: Any = None) -> Variable:

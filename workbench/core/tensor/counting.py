@@ -43,35 +43,52 @@ def _own_length(node: Apply, k: int) -> Any:
 
 
 class Unique(Op):
-    """numpy.unique of the flattened input: its sorted distinct values (NaNs counted as
-    one, NumPy's ``equal_nan=True``), and as asked the int64 position of each value's
-    first occurrence, the inverse (for every input entry, the position of its value;
-    the input's shape) and the counts.
+    """numpy.unique: the sorted distinct values of the flattened input (``axis=None``;
+    NaNs counted as one, NumPy's ``equal_nan=True``) or the distinct slices along
+    `axis`, sorted lexicographically; and as asked the int64 position of each one's
+    first occurrence, the inverse (for every input entry, or slice, the position of its
+    value) and the counts.
 
     Outputs in that order: values, then index, inverse, counts where asked.
     """
 
-    __props__ = ("return_index", "return_inverse", "return_counts")
+    __props__ = ("return_index", "return_inverse", "return_counts", "axis")
 
     def __init__(self, return_index: bool = False, return_inverse: bool = False,
-                 return_counts: bool = False) -> None:
+                 return_counts: bool = False, axis: int | None = None) -> None:
         self.return_index = bool(return_index)
         self.return_inverse = bool(return_inverse)
         self.return_counts = bool(return_counts)
+        if axis is not None and (isinstance(axis, (bool, np.bool_)) or not isinstance(
+                axis, (int, np.integer)) or axis < 0):
+            raise ValueError(f"Unique: axis must be None or a non-negative int, got {axis!r} "
+                             "(the function unique accepts negative axes)")
+        self.axis = None if axis is None else int(axis)
 
     def __str__(self) -> str:
         asked = [name for name, flag in (("index", self.return_index),
                                          ("inverse", self.return_inverse),
                                          ("counts", self.return_counts)) if flag]
+        if self.axis is not None:
+            asked.append(f"axis={self.axis}")
         return f"Unique{{{', '.join(asked)}}}" if asked else "Unique"
 
     def make_node(self, x: Any) -> Apply:
         x = as_tensor_variable(x)
-        outputs = [TensorType(x.type.dtype, (None,))()]
+        if self.axis is None:
+            values_shape: tuple[Any, ...] = (None,)
+            inverse_shape = x.type.shape
+        else:
+            if self.axis >= x.type.ndim:
+                raise ValueError(f"unique: axis {self.axis} is out of bounds for {x.type}")
+            values_shape = tuple(None if d == self.axis else n
+                                 for d, n in enumerate(x.type.shape))
+            inverse_shape = (x.type.shape[self.axis],)
+        outputs = [TensorType(x.type.dtype, values_shape)()]
         if self.return_index:
             outputs.append(TensorType("int64", (None,))())
         if self.return_inverse:
-            outputs.append(TensorType("int64", x.type.shape)())
+            outputs.append(TensorType("int64", inverse_shape)())
         if self.return_counts:
             outputs.append(TensorType("int64", (None,))())
         return Apply(self, [x], outputs)
@@ -81,18 +98,29 @@ class Unique(Op):
         (x,) = inputs
         results = np.unique(x, return_index=self.return_index,
                             return_inverse=self.return_inverse,
-                            return_counts=self.return_counts)
+                            return_counts=self.return_counts, axis=self.axis)
         results = results if isinstance(results, tuple) else (results,)
         for k, (storage, value) in enumerate(zip(output_storage, results)):
             out_type = node.outputs[k].type
             value = np.asarray(value, dtype=out_type.dtype.numpy)
-            storage[0] = value.reshape(x.shape) if out_type.ndim != 1 else value.reshape(-1)
+            if k and out_type.ndim != 1:  # the inverse of axis=None: the input's shape
+                value = value.reshape(x.shape)
+            elif k:
+                value = value.reshape(-1)
+            storage[0] = value
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
-        shapes: list[tuple[Any, ...]] = [(_own_length(node, 0),)] * (len(node.outputs))
+        from workbench.core.tensor.shape import shape_i
+
+        axis = 0 if self.axis is None else self.axis
+        count = shape_i(node.outputs[0], axis)
+        values = (count,) if self.axis is None else tuple(
+            count if d == axis else n for d, n in enumerate(input_shapes[0]))
+        shapes: list[tuple[Any, ...]] = [values] + [(count,)] * (len(node.outputs) - 1)
         if self.return_inverse:
-            shapes[1 + int(self.return_index)] = tuple(input_shapes[0])
+            shapes[1 + int(self.return_index)] = (tuple(input_shapes[0]) if self.axis is None
+                                                  else (input_shapes[0][axis],))
         return shapes
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
@@ -107,12 +135,16 @@ class Unique(Op):
 
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-           return_counts: bool = False, axis: None = None) -> Variable | list[Variable]:
-    """numpy.unique (flattened; ``axis`` other than None is not supported): the sorted
-    distinct values, plus the index/inverse/counts outputs asked for, as a list."""
+           return_counts: bool = False, axis: int | None = None
+           ) -> Variable | list[Variable]:
+    """numpy.unique: the sorted distinct values (of the flattened `ar`, or the distinct
+    slices along `axis`), plus the index/inverse/counts outputs asked for, as a list."""
+    ar = as_tensor_variable(ar)
     if axis is not None:
-        raise NotImplementedError(f"unique: only axis=None is supported, got axis={axis!r}")
-    outputs = Unique(return_index, return_inverse, return_counts)(ar, return_list=True)
+        from workbench.core.tensor.shape import normalize_axis
+
+        axis = normalize_axis(axis, ar.type.ndim, "axis")
+    outputs = Unique(return_index, return_inverse, return_counts, axis)(ar, return_list=True)
     return outputs[0] if len(outputs) == 1 else outputs
 
 
@@ -266,6 +298,9 @@ def _edges(a: Variable, bins: Any, range: Any) -> tuple[Variable, Any]:
         same = eq(lo, hi)
         lo, hi = switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
         return linspace(lo, hi, int(bins) + 1), int(bins)
+    if isinstance(bins, str):
+        raise NotImplementedError(f"histogram: bins={bins!r} (an estimator name) is not "
+                                  "supported; give a number of bins or the edges")
     edges = as_tensor_variable(bins)
     if edges.type.ndim != 1:
         raise ValueError(f"histogram: bins must be an int or a 1-d tensor of edges, got "

@@ -211,10 +211,46 @@ class _TensorOperators:
 
         return clip(self, a_min, a_max)
 
-    def round(self) -> Variable:
+    def round(self, decimals: int = 0) -> Variable:
+        """Halves to even, at `decimals` decimal places (see array_utils.round)."""
         from workbench.core.tensor.math import round_half_to_even
 
-        return round_half_to_even(self)
+        if decimals == 0:
+            return round_half_to_even(self)
+        from workbench.core.tensor.array_utils import round
+
+        return round(self, decimals)
+
+    # -- sorting, searching and indexing (array_utils.py, sort.py, counting.py) ----------
+    def sort(self, axis: Any = -1, kind: str | None = None) -> Variable:
+        from workbench.core.tensor.sort import sort
+
+        return sort(self, axis=axis, kind=kind)
+
+    def argsort(self, axis: Any = -1, kind: str | None = None) -> Variable:
+        from workbench.core.tensor.sort import argsort
+
+        return argsort(self, axis=axis, kind=kind)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Variable:
+        from workbench.core.tensor.sort import searchsorted
+
+        return searchsorted(self, v, side=side, sorter=sorter)
+
+    def nonzero(self) -> list[Variable]:
+        from workbench.core.tensor.counting import nonzero
+
+        return nonzero(self)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Variable:
+        from workbench.core.tensor.array_utils import diagonal
+
+        return diagonal(self, offset, axis1, axis2)
+
+    def take(self, indices: Any, axis: Any = None, mode: str = "raise") -> Variable:
+        from workbench.core.tensor.array_utils import take
+
+        return take(self, indices, axis=axis, mode=mode)
 
     def conj(self) -> Variable:
         from workbench.core.tensor.math import conj

@@ -84,6 +84,10 @@ def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
         return None
     torch, op = ctx.torch, node.op
     is_float = node.inputs[0].type.dtype.is_float
+    if op.axis is not None:
+        if op.return_index:
+            return None  # torch.unique(dim=...) has no first positions: run on the host
+        return _unique_slices(node, ctx)
 
     def kernel(x: Any) -> list[Any]:
         flat = x.reshape(-1)
@@ -106,6 +110,24 @@ def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
             first = torch.nonzero(starts).reshape(-1)
             ends = torch.cat([first[1:], first.new_tensor([values.numel()])])
             outputs.append((ends - first).to(torch.int64))
+        return outputs
+
+    return kernel
+
+
+def _unique_slices(node: Apply, ctx: LowerContext) -> Kernel:
+    """Unique with an axis: torch.unique(dim=axis), which sorts the slices
+    lexicographically as NumPy does."""
+    torch, op = ctx.torch, node.op
+
+    def kernel(x: Any) -> list[Any]:
+        values, inverse, counts = torch.unique(x, sorted=True, return_inverse=True,
+                                               return_counts=True, dim=op.axis)
+        outputs = [values]
+        if op.return_inverse:
+            outputs.append(inverse.to(torch.int64))
+        if op.return_counts:
+            outputs.append(counts.to(torch.int64))
         return outputs
 
     return kernel
