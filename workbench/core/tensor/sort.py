@@ -10,8 +10,9 @@ run on the host on the torch linker (torch has no complex sort).
 Gradients: `sort`'s is the output gradient scattered back through the
 permutation `argsort` gives; `topk`'s values scatter the same way into zeros;
 the index outputs (argsort, argtopk, searchsorted) are integers, so nothing
-flows through them. None of these Ops has C code: the C linker runs their
-`perform` (NumPy) and lists them among its Python nodes with the reason.
+flows through them. Sort, Argsort and SearchSorted have C (link/c/ops/sort.py:
+NumPy's C API); TopK has none, so the C linker runs its `perform` and lists it
+among its Python nodes with the reason.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from workbench.core.link.c.ops import (  # noqa: F401
     lapack,
     reduction,
     shape,
+    sort,
     special,
     subtensor,
     sum_to_shape,
