@@ -42,6 +42,7 @@ from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Op
 from workbench.core.graph.type import Type
 from workbench.core.printing import _outputs_of
+from workbench.core.tensor.indexing import IndexMarker
 
 FORMAT = "workbench-graph"
 VERSION = 1
@@ -122,7 +123,7 @@ def registry() -> dict[str, Any]:
                 module.__name__.startswith("workbench.core.scalar.")
             ):
                 found[_qualified(value)] = value  # dtype rules of scalar ops
-            elif type(value).__name__ == "_Marker":
+            elif isinstance(value, IndexMarker):
                 found[f"{module.__name__}.{value.name}"] = value
     _registry = found
     return found
@@ -169,7 +170,7 @@ def encode_value(value: Any) -> Any:
         return _encode_array(value)
     if isinstance(value, np.generic):
         return {"scalar": _encode_array(np.asarray(value))}
-    if type(value).__name__ == "_Marker":
+    if isinstance(value, IndexMarker):
         return {"marker": f"{type(value).__module__}.{value.name}"}
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return {"record": _qualified(type(value)), "fields": [encode_value(v) for v in value]}

@@ -334,6 +334,9 @@ def _install_tensor_rules() -> None:
         return
     _tensor_rules_installed = True
     try:
+        from workbench.core.scalar import math as smath
+        from workbench.core.scalar.basic import Cast
+        from workbench.core.scalar.declared import computes_like
         from workbench.core.tensor import linalg, reduction, subtensor
         from workbench.core.tensor.shape import Shape, Shape_i
     except ImportError:  # the graph core used on its own
@@ -396,8 +399,9 @@ def _install_tensor_rules() -> None:
                 static *= int(var.data.reshape(-1)[0])
             elif node is not None and isinstance(node.op, Shape_i) and node.inputs[0] is x:
                 symbolic.append(node.op.i)
-            elif node is not None and (getattr(node.op, "new_order", None) is not None or type(
-                    getattr(node.op, "scalar_op", None)).__name__ in ("Cast", "Mul")):
+            elif node is not None and (getattr(node.op, "new_order", None) is not None or any(
+                    computes_like(getattr(node.op, "scalar_op", None), c)
+                    for c in (Cast, smath.Mul))):
                 stack.extend(node.inputs)  # a cast, a product or a broadcast DimShuffle
             else:
                 return False
@@ -406,7 +410,7 @@ def _install_tensor_rules() -> None:
             static == math.prod(known))
 
     def is_mean(node: Apply) -> bool:
-        if type(getattr(node.op, "scalar_op", None)).__name__ != "TrueDiv" or len(
+        if not computes_like(getattr(node.op, "scalar_op", None), smath.TrueDiv) or len(
                 node.inputs) != 2:
             return False
         total, count = node.inputs
@@ -422,9 +426,11 @@ def _install_tensor_rules() -> None:
         return (f"mean{total[3:]}" if total.startswith("sum(") else f"{total} / {args[1][0]}",
                 _ATOM)
 
-    def scalar_op_name(var: Variable) -> str:
+    def scalar_op_is(var: Variable, library_class: type) -> bool:
+        """Whether `var` is computed by an Elemwise of the library's `library_class`."""
         node = var.owner
-        return "" if node is None else type(getattr(node.op, "scalar_op", None)).__name__
+        return node is not None and computes_like(getattr(node.op, "scalar_op", None),
+                                                  library_class)
 
     def beneath_broadcast(var: Variable) -> Variable:
         """`var` without the DimShuffles that only add broadcast dimensions."""
@@ -443,10 +449,10 @@ def _install_tensor_rules() -> None:
             return False
         if isinstance(node.op, Shape_i):
             return True
-        return scalar_op_name(var) == "Mul" and all(is_shape_count(i) for i in node.inputs)
+        return scalar_op_is(var, smath.Mul) and all(is_shape_count(i) for i in node.inputs)
 
     def is_cast_of_a_count(node: Apply) -> bool:
-        return scalar_op_name(node.outputs[0]) == "Cast" and is_shape_count(node.inputs[0])
+        return scalar_op_is(node.outputs[0], Cast) and is_shape_count(node.inputs[0])
 
     def cast_of_a_count_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
         return args[0]  # `n` as a float reads as `n`: the cast is the machine's concern
@@ -454,7 +460,7 @@ def _install_tensor_rules() -> None:
     def reciprocal_of(var: Variable) -> Variable | None:
         """`a` when `var` is `1 / a` (possibly broadcast), else None."""
         var = beneath_broadcast(var)
-        if scalar_op_name(var) != "TrueDiv":
+        if not scalar_op_is(var, smath.TrueDiv):
             return None
         one, denominator = var.owner.inputs
         one = beneath_broadcast(one)
@@ -464,7 +470,7 @@ def _install_tensor_rules() -> None:
         return None
 
     def is_product_with_a_reciprocal(node: Apply) -> bool:
-        return (scalar_op_name(node.outputs[0]) == "Mul" and len(node.inputs) == 2
+        return (scalar_op_is(node.outputs[0], smath.Mul) and len(node.inputs) == 2
                 and any(reciprocal_of(i) is not None for i in node.inputs))
 
     def product_with_a_reciprocal_rule(node: Apply,

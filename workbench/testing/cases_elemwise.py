@@ -16,6 +16,7 @@ dtype workbench promises (the elementwise tests check this).
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import Elemwise, SumToShape
 from workbench.testing.catalog import FLOAT, Arg, Case
 
-__all__ = ["CASES"]
+__all__ = ["CASES", "declared_cases", "reference_of"]
 
 ALL_FLOATS = ("float64", "float32", "float16", "bfloat16")
 NOT_DIFFERENTIABLE = "piecewise constant: the gradient is zero almost everywhere"
@@ -104,14 +105,6 @@ def _float_ref(func: Callable[..., Any]) -> Callable[..., Any]:
         return np.asarray(func(*args)).astype(target.numpy)
 
     return reference
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype)
-
-
-def _erfc(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erfc, otypes=[np.float64])(x).astype(x.dtype)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -380,50 +373,56 @@ add_case(_case("astype_method", lambda x: x.astype("int16"), lambda x: x.astype(
 
 # -- float math -----------------------------------------------------------------------
 
-# name -> (NumPy reference, low, high, accepts complex)
-_UNARY_MATH: dict[str, tuple[Callable[..., Any], float, float, bool]] = {
-    "exp": (np.exp, -3, 3, True),
-    "exp2": (np.exp2, -3, 3, True),
-    "expm1": (np.expm1, -3, 3, True),
-    "log": (np.log, 0.1, 5, True),
-    "log2": (np.log2, 0.1, 5, True),
-    "log10": (np.log10, 0.1, 5, True),
-    "log1p": (np.log1p, -0.9, 5, True),
-    "sqrt": (np.sqrt, 0, 5, True),
-    "sin": (np.sin, -3, 3, True),
-    "cos": (np.cos, -3, 3, True),
-    "tan": (np.tan, -1.2, 1.2, True),
-    "arcsin": (np.arcsin, -1, 1, True),
-    "arccos": (np.arccos, -1, 1, True),
-    "arctan": (np.arctan, -3, 3, True),
-    "sinh": (np.sinh, -3, 3, True),
-    "cosh": (np.cosh, -3, 3, True),
-    "tanh": (np.tanh, -3, 3, True),
-    "arcsinh": (np.arcsinh, -3, 3, True),
-    "arccosh": (np.arccosh, 1, 5, True),
-    "arctanh": (np.arctanh, -0.9, 0.9, True),
-    "sigmoid": (_sigmoid, -6, 6, False),
-    "softplus": (_softplus, -6, 6, False),
-    "erf": (_erf, -2, 2, False),
-    "erfc": (_erfc, -2, 2, False),
-}
-# Integer inputs are drawn inside the domain too: (low, high) for int32 inputs.
-_INT_DOMAINS = {"log": (1, 9), "log2": (1, 9), "log10": (1, 9), "log1p": (0, 9),
-                "sqrt": (0, 9), "arcsin": (-1, 1), "arccos": (-1, 1), "arccosh": (1, 9),
-                "arctanh": (0, 0)}
+# Every declared Op (`workbench.core.scalar.declared`) gets its cases from its declaration:
+# one on its domain, one on int32 inputs inside it; a few get low-precision and complex
+# cases too. Adding an Op adds its cases.
 _LOW_PRECISION_MATH = ("exp", "log", "tanh", "sigmoid", "sqrt")
 _COMPLEX_MATH = ("exp", "log", "sqrt", "sin", "cosh", "tanh", "arcsin", "arctanh")
 
-for name, (func, low, high, complex_ok) in _UNARY_MATH.items():
-    add_case(_case(name, _fn(name), func, Arg(M, low=low, high=high)))
-    lo, hi = _INT_DOMAINS.get(name, (-3, 3))
-    add_case(_case(f"{name}_int32", _fn(name), _float_ref(func), Arg(M, "int32", lo, hi),
-                   grad=INT_ONLY))
+
+def reference_of(op: Any) -> Callable[..., Any]:
+    """The test reference of a declared Op as a function of NumPy arrays computing in the
+    float dtype workbench uses (`_float_ref`): its declared `reference` (a function, or
+    a "module.function" imported now: the catalogue runs in tests, where SciPy is
+    installed), else its NumPy function."""
+    ref = op.reference
+    if ref is None:
+        ref = type(op).numpy
+    elif isinstance(ref, str):
+        module_name, _, attr = ref.rpartition(".")
+        ref = getattr(importlib.import_module(module_name), attr)
+        if not isinstance(ref, np.ufunc):
+            ref = np.vectorize(ref, otypes=[np.float64])
+    return _float_ref(ref)
+
+
+def declared_cases(op: Any, function: Callable[..., Any] | None = None) -> list[Case]:
+    """The catalogue cases of declared scalar Op `op` through its tensor function
+    (`function`, default ``wt.<name>``): values on its domain for every float dtype and,
+    with a gradient check unless the declaration says why not, on int32 inputs."""
+    build = function or _fn(op.name)
+    reference = reference_of(op)
+    cases = [_case(op.name, build, reference,
+                   *(Arg(M, low=lo, high=hi) for lo, hi in op.domain), grad=op.grad_note)]
+    int_args = []
+    for lo, hi in op.domain:
+        ilo, ihi = math.ceil(lo), math.floor(hi)
+        int_args.append(Arg(M, "int32", *((ilo, ihi) if ilo <= ihi else (ilo, ilo))))
+    cases.append(_case(f"{op.name}_int32", build, reference, *int_args, grad=INT_ONLY))
+    return cases
+
+
+for declared in smath.DECLARED_OPS:
+    for declared_case in declared_cases(declared):
+        add_case(declared_case)
+    name = declared.name
+    func = reference_of(declared)
+    (low, high), *_ = declared.domain
     if name in _LOW_PRECISION_MATH:
         add_case(_case(f"{name}_low_precision", _fn(name), func,
                        Arg((2, 3), low=low, high=high), float_dtypes=("float16", "bfloat16")))
-    if complex_ok and name in _COMPLEX_MATH:
-        add_case(_case(f"{name}_complex128", _fn(name), func,
+    if name in _COMPLEX_MATH:
+        add_case(_case(f"{name}_complex128", _fn(name), getattr(np, declared.nfunc),
                        Arg(M, "complex128", -0.8, 0.8), grad=COMPLEX))
 add_case(_case("exp_0d", _fn("exp"), np.exp, Arg(())))
 add_case(_case("exp_zero_size", _fn("exp"), np.exp, Arg((0, 3))))
@@ -438,12 +437,9 @@ add_case(_case("sigmoid_large", _fn("sigmoid"), _sigmoid, Arg(M, low=-800, high=
 add_case(_case("softplus_large", _fn("softplus"), _softplus, Arg(M, low=-800, high=800)))
 add_case(_case("log_specials", _fn("log"), np.log, Arg(M, sample=_with_specials)))
 
-add_case(_case("arctan2", _fn("arctan2"), np.arctan2, Arg(M), Arg(M)))
 add_case(_case("logaddexp_large", _fn("logaddexp"), np.logaddexp, Arg(M, low=-800, high=800),
                Arg((4,), low=-800, high=800)))
 add_case(_case("arctan2_bcast", _fn("arctan2"), np.arctan2, Arg((3, 1)), Arg((4,))))
-add_case(_case("arctan2_int32", _fn("arctan2"), _float_ref(np.arctan2),
-               Arg(M, "int32", -3, 3), Arg(M, "int32", -3, 3), grad=INT_ONLY))
 
 for name, func in (("floor", np.floor), ("ceil", np.ceil), ("round_half_to_even", np.rint)):
     add_case(_case(name, _fn(name), func, Arg(M, sample=_halves), grad=NOT_DIFFERENTIABLE))

@@ -33,30 +33,6 @@ def off_integers(shape=(3, 4)):
 
 # name -> (function of float64 tensors, sampler of a valid point)
 SMOOTH_UNARY = {
-    "exp": (wt.exp, lambda: uniform(-2, 2)),
-    "exp2": (wt.exp2, lambda: uniform(-2, 2)),
-    "expm1": (wt.expm1, lambda: uniform(-2, 2)),
-    "log": (wt.log, lambda: uniform(0.5, 3)),
-    "log2": (wt.log2, lambda: uniform(0.5, 3)),
-    "log10": (wt.log10, lambda: uniform(0.5, 3)),
-    "log1p": (wt.log1p, lambda: uniform(-0.5, 3)),
-    "sqrt": (wt.sqrt, lambda: uniform(0.5, 3)),
-    "sin": (wt.sin, lambda: uniform(-3, 3)),
-    "cos": (wt.cos, lambda: uniform(-3, 3)),
-    "tan": (wt.tan, lambda: uniform(-1.2, 1.2)),
-    "arcsin": (wt.arcsin, lambda: uniform(-0.8, 0.8)),
-    "arccos": (wt.arccos, lambda: uniform(-0.8, 0.8)),
-    "arctan": (wt.arctan, lambda: uniform(-3, 3)),
-    "sinh": (wt.sinh, lambda: uniform(-2, 2)),
-    "cosh": (wt.cosh, lambda: uniform(-2, 2)),
-    "tanh": (wt.tanh, lambda: uniform(-2, 2)),
-    "arcsinh": (wt.arcsinh, lambda: uniform(-3, 3)),
-    "arccosh": (wt.arccosh, lambda: uniform(1.5, 3)),
-    "arctanh": (wt.arctanh, lambda: uniform(-0.8, 0.8)),
-    "sigmoid": (wt.sigmoid, lambda: uniform(-4, 4)),
-    "softplus": (wt.softplus, lambda: uniform(-4, 4)),
-    "erf": (wt.erf, lambda: uniform(-2, 2)),
-    "erfc": (wt.erfc, lambda: uniform(-2, 2)),
     "neg": (wt.neg, lambda: uniform(-2, 2)),
     "abs": (wt.abs, away_from_zero),
     "sqr": (wt.sqr, lambda: uniform(-2, 2)),
@@ -72,6 +48,10 @@ SMOOTH_UNARY = {
     "imag": (wt.imag, lambda: uniform(-2, 2)),
     "angle": (wt.angle, away_from_zero),
 }
+# every declared unary Op: on its declared domain
+SMOOTH_UNARY.update({op.name: (getattr(wt, op.name),
+                               (lambda lo, hi: lambda: uniform(lo, hi))(*op.domain[0]))
+                     for op in ps.DECLARED_OPS if op.nin == 1})
 
 SMOOTH_BINARY = {
     "add": (wt.add, lambda: (uniform(-2, 2), uniform(-2, 2))),
@@ -81,12 +61,14 @@ SMOOTH_BINARY = {
     "pow": (wt.pow, lambda: (uniform(0.5, 2), uniform(-2, 2))),
     "maximum": (wt.maximum, lambda: (uniform(-2, 2), uniform(-2, 2))),
     "minimum": (wt.minimum, lambda: (uniform(-2, 2), uniform(-2, 2))),
-    "arctan2": (wt.arctan2, lambda: (away_from_zero(), away_from_zero())),
-    "logaddexp": (wt.logaddexp, lambda: (uniform(-4, 4), uniform(-4, 4))),
     # x / y in (2.1, 2.8): floor(x / y) = 2, so d/dy = -2
     "mod": (wt.mod, lambda: (uniform(2.2, 2.8), uniform(1.0, 1.04))),
     "int_div": (wt.floor_div, lambda: (uniform(2.2, 2.8), uniform(1.0, 1.04))),
 }
+SMOOTH_BINARY.update({op.name: (getattr(wt, op.name),
+                                (lambda d: lambda: tuple(uniform(lo, hi) for lo, hi in d))(
+                                    op.domain))
+                      for op in ps.DECLARED_OPS if op.nin == 2})
 
 MASK = np.array([[True, False, True, False]] * 3)
 TERNARY = {

@@ -38,7 +38,7 @@ __all__ = ["DestroyHandler", "InconsistencyError", "view_roots", "is_read_only_v
 def is_read_only_view(node: Apply) -> bool:
     """Whether `node`'s view outputs must never be written (e.g. BroadcastTo)."""
     op = node.op
-    return bool(getattr(op, "read_only_view", False)) or type(op).__name__ == "BroadcastTo"
+    return bool(getattr(op, "read_only_view", False))
 
 
 def _viewed_inputs(node: Apply, index: int) -> list[int]:

@@ -235,7 +235,8 @@ def _constant_behind(var: Variable) -> Constant | None:
     """`var` if a Constant, or the Constant that DimShuffles only broadcast into `var`."""
     while var.owner is not None:
         op = var.owner.op
-        if type(op).__name__ != "DimShuffle" or getattr(op, "drop", None):
+        # a DimShuffle (read by what it declares: a new order, nothing dropped)
+        if getattr(op, "new_order", None) is None or getattr(op, "drop", None):
             return None
         var = var.owner.inputs[0]
     return var if isinstance(var, Constant) else None

@@ -45,9 +45,9 @@ from workbench.core.scalar.basic import (
     upcast_out_int8_nocomplex,
     upcast_out_nobool,
     upgrade_to_float,
-    upgrade_to_float_no_complex,
     zero_gradient,
 )
+from workbench.core.scalar.declared import DeclaredOp, declare
 
 # -- gradient helpers --------------------------------------------------------------
 # Gradients follow seed 003 (see `ScalarOp.L_op`, which applies the integer rules and
@@ -58,7 +58,7 @@ from workbench.core.scalar.basic import (
 Vars = Sequence[Variable]
 
 
-def _chain(gz: Variable, derivative: Variable) -> Variable:
+def chain_rule(gz: Variable, derivative: Variable) -> Variable:
     """gz times the derivative (its conjugate for complex numbers)."""
     if derivative.type.dtype.is_complex:
         derivative = conj(derivative)
@@ -78,7 +78,7 @@ class _Smooth(UnaryScalarOp):
 
     def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
         (x,), (z,), (gz,) = inputs, outputs, output_grads
-        return [_chain(gz, self.derivative(_as_out(x, z), z))]
+        return [chain_rule(gz, self.derivative(_as_out(x, z), z))]
 
 
 class _PiecewiseConstant(UnaryScalarOp):
@@ -123,7 +123,7 @@ class Mul(BinaryScalarOp):
     def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
         (z,), (gz,) = outputs, output_grads
         x, y = (_as_out(v, z) for v in inputs)
-        return [_chain(gz, y), _chain(gz, x)]
+        return [chain_rule(gz, y), chain_rule(gz, x)]
 
 
 class TrueDiv(BinaryScalarOp):
@@ -135,7 +135,7 @@ class TrueDiv(BinaryScalarOp):
     def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
         (z,), (gz,) = outputs, output_grads
         x, y = (_as_out(v, z) for v in inputs)
-        return [_chain(gz, 1 / y), _chain(gz, -(x / (y * y)))]
+        return [chain_rule(gz, 1 / y), chain_rule(gz, -(x / (y * y)))]
 
 
 class IntDiv(BinaryScalarOp):
@@ -175,8 +175,8 @@ class Pow(BinaryScalarOp):
         """
         (z,), (gz,) = outputs, output_grads
         x, y = (_as_out(v, z) for v in inputs)
-        gy = switch(eq(x, 0), 0, _chain(gz, z * log(x)))
-        return [_chain(gz, y * x ** (y - 1)), gy]
+        gy = switch(eq(x, 0), 0, chain_rule(gz, z * log(x)))
+        return [chain_rule(gz, y * x ** (y - 1)), gy]
 
 
 class Maximum(BinaryScalarOp):
@@ -421,160 +421,116 @@ class Clip(ScalarOp):
 
 
 # -- float math --------------------------------------------------------------------
-
-
-Derivative = Callable[[Variable, Variable], Variable]
-
-
-def _float_op(class_name: str, nfunc: str, doc: str, derivative: Derivative,
-              complex_ok: bool = True, name: str | None = None) -> type[UnaryScalarOp]:
-    """A unary Op computing numpy's `nfunc` under the float rule.
-
-    `derivative(x, z)` is f'(x) as a scalar graph, given x (in the output dtype)
-    and the output z = f(x), which it may reuse (exp' = z).
-    """
-    rule = upgrade_to_float if complex_ok else upgrade_to_float_no_complex
-    attrs = {
-        "__doc__": doc,
-        "nfunc": nfunc,
-        "default_preference": staticmethod(rule),
-        "derivative": lambda self, x, z: derivative(x, z),
-        "__module__": __name__,
-    }
-    if name is not None:
-        attrs["name"] = name
-    return type(class_name, (_Smooth,), attrs)
-
+# One `declare` per function: its NumPy kernel, C function, torch function, derivative
+# f'(x) given x (in the output dtype) and z = f(x), complex support and test domain.
+# Everything else (C and torch kernels, tensor functions, test cases) derives from it.
 
 _LN2, _LN10 = _pymath.log(2.0), _pymath.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / _pymath.sqrt(_pymath.pi)
 
-Exp = _float_op("Exp", "exp", "e ** x.", lambda x, z: z)
-Exp2 = _float_op("Exp2", "exp2", "2 ** x.", lambda x, z: z * _LN2)
-Expm1 = _float_op("Expm1", "expm1", "exp(x) - 1, accurate for small x.", lambda x, z: z + 1)
-Log = _float_op("Log", "log", "Natural logarithm.", lambda x, z: 1 / x)
-Log2 = _float_op("Log2", "log2", "Base-2 logarithm.", lambda x, z: 1 / (x * _LN2))
-Log10 = _float_op("Log10", "log10", "Base-10 logarithm.", lambda x, z: 1 / (x * _LN10))
-Log1p = _float_op("Log1p", "log1p", "log(1 + x), accurate for small x.",
-                  lambda x, z: 1 / (x + 1))
-Sqrt = _float_op("Sqrt", "sqrt", "Square root (nan for negative reals).",
-                 lambda x, z: 0.5 / z)
-Sin = _float_op("Sin", "sin", "Sine.", lambda x, z: cos(x))
-Cos = _float_op("Cos", "cos", "Cosine.", lambda x, z: -sin(x))
-Tan = _float_op("Tan", "tan", "Tangent.", lambda x, z: z * z + 1)
-ArcSin = _float_op("ArcSin", "arcsin", "Inverse sine.", lambda x, z: 1 / sqrt(1 - x * x))
-ArcCos = _float_op("ArcCos", "arccos", "Inverse cosine.", lambda x, z: -1 / sqrt(1 - x * x))
-ArcTan = _float_op("ArcTan", "arctan", "Inverse tangent.", lambda x, z: 1 / (x * x + 1))
-Sinh = _float_op("Sinh", "sinh", "Hyperbolic sine.", lambda x, z: cosh(x))
-Cosh = _float_op("Cosh", "cosh", "Hyperbolic cosine.", lambda x, z: sinh(x))
-Tanh = _float_op("Tanh", "tanh", "Hyperbolic tangent.", lambda x, z: 1 - z * z)
-ArcSinh = _float_op("ArcSinh", "arcsinh", "Inverse hyperbolic sine.",
-                    lambda x, z: 1 / sqrt(x * x + 1))
-ArcCosh = _float_op("ArcCosh", "arccosh", "Inverse hyperbolic cosine.",
-                    lambda x, z: 1 / sqrt(x * x - 1))
-ArcTanh = _float_op("ArcTanh", "arctanh", "Inverse hyperbolic tangent.",
-                    lambda x, z: 1 / (1 - x * x))
+
+def _libm(name: str) -> Callable[..., Any]:
+    """A NumPy-array kernel for C-library function `name` that NumPy lacks (erf, erfc):
+    scipy.special's ufunc when scipy is installed, else Python's math module per element."""
+    kernel: list[Callable[..., Any]] = []
+
+    def compute(x: Any) -> Any:
+        if not kernel:
+            try:
+                import scipy.special
+
+                kernel.append(getattr(scipy.special, name))
+            except ImportError:  # pragma: no cover - scipy is present in development
+                kernel.append(np.vectorize(getattr(_pymath, name), otypes=[np.float64]))
+        return kernel[0](x)
+
+    compute.__name__ = name
+    return compute
 
 
-class ArcTan2(BinaryScalarOp):
-    """arctan(y / x) in the right quadrant; inputs are (y, x) as in numpy."""
-
-    nfunc = "arctan2"
-    default_preference = staticmethod(upgrade_to_float_no_complex)
-
-    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
-        """d/dy = x / (x**2 + y**2), d/dx = -y / (x**2 + y**2)."""
-        (z,), (gz,) = outputs, output_grads
-        y, x = (_as_out(v, z) for v in inputs)
-        scale = gz / (x * x + y * y)
-        return [scale * x, -(scale * y)]
+def _sigmoid_kernel(x: Any) -> Any:
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))  # exp of a non-positive number never overflows
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def _scipy_special(name: str) -> Callable[..., Any] | None:
-    """scipy.special.<name> when scipy is installed (it is optional)."""
-    try:
-        import scipy.special
-    except ImportError:  # pragma: no cover - scipy is present in development
-        return None
-    return getattr(scipy.special, name)
+def _softplus_kernel(x: Any) -> Any:
+    return np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), x)
 
 
-class _SpecialFunction(_Smooth):
-    """A real function from scipy.special, with a pure-Python fallback."""
-
-    default_preference = staticmethod(upgrade_to_float_no_complex)
-    special_name = ""
-    fallback: Callable[[float], float] = staticmethod(_pymath.erf)
-    _kernel: Callable[..., Any] | None = None
-
-    def impl(self, x: Any) -> Any:
-        kernel = type(self)._kernel
-        if kernel is None:
-            kernel = _scipy_special(self.special_name)
-            if kernel is None:
-                kernel = np.vectorize(self.fallback, otypes=[np.float64])
-            type(self)._kernel = kernel
-        return kernel(x)
-
-
-class Erf(_SpecialFunction):
-    """The error function."""
-
-    special_name = "erf"
-    fallback = staticmethod(_pymath.erf)
-
-    def derivative(self, x: Variable, z: Variable) -> Variable:
-        return exp(-(x * x)) * _TWO_OVER_SQRT_PI
-
-
-class Erfc(_SpecialFunction):
-    """1 - erf(x), accurate for large x."""
-
-    special_name = "erfc"
-    fallback = staticmethod(_pymath.erfc)
-
-    def derivative(self, x: Variable, z: Variable) -> Variable:
-        return exp(-(x * x)) * -_TWO_OVER_SQRT_PI
-
-
-class Sigmoid(_Smooth):
-    """1 / (1 + exp(-x)), computed without overflow."""
-
-    default_preference = staticmethod(upgrade_to_float_no_complex)
-
-    def impl(self, x: Any) -> Any:
-        x = np.asarray(x)
-        # exp of a non-positive number never overflows.
-        e = np.exp(-np.abs(x))
-        return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-    def derivative(self, x: Variable, z: Variable) -> Variable:
-        return z * (1 - z)
-
-
-class Softplus(_Smooth):
-    """log(1 + exp(x)), computed without overflow."""
-
-    default_preference = staticmethod(upgrade_to_float_no_complex)
-
-    def impl(self, x: Any) -> Any:
-        return np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), x)
-
-    def derivative(self, x: Variable, z: Variable) -> Variable:
-        return sigmoid(x)
-
-
-class LogAddExp(BinaryScalarOp):
-    """log(exp(x) + exp(y)), computed without overflow (NumPy's logaddexp)."""
-
-    nfunc = "logaddexp"
-    default_preference = staticmethod(upgrade_to_float_no_complex)
-
-    def grad_terms(self, inputs: Vars, outputs: Vars, output_grads: Vars) -> list[Variable]:
-        """d/dx = sigmoid(x - y), d/dy = sigmoid(y - x): finite where exp would overflow."""
-        (z,), (gz,) = outputs, output_grads
-        x, y = (_as_out(v, z) for v in inputs)
-        return [gz * sigmoid(x - y), gz * sigmoid(y - x)]
+exp = declare("Exp", "exp", "e ** x.", numpy="exp", c="exp", torch="exp",
+              derivative=lambda x, z: z, complex_ok=True, domain=(-3, 3))
+exp2 = declare("Exp2", "exp2", "2 ** x.", numpy="exp2", c="exp2", torch="exp2",
+               derivative=lambda x, z: z * _LN2, complex_ok=True, domain=(-3, 3))
+expm1 = declare("Expm1", "expm1", "exp(x) - 1, accurate for small x.", numpy="expm1",
+                c="expm1", torch="expm1", derivative=lambda x, z: z + 1, complex_ok=True,
+                domain=(-3, 3))
+log = declare("Log", "log", "Natural logarithm.", numpy="log", c="log", torch="log",
+              derivative=lambda x, z: 1 / x, complex_ok=True, domain=(0.1, 5))
+log2 = declare("Log2", "log2", "Base-2 logarithm.", numpy="log2", c="log2", torch="log2",
+               derivative=lambda x, z: 1 / (x * _LN2), complex_ok=True, domain=(0.1, 5))
+log10 = declare("Log10", "log10", "Base-10 logarithm.", numpy="log10", c="log10",
+                torch="log10", derivative=lambda x, z: 1 / (x * _LN10), complex_ok=True,
+                domain=(0.1, 5))
+log1p = declare("Log1p", "log1p", "log(1 + x), accurate for small x.", numpy="log1p",
+                c="log1p", torch="log1p", derivative=lambda x, z: 1 / (x + 1),
+                complex_ok=True, domain=(-0.9, 5))
+sqrt = declare("Sqrt", "sqrt", "Square root (nan for negative reals).", numpy="sqrt",
+               c="sqrt", torch="sqrt", derivative=lambda x, z: 0.5 / z, complex_ok=True,
+               domain=(0.1, 5))
+sin = declare("Sin", "sin", "Sine.", numpy="sin", c="sin", torch="sin",
+              derivative=lambda x, z: cos(x), complex_ok=True, domain=(-3, 3))
+cos = declare("Cos", "cos", "Cosine.", numpy="cos", c="cos", torch="cos",
+              derivative=lambda x, z: -sin(x), complex_ok=True, domain=(-3, 3))
+tan = declare("Tan", "tan", "Tangent.", numpy="tan", c="tan", torch="tan",
+              derivative=lambda x, z: z * z + 1, complex_ok=True, domain=(-1.2, 1.2))
+arcsin = declare("ArcSin", "arcsin", "Inverse sine.", numpy="arcsin", c="asin", torch="asin",
+                 derivative=lambda x, z: 1 / sqrt(1 - x * x), complex_ok=True,
+                 domain=(-0.8, 0.8))
+arccos = declare("ArcCos", "arccos", "Inverse cosine.", numpy="arccos", c="acos",
+                 torch="acos", derivative=lambda x, z: -1 / sqrt(1 - x * x), complex_ok=True,
+                 domain=(-0.8, 0.8))
+arctan = declare("ArcTan", "arctan", "Inverse tangent.", numpy="arctan", c="atan",
+                 torch="atan", derivative=lambda x, z: 1 / (x * x + 1), complex_ok=True,
+                 domain=(-3, 3))
+sinh = declare("Sinh", "sinh", "Hyperbolic sine.", numpy="sinh", c="sinh", torch="sinh",
+               derivative=lambda x, z: cosh(x), complex_ok=True, domain=(-3, 3))
+cosh = declare("Cosh", "cosh", "Hyperbolic cosine.", numpy="cosh", c="cosh", torch="cosh",
+               derivative=lambda x, z: sinh(x), complex_ok=True, domain=(-3, 3))
+tanh = declare("Tanh", "tanh", "Hyperbolic tangent.", numpy="tanh", c="tanh", torch="tanh",
+               derivative=lambda x, z: 1 - z * z, complex_ok=True, domain=(-3, 3))
+arcsinh = declare("ArcSinh", "arcsinh", "Inverse hyperbolic sine.", numpy="arcsinh",
+                  c="asinh", torch="asinh", derivative=lambda x, z: 1 / sqrt(x * x + 1),
+                  complex_ok=True, domain=(-3, 3))
+arccosh = declare("ArcCosh", "arccosh", "Inverse hyperbolic cosine.", numpy="arccosh",
+                  c="acosh", torch="acosh", derivative=lambda x, z: 1 / sqrt(x * x - 1),
+                  complex_ok=True, domain=(1.5, 5))
+arctanh = declare("ArcTanh", "arctanh", "Inverse hyperbolic tangent.", numpy="arctanh",
+                  c="atanh", torch="atanh", derivative=lambda x, z: 1 / (1 - x * x),
+                  complex_ok=True, domain=(-0.8, 0.8))
+arctan2 = declare("ArcTan2", "arctan2", "arctan(y / x) in the right quadrant; inputs are "
+                  "(y, x) as in numpy.", nin=2, numpy="arctan2", c="atan2", torch="atan2",
+                  derivative=lambda y, x, z: (x / (x * x + y * y), -(y / (x * x + y * y))),
+                  domain=((0.5, 2), (0.5, 2)))
+erf = declare("Erf", "erf", "The error function.", numpy=_libm("erf"), c="erf", torch="erf",
+              derivative=lambda x, z: exp(-(x * x)) * _TWO_OVER_SQRT_PI, domain=(-2, 2),
+              reference="math.erf")
+erfc = declare("Erfc", "erfc", "1 - erf(x), accurate for large x.", numpy=_libm("erfc"),
+               c="erfc", torch="erfc",
+               derivative=lambda x, z: exp(-(x * x)) * -_TWO_OVER_SQRT_PI, domain=(-2, 2),
+               reference="math.erfc")
+sigmoid = declare("Sigmoid", "sigmoid", "1 / (1 + exp(-x)), computed without overflow.",
+                  numpy=_sigmoid_kernel, c="wb_sigmoid", torch="sigmoid",
+                  derivative=lambda x, z: z * (1 - z), domain=(-6, 6),
+                  reference=lambda x: 1 / (1 + np.exp(-x)))
+softplus = declare("Softplus", "softplus", "log(1 + exp(x)), computed without overflow.",
+                   numpy=_softplus_kernel, c="wb_softplus", torch=None,
+                   derivative=lambda x, z: sigmoid(x), domain=(-6, 6),
+                   reference=lambda x: np.logaddexp(0.0, x))
+logaddexp = declare("LogAddExp", "logaddexp", "log(exp(x) + exp(y)), computed without "
+                    "overflow (NumPy's logaddexp).", nin=2, numpy="logaddexp", c=None,
+                    torch="logaddexp", domain=((-4, 4), (-4, 4)),
+                    derivative=lambda x, y, z: (sigmoid(x - y), sigmoid(y - x)))
 
 
 class Floor(_PiecewiseConstant):
@@ -713,32 +669,6 @@ invert = Invert(name="invert")
 switch = Switch(name="switch")
 clip = Clip(name="clip")
 
-exp = Exp(name="exp")
-exp2 = Exp2(name="exp2")
-expm1 = Expm1(name="expm1")
-log = Log(name="log")
-log2 = Log2(name="log2")
-log10 = Log10(name="log10")
-log1p = Log1p(name="log1p")
-sqrt = Sqrt(name="sqrt")
-sin = Sin(name="sin")
-cos = Cos(name="cos")
-tan = Tan(name="tan")
-arcsin = ArcSin(name="arcsin")
-arccos = ArcCos(name="arccos")
-arctan = ArcTan(name="arctan")
-arctan2 = ArcTan2(name="arctan2")
-sinh = Sinh(name="sinh")
-cosh = Cosh(name="cosh")
-tanh = Tanh(name="tanh")
-arcsinh = ArcSinh(name="arcsinh")
-arccosh = ArcCosh(name="arccosh")
-arctanh = ArcTanh(name="arctanh")
-sigmoid = Sigmoid(name="sigmoid")
-softplus = Softplus(name="softplus")
-logaddexp = LogAddExp(name="logaddexp")
-erf = Erf(name="erf")
-erfc = Erfc(name="erfc")
 floor = Floor(name="floor")
 ceil = Ceil(name="ceil")
 round_half_to_even = RoundHalfToEven(name="round_half_to_even")
@@ -754,3 +684,17 @@ angle = Angle(name="angle")
 ALL_OPS: dict[str, ScalarOp] = {
     op.name: op for op in globals().copy().values() if isinstance(op, ScalarOp)
 }
+
+#: The Ops made by `declare`, in declaration order; their classes are bound here by
+#: their names (``Exp is type(exp)``) so rewrites and users can test for them.
+DECLARED_OPS: tuple[DeclaredOp, ...] = tuple(
+    op for op in ALL_OPS.values() if isinstance(op, DeclaredOp))
+globals().update({type(op).__name__: type(op) for op in DECLARED_OPS})
+
+__all__ = [
+    "ALL_OPS", "DECLARED_OPS", "chain_rule",
+    *(name for name, value in globals().copy().items()
+      if isinstance(value, type) and issubclass(value, ScalarOp)
+      and value.__module__ == __name__ and not name.startswith("_")),
+    *ALL_OPS,
+]

@@ -16,6 +16,7 @@ from workbench.core.tensor import extra_ops as _extra_ops  # noqa: E402
 from workbench.core.tensor import grids as _grids  # noqa: E402
 from workbench.core.tensor import join as _join  # noqa: E402
 from workbench.core.tensor import linalg  # noqa: E402
+from workbench.core.tensor import math as _math  # noqa: E402
 from workbench.core.tensor import pad as _pad  # noqa: E402
 from workbench.core.tensor import reduction as _reduction  # noqa: E402
 from workbench.core.tensor import reshape as _reshape  # noqa: E402
@@ -40,74 +41,7 @@ from workbench.core.tensor.grids import *  # noqa: F403,E402
 from workbench.core.tensor.join import *  # noqa: F403,E402
 from workbench.core.tensor.linalg import products as _products  # noqa: E402
 from workbench.core.tensor.linalg.products import *  # noqa: F403,E402
-from workbench.core.tensor.math import (
-    abs,
-    add,
-    and_,
-    angle,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    ceil,
-    clip,
-    conj,
-    cos,
-    cosh,
-    eq,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    floor,
-    floor_div,
-    ge,
-    gt,
-    identity,
-    imag,
-    int_div,
-    invert,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    lt,
-    maximum,
-    minimum,
-    mod,
-    mul,
-    neg,
-    neq,
-    or_,
-    pow,
-    real,
-    reciprocal,
-    round_half_to_even,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    softplus,
-    sqr,
-    sqrt,
-    square,
-    sub,
-    switch,
-    tan,
-    tanh,
-    true_div,
-    where,
-    xor,
-)
+from workbench.core.tensor.math import *  # noqa: F403,E402  (every elementwise function)
 from workbench.core.tensor.pad import *  # noqa: F403,E402
 from workbench.core.tensor.reduction import *  # noqa: F403,E402
 from workbench.core.tensor.reshape import *  # noqa: F403,E402
@@ -221,14 +155,8 @@ __all__ = [
     # Ops
     "Elemwise", "DimShuffle", "dimshuffle", "broadcast_static_shapes",
     "cast", "astype", "cast_op",
-    # elementwise functions
-    "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
-    "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
-    "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
-    "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
-    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "sigmoid", "softplus", "logaddexp", "erf", "erfc", "floor", "ceil",
-    "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+    # elementwise functions (those of the declared scalar Ops included)
+    *_math.__all__,
 ]  # fmt: skip
 __all__ += [name for module in _FAMILIES for name in module.__all__]
 __all__ += ["linalg"]  # the namespace wt.linalg (solve, cholesky, det, ...)

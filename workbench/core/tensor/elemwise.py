@@ -41,6 +41,7 @@ from workbench.core.scalar.basic import (
     resolve_weak_scalars,
     scalar_constant,
 )
+from workbench.core.scalar.declared import declared_attribute
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import TensorConstant, as_tensor_variable
 
@@ -326,7 +327,8 @@ class Elemwise(Op):
                          dtypes: Sequence[Any]) -> bool:
         """Run the numpy ufunc with ``out=`` the destroyed input when no cast is needed."""
         op = self.scalar_op
-        if op.nfunc is None or op.nout != 1:
+        nfunc = declared_attribute(type(op), "nfunc")  # None if a subclass overrides impl
+        if nfunc is None or op.nout != 1:
             return False
         args = op.cast_inputs([np.asarray(x) for x in inputs], dtypes)
         if any(a is not x for a, x in zip(args, inputs)):
@@ -335,7 +337,7 @@ class Elemwise(Op):
         if target.dtype != dtypes[0].numpy:
             return False
         with np.errstate(all="ignore"):
-            getattr(np, op.nfunc)(*args, out=target)
+            getattr(np, nfunc)(*args, out=target)
         output_storage[0][0] = target
         return True
 

@@ -40,7 +40,7 @@ SLICE_ERROR = "slice indices must be integers or None or have an __index__ metho
 # -- the representation of an index ------------------------------------------------
 
 
-class _Marker:
+class IndexMarker:
     """A placeholder in an `idx_list` for a part of the index given as a node input."""
 
     __slots__ = ("name", "label")
@@ -59,13 +59,13 @@ class _Marker:
         return hash(self.name)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Marker) and other.name == self.name
+        return isinstance(other, IndexMarker) and other.name == self.name
 
 
 #: An integer scalar given as an input (an index, or a slice's start/stop/step).
-SYMBOLIC = _Marker("SYMBOLIC", "i")
+SYMBOLIC = IndexMarker("SYMBOLIC", "i")
 #: An integer array or boolean mask given as an input (advanced indexing only).
-ADVANCED = _Marker("ADVANCED", "array")
+ADVANCED = IndexMarker("ADVANCED", "array")
 
 
 class SliceEntry(NamedTuple):
@@ -92,7 +92,7 @@ def entry_str(entry: Any) -> str:
     """How an idx_list entry prints in an Op's name (``1:3``, ``::-1``, ``i``, ``None``)."""
     if entry is Ellipsis:
         return "..."
-    if isinstance(entry, _Marker):
+    if isinstance(entry, IndexMarker):
         return entry.label
     return str(entry)
 
@@ -152,7 +152,7 @@ def fill(idx_list: Sequence[Any], items: Iterable[Any]) -> list[Any]:
     for entry in idx_list:
         if isinstance(entry, SliceEntry):
             filled.append(SliceEntry(*(next(it) if p is SYMBOLIC else p for p in entry)))
-        elif isinstance(entry, _Marker):
+        elif isinstance(entry, IndexMarker):
             filled.append(next(it))
         else:
             filled.append(entry)
@@ -165,7 +165,7 @@ def count_inputs(idx_list: Sequence[Any]) -> int:
     for entry in idx_list:
         if isinstance(entry, SliceEntry):
             n += sum(p is SYMBOLIC for p in entry)
-        elif isinstance(entry, _Marker):
+        elif isinstance(entry, IndexMarker):
             n += 1
     return n
 

@@ -145,34 +145,23 @@ clip.op = _clip  # type: ignore[attr-defined]
 # -- math --------------------------------------------------------------------------
 # Integer and bool inputs give the default float dtype (float64 unless changed).
 
-exp = _unary(smath.exp, "exp", "e ** x, elementwise.")
-exp2 = _unary(smath.exp2, "exp2", "2 ** x, elementwise.")
-expm1 = _unary(smath.expm1, "expm1", "exp(x) - 1, elementwise, accurate near 0.")
-log = _unary(smath.log, "log", "Natural logarithm, elementwise.")
-log2 = _unary(smath.log2, "log2", "Base-2 logarithm, elementwise.")
-log10 = _unary(smath.log10, "log10", "Base-10 logarithm, elementwise.")
-log1p = _unary(smath.log1p, "log1p", "log(1 + x), elementwise, accurate near 0.")
-sqrt = _unary(smath.sqrt, "sqrt", "Square root, elementwise (nan for negative reals).")
-sin = _unary(smath.sin, "sin", "Sine, elementwise.")
-cos = _unary(smath.cos, "cos", "Cosine, elementwise.")
-tan = _unary(smath.tan, "tan", "Tangent, elementwise.")
-arcsin = _unary(smath.arcsin, "arcsin", "Inverse sine, elementwise.")
-arccos = _unary(smath.arccos, "arccos", "Inverse cosine, elementwise.")
-arctan = _unary(smath.arctan, "arctan", "Inverse tangent, elementwise.")
-arctan2 = _binary(smath.arctan2, "arctan2",
-                  "arctan(y / x) in the correct quadrant, elementwise; arguments (y, x).")
-sinh = _unary(smath.sinh, "sinh", "Hyperbolic sine, elementwise.")
-cosh = _unary(smath.cosh, "cosh", "Hyperbolic cosine, elementwise.")
-tanh = _unary(smath.tanh, "tanh", "Hyperbolic tangent, elementwise.")
-arcsinh = _unary(smath.arcsinh, "arcsinh", "Inverse hyperbolic sine, elementwise.")
-arccosh = _unary(smath.arccosh, "arccosh", "Inverse hyperbolic cosine, elementwise.")
-arctanh = _unary(smath.arctanh, "arctanh", "Inverse hyperbolic tangent, elementwise.")
-sigmoid = _unary(smath.sigmoid, "sigmoid", "1 / (1 + exp(-x)), elementwise, without overflow.")
-softplus = _unary(smath.softplus, "softplus", "log(1 + exp(x)), elementwise, without overflow.")
-logaddexp = _binary(smath.logaddexp, "logaddexp",
-                    "log(exp(x) + exp(y)), elementwise, without overflow.")
-erf = _unary(smath.erf, "erf", "The error function, elementwise (real inputs).")
-erfc = _unary(smath.erfc, "erfc", "1 - erf(x), elementwise, accurate for large x.")
+
+def elemwise_function(scalar_op: ScalarOp, name: str | None = None,
+                      doc: str | None = None) -> Callable[..., Variable]:
+    """The tensor function of `scalar_op`: ``f(x)`` (or ``f(x, y)``) builds an
+    ``Elemwise{name}`` node; its Op is ``f.op``. Every declared scalar Op gets one here
+    (`workbench.core.scalar.declared`); call this for an Op declared elsewhere."""
+    name = name or scalar_op.name
+    if doc is None:
+        doc = f"{(type(scalar_op).__doc__ or name).strip()} Elementwise."
+    maker = _unary if scalar_op.nin == 1 else _binary
+    return maker(scalar_op, name, doc)
+
+
+#: The tensor functions of the declared Ops (exp, log, erf, ...), by name.
+DECLARED_FUNCTIONS = {op.name: elemwise_function(op) for op in smath.DECLARED_OPS}
+globals().update(DECLARED_FUNCTIONS)
+
 floor = _unary(smath.floor, "floor", "Largest integer <= x, elementwise, in x's dtype.")
 ceil = _unary(smath.ceil, "ceil", "Smallest integer >= x, elementwise, in x's dtype.")
 round_half_to_even = _unary(smath.round_half_to_even, "round_half_to_even",
@@ -189,8 +178,6 @@ __all__ = [
     "add", "sub", "mul", "true_div", "floor_div", "int_div", "mod", "pow", "neg", "abs",
     "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
-    "clip", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
-    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "sigmoid", "softplus", "logaddexp", "erf", "erfc", "floor", "ceil",
-    "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag", "conj", "angle",
+    "clip", "floor", "ceil", "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag",
+    "conj", "angle", "elemwise_function", *DECLARED_FUNCTIONS,
 ]  # fmt: skip

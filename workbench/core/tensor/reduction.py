@@ -42,6 +42,7 @@ from workbench.core.graph.type import grad_not_implemented
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
 from workbench.core.scalar.basic import ScalarOp
+from workbench.core.scalar.declared import declared_attribute
 from workbench.core.tensor.elemwise import DimShuffle
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
@@ -278,7 +279,9 @@ class CAReduce(Op):
                  acc_dtype: _Any = None) -> None:
         if not isinstance(scalar_op, ScalarOp) or scalar_op.nin != 2 or scalar_op.nout != 1:
             raise TypeError(f"CAReduce needs a binary scalar Op, got {scalar_op!r}")
-        ufunc = getattr(np, scalar_op.nfunc or "", None)
+        # the ufunc only if the class computing the Op names it (a subclass overriding
+        # `impl` does not reduce with its parent's ufunc)
+        ufunc = getattr(np, declared_attribute(type(scalar_op), "nfunc") or "", None)
         if not isinstance(ufunc, np.ufunc) or not scalar_op.associative:
             raise TypeError(
                 f"CAReduce needs an associative scalar Op with a numpy ufunc, got {scalar_op}"

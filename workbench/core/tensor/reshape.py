@@ -374,6 +374,7 @@ class BroadcastTo(Op):
 
     __props__ = ()
     view_map = {0: [0]}
+    read_only_view = True
 
     def make_node(self, x: Any, *shape: Any) -> Apply:
         x = as_tensor_variable(x)

@@ -18,7 +18,7 @@ pytest.importorskip("torch", reason="the GPU linker needs PyTorch (workbench[gpu
 from workbench.core import dtypes  # noqa: E402
 from workbench.core.compile.function import function  # noqa: E402
 from workbench.core.link.gpu import GpuLinker, host_nodes, lowering_for  # noqa: E402
-from workbench.core.link.gpu.registry import scalar_lowering_for  # noqa: E402
+from workbench.core.link.gpu.lower_elemwise import scalar_kernel  # noqa: E402
 from workbench.core.scalar.basic import Cast  # noqa: E402
 from workbench.core.scalar.composite import Composite  # noqa: E402
 from workbench.core.scalar.math import ALL_OPS  # noqa: E402
@@ -51,7 +51,7 @@ def _instance_free(cls: type) -> Any:
 
 def test_every_scalar_op_has_a_lowering() -> None:
     classes = {type(op) for op in ALL_OPS.values()} | {Cast, Composite}
-    missing = sorted(c.__name__ for c in classes if scalar_lowering_for(_instance_free(c))
+    missing = sorted(c.__name__ for c in classes if scalar_kernel(_instance_free(c))
                      is None)
     assert not missing, f"scalar Ops without a torch kernel: {missing}"
 

@@ -20,6 +20,10 @@ from typing import Any
 
 from workbench.core.dtypes import as_dtype, result_type
 from workbench.core.link.c.types import c_type_name, scalar_literal
+from workbench.core.scalar import math as sm
+from workbench.core.scalar.basic import Cast
+from workbench.core.scalar.composite import Composite
+from workbench.core.scalar.declared import backend_entry, declared_attribute
 
 __all__ = ["NoScalarC", "VECTOR_MATH_DECLARATIONS", "SCALAR_SUPPORT", "scalar_c_code",
            "scalar_op_has_c", "vector_math_functions"]
@@ -184,50 +188,50 @@ def _fsuffix(dtype: str) -> str:
     return "f" if dtype in ("float32", "complex64") else ""
 
 
-#: Scalar ops whose templates handle complex dtypes (any other op with a complex input
-#: or output runs `perform`): C99's complex arithmetic and <complex.h> functions.
-_COMPLEX_OPS = {"Add", "Sub", "Mul", "TrueDiv", "Neg", "Identity", "Sqr", "Reciprocal", "Abs",
-                "Sign", "Real", "Imag", "Conj", "Angle", "EQ", "NEQ", "Pow", "IsNan", "IsInf",
-                "IsFinite", "Cast", "Switch", "Composite", "Exp", "Log", "Sqrt", "Sin", "Cos",
-                "Tan", "ArcSin", "ArcCos", "ArcTan", "Sinh", "Cosh", "Tanh", "ArcSinh",
-                "ArcCosh", "ArcTanh"}
-#: The <complex.h> functions of the ops above that are plain C functions.
+#: The C functions that <complex.h> has for complex numbers (``c`` + the name): a
+#: declared Op whose C function is one of them runs complex dtypes in C too.
 _COMPLEX_FUNCS = {"exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
                   "cosh", "tanh", "asinh", "acosh", "atanh"}
 
 
 # A template gets (args: list of C expressions already cast, dtype: str computing dtype,
-# out: str output dtype) and returns a C expression.
+# out: str output dtype) and returns a C expression. Templates are keyed by the scalar Op
+# class (never by its name); `backend_entry` decides which one, if any, serves an Op.
 Template = Callable[[list[str], str, str], str]
-_T: dict[str, Template] = {}
+_T: dict[type, Template] = {}
+#: The classes whose templates handle complex dtypes (C99's complex arithmetic and
+#: <complex.h>); any other op with a complex input or output runs `perform`.
+_COMPLEX: set[type] = set()
 
 
-def _template(*names: str) -> Callable[[Template], Template]:
+def _template(*classes: type, complex_ok: bool = False) -> Callable[[Template], Template]:
     def add(fn: Template) -> Template:
-        for name in names:
-            _T[name] = fn
+        for cls in classes:
+            _T[cls] = fn
+            if complex_ok:
+                _COMPLEX.add(cls)
         return fn
     return add
 
 
-@_template("Add")
+@_template(sm.Add, complex_ok=True)
 def _add(a: list[str], t: str, out: str) -> str:
     return f"({a[0]} || {a[1]})" if t == "bool" else f"({a[0]} + {a[1]})"
 
 
-@_template("Sub")
+@_template(sm.Sub, complex_ok=True)
 def _sub(a: list[str], t: str, out: str) -> str:
     return f"({a[0]} - {a[1]})"
 
 
-@_template("Mul")
+@_template(sm.Mul, complex_ok=True)
 def _mul(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"wb_mul_{t}({a[0]}, {a[1]})"
     return f"({a[0]} && {a[1]})" if t == "bool" else f"({a[0]} * {a[1]})"
 
 
-@_template("TrueDiv")
+@_template(sm.TrueDiv, complex_ok=True)
 def _truediv(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"wb_div_{t}({a[0]}, {a[1]})"
@@ -239,11 +243,11 @@ def _helper_call(helper: str) -> Template:
     return lambda a, t, out: f"wb_{helper}_{t}({a[0]}, {a[1]})"
 
 
-_T["IntDiv"] = _helper_call("floordiv")
-_T["Mod"] = _helper_call("mod")
+_T[sm.IntDiv] = _helper_call("floordiv")
+_T[sm.Mod] = _helper_call("mod")
 
 
-@_template("Pow")
+@_template(sm.Pow, complex_ok=True)
 def _pow(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"wb_pow_{t}({a[0]}, {a[1]})"
@@ -261,16 +265,16 @@ def _extreme(which: str) -> Template:
     return template
 
 
-_T["Maximum"] = _extreme("max")
-_T["Minimum"] = _extreme("min")
+_T[sm.Maximum] = _extreme("max")
+_T[sm.Minimum] = _extreme("min")
 
 
-@_template("Neg")
+@_template(sm.Neg, complex_ok=True)
 def _neg(a: list[str], t: str, out: str) -> str:
     return f"(-{a[0]})"
 
 
-@_template("Abs")
+@_template(sm.Abs, complex_ok=True)
 def _abs(a: list[str], t: str, out: str) -> str:
     k = _kind(t)
     if k == "complex":
@@ -286,21 +290,21 @@ def t_c(dtype: str) -> str:
     return c_type_name(dtype)
 
 
-@_template("Sqr")
+@_template(sm.Sqr, complex_ok=True)
 def _sqr(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"wb_mul_{t}({a[0]}, {a[0]})"
     return f"({a[0]} * {a[0]})"
 
 
-@_template("Reciprocal")
+@_template(sm.Reciprocal, complex_ok=True)
 def _reciprocal(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"wb_div_{t}(1, {a[0]})"
     return f"(({t_c(t)})1 / {a[0]})"
 
 
-@_template("Sign")
+@_template(sm.Sign, complex_ok=True)
 def _sign(a: list[str], t: str, out: str) -> str:
     if _kind(t) in ("float", "complex"):
         return f"wb_sign_{t}({a[0]})"
@@ -309,7 +313,7 @@ def _sign(a: list[str], t: str, out: str) -> str:
     return f"(({t_c(t)})((({a[0]}) > 0) - (({a[0]}) < 0)))"
 
 
-@_template("Identity")
+@_template(sm.Identity, complex_ok=True)
 def _identity(a: list[str], t: str, out: str) -> str:
     return a[0]
 
@@ -322,8 +326,9 @@ def _complex_part(fname: str) -> Template:
     return template
 
 
-_T["Real"] = _complex_part("creal")
-_T["Conj"] = _complex_part("conj")
+_T[sm.Real] = _complex_part("creal")
+_T[sm.Conj] = _complex_part("conj")
+_COMPLEX.update((sm.Real, sm.Conj))
 
 
 def _comparison(op: str) -> Template:
@@ -334,21 +339,22 @@ def _comparison(op: str) -> Template:
     return template
 
 
-for _name, _op in (("EQ", "=="), ("NEQ", "!="), ("LT", "<"), ("GT", ">"), ("LE", "<="),
-                   ("GE", ">=")):
-    _T[_name] = _comparison(_op)
+for _cls, _op in ((sm.EQ, "=="), (sm.NEQ, "!="), (sm.LT, "<"), (sm.GT, ">"), (sm.LE, "<="),
+                  (sm.GE, ">=")):
+    _T[_cls] = _comparison(_op)
+_COMPLEX.update((sm.EQ, sm.NEQ))
 
 
-for _name, _op in (("AND", "&"), ("OR", "|"), ("XOR", "^")):
-    _T[_name] = (lambda op: lambda a, t, out: f"({a[0]} {op} {a[1]})")(_op)
+for _cls, _op in ((sm.AND, "&"), (sm.OR, "|"), (sm.XOR, "^")):
+    _T[_cls] = (lambda op: lambda a, t, out: f"({a[0]} {op} {a[1]})")(_op)
 
 
-@_template("Invert")
+@_template(sm.Invert)
 def _invert(a: list[str], t: str, out: str) -> str:
     return f"(!{a[0]})" if t == "bool" else f"(({t_c(t)})~{a[0]})"
 
 
-@_template("Clip")
+@_template(sm.Clip)
 def _clip(a: list[str], t: str, out: str) -> str:
     # NumPy: minimum(maximum(x, lo), hi): crossed bounds give hi, NaN anywhere gives NaN
     x, lo, hi = a
@@ -368,14 +374,20 @@ def _math(fname: str) -> Template:
     return template
 
 
-for _name, _fname in (("Exp", "exp"), ("Exp2", "exp2"), ("Expm1", "expm1"), ("Log", "log"),
-                      ("Log2", "log2"), ("Log10", "log10"), ("Log1p", "log1p"),
-                      ("Sqrt", "sqrt"), ("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"),
-                      ("ArcSin", "asin"), ("ArcCos", "acos"), ("ArcTan", "atan"),
-                      ("ArcTan2", "atan2"), ("Sinh", "sinh"), ("Cosh", "cosh"),
-                      ("Tanh", "tanh"), ("ArcSinh", "asinh"), ("ArcCosh", "acosh"),
-                      ("ArcTanh", "atanh"), ("Erf", "erf"), ("Erfc", "erfc")):
-    _T[_name] = _math(_fname)
+def _declared_template(op_class: type) -> Template | None:
+    """The template of a declared Op: a call of its C function (`DeclaredOp.c_function`):
+    ``wb_*`` helpers of SCALAR_SUPPORT by dtype (``wb_sigmoid_float32``), C library
+    functions by suffix (``expf``), complex ones through <complex.h> (``cexp``)."""
+    fname = declared_attribute(op_class, "c_function")
+    if fname is None:
+        return None
+    if fname.startswith("wb_"):
+        def helper(a: list[str], t: str, out: str) -> str:
+            if _kind(t) != "float":
+                raise NoScalarC(f"{fname} of {t}")
+            return f"{fname}_{t}({', '.join(a)})"
+        return helper
+    return _math(fname)
 
 
 def _rounding(fname: str) -> Template:
@@ -386,26 +398,12 @@ def _rounding(fname: str) -> Template:
     return template
 
 
-_T["Floor"] = _rounding("floor")
-_T["Ceil"] = _rounding("ceil")
-_T["RoundHalfToEven"] = _rounding("rint")
+_T[sm.Floor] = _rounding("floor")
+_T[sm.Ceil] = _rounding("ceil")
+_T[sm.RoundHalfToEven] = _rounding("rint")
 
 
-@_template("Sigmoid")
-def _sigmoid(a: list[str], t: str, out: str) -> str:
-    if _kind(t) != "float":
-        raise NoScalarC(f"sigmoid of {t}")
-    return f"wb_sigmoid_{t}({a[0]})"
-
-
-@_template("Softplus")
-def _softplus(a: list[str], t: str, out: str) -> str:
-    if _kind(t) != "float":
-        raise NoScalarC(f"softplus of {t}")
-    return f"wb_softplus_{t}({a[0]})"
-
-
-@_template("LogAddExp")
+@_template(sm.LogAddExp)
 def _logaddexp(a: list[str], t: str, out: str) -> str:
     """As NumPy's npy_logaddexp: equal arguments (infinities included) give x + log 2,
     others the larger plus log1p(exp(-|x - y|)); a NaN argument makes that NaN."""
@@ -430,19 +428,20 @@ def _predicate(fname: str, int_value: str) -> Template:
     return template
 
 
-_T["IsNan"] = _predicate("isnan", "0")
-_T["IsInf"] = _predicate("isinf", "0")
-_T["IsFinite"] = _predicate("isfinite", "1")
+_T[sm.IsNan] = _predicate("isnan", "0")
+_T[sm.IsInf] = _predicate("isinf", "0")
+_T[sm.IsFinite] = _predicate("isfinite", "1")
+_COMPLEX.update((sm.IsNan, sm.IsInf, sm.IsFinite))
 
 
-@_template("Imag")
+@_template(sm.Imag, complex_ok=True)
 def _imag(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"cimag{_fsuffix(t)}({a[0]})"
     return f"(({t_c(out)})0)"
 
 
-@_template("Angle")
+@_template(sm.Angle, complex_ok=True)
 def _angle(a: list[str], t: str, out: str) -> str:
     if _kind(t) == "complex":
         return f"carg{_fsuffix(t)}({a[0]})"
@@ -481,20 +480,34 @@ def _cast(expr: str, from_dtype: str, to_dtype: str) -> str:
     return f"(({t_c(to_dtype)})({expr}))"
 
 
-def _op_name(op: Any) -> str:
-    """The name of the nearest class of `op` with C here (subclasses inherit it)."""
-    for klass in type(op).__mro__:
-        if klass.__name__ in _T or klass.__name__ in ("Composite", "Cast", "Switch"):
-            return klass.__name__
-    return type(op).__name__
+#: The Ops scalar_c_code writes itself.
+_BUILT_IN = {Composite: "composite", Cast: "cast", sm.Switch: "switch"}
+
+
+def _built_in(op: Any) -> str | None:
+    return backend_entry(_BUILT_IN, type(op))
+
+
+def _template_of(op: Any) -> Template | None:
+    """The C template computing `op`: registered for its class (or a base class that
+    computes the same, see `backend_entry`), else made from its declaration."""
+    found = backend_entry(_T, type(op))
+    return found if found is not None else _declared_template(type(op))
+
+
+def _has_complex_c(op: Any) -> bool:
+    if _built_in(op) or backend_entry(dict.fromkeys(_COMPLEX, True), type(op)):
+        return True
+    fname = declared_attribute(type(op), "c_function")
+    return fname in _COMPLEX_FUNCS
 
 
 def scalar_op_has_c(op: Any) -> bool:
     """Whether `op` (a ScalarOp) has a C template (Composite: all its inner ops do)."""
-    name = _op_name(op)
-    if name == "Composite":
+    kind = _built_in(op)
+    if kind == "composite":
         return all(scalar_op_has_c(inner) for inner, _ in op._steps)
-    return name in _T or name in ("Cast", "Switch")
+    return kind is not None or _template_of(op) is not None
 
 
 def scalar_c_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: list[str],
@@ -507,23 +520,23 @@ def scalar_c_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: 
     for d in (*in_dtypes, *out_dtypes):
         if d in ("float16", "bfloat16"):
             raise NoScalarC(f"{op}: dtype {d}")
-    name = _op_name(op)
-    if name not in _COMPLEX_OPS and any(_kind(d) == "complex"
-                                         for d in (*in_dtypes, *out_dtypes)):
+    if not _has_complex_c(op) and any(_kind(d) == "complex"
+                                      for d in (*in_dtypes, *out_dtypes)):
         raise NoScalarC(f"{op}: no C for complex dtypes")
-    if name == "Composite":
+    kind = _built_in(op)
+    if kind == "composite":
         return _composite_code(op, inputs, in_dtypes, out_dtypes, tmp)
-    if name == "Cast":
+    if kind == "cast":
         return [], [_cast(inputs[0], in_dtypes[0], out_dtypes[0])]
-    if name == "Switch":
+    if kind == "switch":
         cond = f"({inputs[0]} != 0)"
         a = _cast(inputs[1], in_dtypes[1], out_dtypes[0])
         b = _cast(inputs[2], in_dtypes[2], out_dtypes[0])
         return [], [f"({cond} ? {a} : {b})"]
-    template = _T.get(name)
+    template = _template_of(op)
     if template is None:
-        raise NoScalarC(f"no C template for scalar op {name}")
-    if name == "Angle" and _kind(in_dtypes[0]) == "complex":
+        raise NoScalarC(f"no C template for scalar op {op} ({type(op).__qualname__})")
+    if template is _angle and _kind(in_dtypes[0]) == "complex":
         return [], [_cast(_angle(inputs, in_dtypes[0], out_dtypes[0]), out_dtypes[0],
                           out_dtypes[0])]
     if op.input_cast == "output":
@@ -535,15 +548,8 @@ def scalar_c_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: 
     args = inputs if op.input_cast is None else [
         _cast(x, d, t) for x, d in zip(inputs, in_dtypes)]
     expr = template(args, t, out_dtypes[0])
-    return [], [_cast(expr, t if op.input_cast is not None else _result_dtype(name, t,
-                                                                              out_dtypes[0]),
+    return [], [_cast(expr, t if op.input_cast is not None else out_dtypes[0],
                       out_dtypes[0])]
-
-
-def _result_dtype(name: str, t: str, out: str) -> str:
-    # Ops without an input cast produce their own dtype: predicates give bool, others
-    # the output dtype.
-    return out
 
 
 def _composite_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: list[str],

@@ -30,9 +30,10 @@ from workbench.core.link.gpu.registry import (
 from workbench.core.scalar import basic as sb
 from workbench.core.scalar import math as sm
 from workbench.core.scalar.composite import Composite
+from workbench.core.scalar.declared import declared_attribute
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise, SumToShape
 
-__all__ = ["astype", "scalar_program"]
+__all__ = ["astype", "declared_kernel", "scalar_kernel", "scalar_program"]
 
 
 def astype(x: Any, dtype: Any) -> Any:
@@ -88,7 +89,7 @@ def scalar_program(op: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any],
     out_dtypes = [dtypes.as_dtype(d) for d in out_dtypes]
     if isinstance(op, Composite):
         return _composite_program(op, in_dtypes, out_dtypes, device)
-    kernel = scalar_lowering_for(op)
+    kernel = scalar_kernel(op)
     if kernel is None:
         raise NotImplementedError(f"no torch lowering for scalar Op {op} "
                                   f"({type(op).__name__})")
@@ -134,8 +135,31 @@ def _composite_program(op: Composite, in_dtypes: list[dtypes.Dtype],
     return run
 
 
+def scalar_kernel(op: Any) -> Any:
+    """The torch kernel of scalar Op `op`: registered for its class (`register_scalar`,
+    see `backend_entry`), else made from its declaration; None if it has neither."""
+    found = scalar_lowering_for(op)
+    return found if found is not None else declared_kernel(op)
+
+
 # -- scalar kernels ---------------------------------------------------------------------
 # Each receives tensors already in the dtype the Op computes in.
+
+
+def declared_kernel(op: Any) -> Any:
+    """The torch kernel of a declared Op: its `torch_function` (a dotted path in torch,
+    e.g. "special.erfinv") called on the input tensors; None if it declares none."""
+    path = declared_attribute(type(op), "torch_function")
+    if path is None:
+        return None
+
+    def kernel(op: Any, *xs: Any) -> Any:
+        fn = import_torch()
+        for part in path.split("."):
+            fn = getattr(fn, part)
+        return fn(*xs)
+
+    return kernel
 
 
 def _unary(name: str) -> Any:
@@ -153,12 +177,7 @@ def _binary(name: str) -> Any:
 
 
 _UNARY = {
-    sm.Exp: "exp", sm.Exp2: "exp2", sm.Expm1: "expm1", sm.Log: "log",
-    sm.Log2: "log2", sm.Log10: "log10", sm.Log1p: "log1p", sm.Sqrt: "sqrt", sm.Sin: "sin",
-    sm.Cos: "cos", sm.Tan: "tan", sm.ArcSin: "asin", sm.ArcCos: "acos", sm.ArcTan: "atan",
-    sm.Sinh: "sinh", sm.Cosh: "cosh", sm.Tanh: "tanh", sm.ArcSinh: "asinh",
-    sm.ArcCosh: "acosh", sm.ArcTanh: "atanh", sm.Sigmoid: "sigmoid", sm.Erf: "erf",
-    sm.Erfc: "erfc", sm.Floor: "floor", sm.Ceil: "ceil", sm.RoundHalfToEven: "round",
+    sm.Floor: "floor", sm.Ceil: "ceil", sm.RoundHalfToEven: "round",
     sm.IsNan: "isnan", sm.IsInf: "isinf", sm.IsFinite: "isfinite", sm.Abs: "abs",
     sm.Reciprocal: "reciprocal", sm.Invert: "bitwise_not",
 }  # fmt: skip
@@ -166,8 +185,7 @@ _BINARY = {
     sm.Add: "add", sm.Mul: "mul", sm.TrueDiv: "true_divide",
     sm.Maximum: "maximum", sm.Minimum: "minimum", sm.EQ: "eq", sm.NEQ: "ne",
     sm.LT: "lt", sm.GT: "gt", sm.LE: "le", sm.GE: "ge", sm.AND: "bitwise_and",
-    sm.OR: "bitwise_or", sm.XOR: "bitwise_xor", sm.ArcTan2: "atan2",
-    sm.LogAddExp: "logaddexp",
+    sm.OR: "bitwise_or", sm.XOR: "bitwise_xor",
 }  # fmt: skip
 for _cls, _name in _UNARY.items():
     register_scalar(_cls)(_unary(_name))
@@ -290,7 +308,10 @@ def _probe(kernel: Kernel, node: Apply, ctx: LowerContext) -> bool:
 @register_lowering(Elemwise)
 def lower_elemwise(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op.scalar_op
-    if scalar_lowering_for(op) is None:
+    if not isinstance(op, Composite) and scalar_kernel(op) is None:
+        return None
+    if isinstance(op, Composite) and not all(scalar_kernel(inner) is not None
+                                             for inner, _ in op._steps):
         return None
     program = scalar_program(op, [v.type.dtype for v in node.inputs],
                              [out.type.dtype for out in node.outputs], ctx.device)

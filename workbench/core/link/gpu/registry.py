@@ -102,7 +102,11 @@ def lowering_for(op: Any) -> Lowering | None:
 
 
 def scalar_lowering_for(scalar_op: Any) -> ScalarKernel | None:
-    return _lookup(_scalar_lowerings, type(scalar_op))
+    """The kernel registered for the class of `scalar_op`, or for a base class that
+    computes the same (`backend_entry`: a subclass overriding `impl` gets none)."""
+    from workbench.core.scalar.declared import backend_entry
+
+    return backend_entry(_scalar_lowerings, type(scalar_op))
 
 
 def registered_lowerings() -> dict[type, Lowering]:
