@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Variable
-from workbench.core.graph.type import NullType
+from workbench.core.graph.type import NullType, grad_not_implemented
 from workbench.core.scalar.basic import (
     ScalarOp,
     cast,
@@ -127,8 +127,6 @@ class DeclaredOp(ScalarOp):
         derivative = type(self).derivative
         (z,), (gz,) = outputs, output_grads
         if derivative is None:
-            from workbench.core.grad import grad_not_implemented
-
             return [grad_not_implemented(self, k, x, f"{self.name} declares no derivative")
                     for k, x in enumerate(inputs)]
         xs = [cast(x, z.type.dtype) for x in inputs]
