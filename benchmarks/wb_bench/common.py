@@ -33,6 +33,9 @@ class Row:
     seconds: float | None
     note: str = ""
     ratio: float | None = None
+    #: median process CPU seconds per call (every thread of this process): the work done,
+    #: which neither the machine's other load nor a library's extra threads hide
+    cpu_seconds: float | None = None
 
 
 @dataclass
@@ -80,6 +83,7 @@ class _Entry:
     number: int | None = None
     error: BaseException | None = None
     times: list[float] = field(default_factory=list)
+    cpu_times: list[float] = field(default_factory=list)
 
 
 class Case:
@@ -123,10 +127,11 @@ class Case:
                 gc.collect()
                 gc.disable()
                 try:
-                    start = clock()
+                    cpu, start = time.process_time(), clock()
                     for _ in range(number):
                         fn()  # type: ignore[misc]
                     entry.times.append((clock() - start) / number)
+                    entry.cpu_times.append((time.process_time() - cpu) / number)
                 except Exception as exc:  # noqa: BLE001
                     entry.error = exc
                     live.remove(entry)
@@ -140,7 +145,7 @@ class Case:
                                        RuntimeError("not measured")))
             else:
                 rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
-                                entry.note))
+                                entry.note, cpu_seconds=statistics.median(entry.cpu_times)))
         return rows
 
 
@@ -244,7 +249,9 @@ def threads_note(threads: int) -> str:
     except ImportError:
         seen = "threadpoolctl not installed: BLAS threads not checked"
     if threads:
-        xla = ", XLA_FLAGS --xla_cpu_multi_thread_eigen=false" if threads == 1 else ""
+        xla = (", XLA_FLAGS --xla_cpu_multi_thread_eigen=false (which JAX 0.10's CPU runtime "
+               "does not obey: its calls still run on several threads, see the cpu column)"
+               if threads == 1 else "")
         return (f"threads: every library limited to {threads} (--threads): OPENBLAS/OMP/MKL"
                 f"_NUM_THREADS and WORKBENCH_NUM_THREADS (workbench's BLAS calls and row "
                 f"kernels){xla}; {seen}")
@@ -275,7 +282,7 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-HEADER = ("case", "implementation", "median", "ratio", "note")
+HEADER = ("case", "implementation", "median", "cpu per call", "ratio", "note")
 
 
 def format_table(rows: list[Row], notes: list[str]) -> str:
@@ -287,7 +294,7 @@ def format_table(rows: list[Row], notes: list[str]) -> str:
     previous = None
     for row in rows:
         cells.append((row.case if row.case != previous else "", row.impl,
-                      format_seconds(row.seconds),
+                      format_seconds(row.seconds), format_seconds(row.cpu_seconds),
                       "-" if row.ratio is None else f"{row.ratio:.2f}", row.note))
         previous = row.case
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
@@ -298,7 +305,10 @@ def format_table(rows: list[Row], notes: list[str]) -> str:
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     text = "\n".join(lines)
     text += ("\n\nratio = reference time / workbench time for the same case "
-             "(above 1: workbench is faster).")
+             "(above 1: workbench is faster). median: wall-clock time per call; cpu per "
+             "call: this process's CPU time per call, all its threads together (the work "
+             "done: on a loaded machine, or for a library using more threads than asked, "
+             "the fairer per-core figure; spin-waiting threads inflate it).")
     if notes:
         text += "\n" + "\n".join(f"- {n}" for n in notes)
     return text
