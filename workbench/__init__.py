@@ -65,6 +65,7 @@ def _load() -> None:
     from workbench.core.printing import dprint, pprint
     from workbench.core.rewrite import RewriteTrace, rewrite_graph
     from workbench.core.scan import scan, until
+    from workbench.core.tensor.vectorize import vectorize, vectorize_graph
 
     globals().update({name: value for name, value in locals().items()})
     # `import workbench.tensor` gives the tensor library (architecture: tensor = core.tensor).
@@ -117,7 +118,7 @@ __all__ = [
     "RewriteTrace", "profile",
     "SharedVariable", "Type", "Variable", "__version__", "clone_replace", "config", "dprint",
     "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer",
-    "random", "rewrite_graph", "shared",
+    "random", "rewrite_graph", "shared", "vectorize", "vectorize_graph",
     "tensor",
     # autodiff
     "BackwardTrace", "DisconnectedInputError", "GradientError", "Lop", "NullTypeGradError",

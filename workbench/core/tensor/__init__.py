@@ -161,3 +161,9 @@ __all__ = [
 __all__ += [name for module in _FAMILIES for name in module.__all__]
 __all__ += ["linalg"]  # the namespace wt.linalg (solve, cholesky, det, ...)
 del _FAMILIES
+
+# batching a graph written for one example over leading dimensions
+from workbench.core.tensor.blockwise import Blockwise  # noqa: E402
+from workbench.core.tensor.vectorize import vectorize, vectorize_graph  # noqa: E402
+
+__all__ += ["Blockwise", "vectorize", "vectorize_graph"]

@@ -15,6 +15,8 @@ Importing this package imports torch: workbench itself only does so when the
 
 from __future__ import annotations
 
+from workbench.core.link.gpu import lower_blockwise as lower_blockwise
+
 # Register the lowerings (import order: elementwise first, the others use astype).
 from workbench.core.link.gpu import lower_elemwise as lower_elemwise  # noqa: I001
 from workbench.core.link.gpu import lower_index as lower_index

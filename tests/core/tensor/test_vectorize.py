@@ -1,0 +1,164 @@
+"""vectorize_graph over a batch of 7 equals a Python loop of 7 calls (values and
+gradients) for every catalogue case built on an Op with a core signature; Blockwise
+and its rewrites."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.tensor.blockwise import Blockwise
+from workbench.core.tensor.linalg.products import Dot
+from workbench.testing.catalog import all_cases, op_classes_in
+
+BATCH = 7
+
+
+def _has_core_signature(case) -> bool:
+    _, outputs, _ = case.graph("float64")
+    return any(getattr(cls, "gufunc_signature", None) or cls.__name__ in ("Dot", "MatMul")
+               for cls in op_classes_in(outputs))
+
+
+CASES = [c for c in all_cases() if "float64" in c.float_dtypes and _has_core_signature(c)]
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _batched_setup(case):
+    inputs, outputs, _ = case.graph("float64")
+    outputs = _as_list(outputs)
+    symbolic = [not a.constant for a in case.args]
+    items = [[v for s, v in zip(symbolic, case.values("float64", seed=k)) if s]
+             for k in range(BATCH)]
+    batched = [wt.TensorType(x.type.dtype, (None, *x.type.shape))(f"batched_{x.name}")
+               for x in inputs]
+    stacked = [np.stack([item[j] for item in items]) for j in range(len(inputs))]
+    return inputs, outputs, items, batched, stacked
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.family}.{c.name}")
+def test_vectorize_graph_equals_a_loop_of_calls(case):
+    inputs, outputs, items, batched, stacked = _batched_setup(case)
+    vectorized = wb.vectorize_graph(outputs, dict(zip(inputs, batched)))
+    one = wb.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
+    many = wb.function(batched, vectorized, mode="FAST_COMPILE", on_unused_input="ignore")
+    loop = [one(*item) for item in items]
+    got = many(*stacked)
+    for k, out in enumerate(outputs):
+        rtol, atol = case.tolerance(str(out.type.dtype))
+        want = np.stack([np.asarray(r[k]) for r in loop])
+        assert got[k].shape == want.shape
+        np.testing.assert_allclose(got[k], want, rtol=rtol * 10, atol=atol * 10,
+                                   err_msg=f"output {k}")
+
+
+GRAD_CASES = [c for c in CASES if c.grad is True]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: f"{c.family}.{c.name}")
+def test_gradients_of_vectorize_graph_equal_a_loop(case):
+    inputs, outputs, items, batched, stacked = _batched_setup(case)
+    floats = [k for k, x in enumerate(inputs) if x.type.dtype.is_float]
+    outs = [o for o in outputs if o.type.dtype.is_float]
+    if not floats or not outs:
+        pytest.skip("no float input or output to differentiate")
+    cost = sum((o ** 2).sum() for o in outs)
+    vectorized = wb.vectorize_graph(outs, dict(zip(inputs, batched)))
+    batched_cost = sum((o ** 2).sum() for o in vectorized)
+    one = wb.function(inputs, wb.grad(cost, [inputs[k] for k in floats]),
+                      mode="FAST_COMPILE", on_unused_input="ignore")
+    many = wb.function(batched, wb.grad(batched_cost, [batched[k] for k in floats]),
+                       mode="FAST_COMPILE", on_unused_input="ignore")
+    loop = [one(*item) for item in items]
+    got = many(*stacked)
+    rtol, atol = case.tolerance("float64")
+    for j in range(len(floats)):
+        want = np.stack([r[j] for r in loop])
+        np.testing.assert_allclose(got[j], want, rtol=rtol * 100, atol=atol * 100,
+                                   err_msg=f"gradient {j}")
+
+
+def test_vectorize_with_a_signature():
+    def layer(m, v):
+        return wt.tanh(m @ v) + wt.linalg.det(m)
+
+    batched_layer = wb.vectorize(layer, signature="(m,m),(m)->(m)")
+    ms, vs = wt.dtensor3("ms"), wt.dmatrix("vs")
+    out = batched_layer(ms, vs)
+    assert out.type.ndim == 2
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(BATCH, 3, 3)), rng.normal(size=(BATCH, 3))
+    got = wb.function([ms, vs], out)(a, b)
+    want = [np.tanh(a[i] @ b[i]) + np.linalg.det(a[i]) for i in range(BATCH)]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_unbatched_inputs_broadcast_against_batched_ones():
+    m, v = wt.dmatrix("m"), wt.dvector("v")
+    out = wt.linalg.solve(m, v) * v.sum()
+    vs = wt.dmatrix("vs")
+    batched = wb.vectorize_graph(out, {v: vs})  # the same matrix for every right-hand side
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(3, 3)) + 3 * np.eye(3), rng.normal(size=(BATCH, 3))
+    got = wb.function([m, vs], batched)(a, b)
+    np.testing.assert_allclose(got, [np.linalg.solve(a, b[i]) * b[i].sum()
+                                     for i in range(BATCH)], rtol=1e-10)
+    g = wb.function([m, vs], wb.grad(batched.sum(), m))(a, b)
+    one = wb.function([m, v], wb.grad(out.sum(), m))
+    np.testing.assert_allclose(g, sum(one(a, b[i]) for i in range(BATCH)), rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_blockwise_runs_and_differentiates_on_linkers(linker):
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    x, y = wt.dtensor3("x"), wt.dtensor3("y")
+    z = Blockwise(Dot(), "(m,k),(k,n)->(m,n)")(x, y)
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(BATCH, 3, 4)), rng.normal(size=(BATCH, 4, 2))
+    f = wb.function([x, y], [z, *wb.grad((z ** 2).sum(), [x, y])], linker=linker)
+    got, gx, gy = f(a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+    np.testing.assert_allclose(gx, 2 * (a @ b) @ b.transpose(0, 2, 1), rtol=1e-12)
+    np.testing.assert_allclose(gy, a.transpose(0, 2, 1) @ (2 * (a @ b)), rtol=1e-12)
+    wb.verify_grad(lambda p, q: Blockwise(Dot(), "(m,k),(k,n)->(m,n)")(p, q).sum(),
+                   [a[:2], b[:2]])
+
+
+def test_a_blockwise_with_batch_dims_of_one_becomes_its_core_op():
+    x = wt.tensor("float64", shape=(1, 3, 4), name="x")
+    y = wt.tensor("float64", shape=(1, 4, 2), name="y")
+    f = wb.function([x, y], Blockwise(Dot(), "(m,k),(k,n)->(m,n)")(x, y))
+    ops = [type(n.op) for n in f.maker.fgraph.apply_nodes]
+    assert Blockwise not in ops and Dot in ops
+    a, b = np.ones((1, 3, 4)), np.ones((1, 4, 2))
+    np.testing.assert_allclose(f(a, b), a @ b)
+
+
+def test_a_blockwise_of_an_elemwise_becomes_the_elemwise():
+    u, v = wt.dmatrix("u"), wt.dvector("v")
+    add = wt.add(wt.dvector(), wt.dscalar()).owner.op
+    f = wb.function([u, v], Blockwise(add, "(n),()->(n)")(u, v))
+    assert not any(isinstance(n.op, Blockwise) for n in f.maker.fgraph.apply_nodes)
+    np.testing.assert_allclose(f(np.ones((2, 3)), np.array([1.0, 2.0])),
+                               [[2.0] * 3, [3.0] * 3])
+
+
+def test_errors_name_the_problem():
+    x = wt.dmatrix("x")
+    with pytest.raises(ValueError, match="not a gufunc signature"):
+        Blockwise(Dot(), "m,k->m")
+    with pytest.raises(TypeError, match="needs a signature"):
+        Blockwise(Dot())
+    with pytest.raises(TypeError, match="at least 2 dimensions"):
+        wb.vectorize_graph(x.sum(), {x: wt.dvector("v")})
+    with pytest.raises(ValueError, match="fewer dimensions than its core"):
+        wb.vectorize(lambda m: m.sum(), signature="(m,n)->()")(wt.dvector("v"))

@@ -1,0 +1,46 @@
+"""Blockwise on torch: the core Op's kernel mapped over the batch with `torch.vmap`.
+
+The inputs' batch dimensions are broadcast to the full batch shape, then the
+core kernel (the core Op's own lowering) is vmapped once per batch dimension:
+one batched torch call, no Python loop per item. A core Op without a lowering,
+or whose kernel vmap cannot map, runs on the host through `perform`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.graph.basic import Apply
+from workbench.core.link.gpu.registry import Kernel, LowerContext, lowering_for, register_lowering
+from workbench.core.tensor.blockwise import Blockwise
+
+__all__ = ["lower_blockwise"]
+
+
+@register_lowering(Blockwise)
+def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
+    op = node.op
+    core = op._core_node_of(node)
+    lower_core = lowering_for(op.core_op)
+    core_kernel = lower_core(core, ctx) if lower_core is not None else None
+    if core_kernel is None:
+        return None
+    torch = ctx.torch
+    nb = op.batch_ndim(node)
+    core_ndims = [len(c) for c in op.core_inputs]
+
+    def one(*items: Any) -> tuple[Any, ...]:
+        return tuple(core_kernel(*items))
+
+    mapped = one
+    for _ in range(nb):
+        mapped = torch.vmap(mapped)
+
+    def kernel(*inputs: Any) -> list[Any]:
+        batch = torch.broadcast_shapes(*(x.shape[:x.dim() - c]
+                                         for x, c in zip(inputs, core_ndims)))
+        expanded = [x.expand(*batch, *x.shape[x.dim() - c:])
+                    for x, c in zip(inputs, core_ndims)]
+        return list(mapped(*expanded))
+
+    return kernel
