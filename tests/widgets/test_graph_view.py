@@ -145,3 +145,25 @@ def test_browser_test_notebooks_are_stored_without_outputs():
         cells = json.loads(path.read_text())["cells"]
         code = [c for c in cells if c["cell_type"] == "code"]
         assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+
+
+def test_a_loop_node_expands_into_its_body_and_collapses_again():
+    x = wt.dvector("x")
+    w = wt.dscalar("w")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(h * w + xt), sequences=x,
+                    outputs_info=np.float64(0), name="rnn")
+    view = GraphView(hs)
+    n_closed = view.nx_graph.number_of_nodes()
+    scan_key = next(k for k, d in view.nx_graph.nodes(data=True) if d.get("op_class") == "Scan")
+    view.select(scan_key)
+    assert view.expand_button.layout.display == ""
+    assert view.expand_button.description == "expand loop"
+    view.expand_button.click()
+    assert view.nx_graph.number_of_nodes() > n_closed
+    assert view.expand_button.description == "collapse loop"
+    assert view.canvas.graph["frames"] or any(n["inner"] for n in view.canvas.graph["nodes"])
+    assert any(e["feeds"] for e in view.canvas.graph["edges"])
+    view.collapse(scan_key)
+    assert view.nx_graph.number_of_nodes() == n_closed
+    view.select(next(k for k, d in view.nx_graph.nodes(data=True) if d["obj"] is x))
+    assert view.expand_button.layout.display == "none"

@@ -34,7 +34,7 @@ HIGHLIGHT: dict[str, tuple[str, str | None]] = {
     "selected": ("#ff9800", None),
 }
 _LEGEND_H = 24.0
-__all__ = ["HIGHLIGHT", "KIND_STYLE", "draw", "node_title", "to_svg"]
+__all__ = ["HIGHLIGHT", "KIND_STYLE", "draw", "inner_graph_frames", "node_title", "to_svg"]
 
 
 def _caption(data: Mapping[str, Any], limit: int = 28) -> str:
@@ -139,18 +139,25 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
         parts.append(f'<rect class="changed-region" x="{x0 - 8:.1f}" y="{y0 - 8 + dy:.1f}" '
                      f'width="{x1 - x0 + 16:.1f}" height="{y1 - y0 + 16:.1f}" rx="6" '
                      'fill="#fff8e1" stroke="#f9a825" stroke-width="2" stroke-dasharray="6 4"/>')
+    parts += _inner_graph_frames(g, lay, dy)
     parts.append('<g class="edges">')
     for edge in lay.edges:
         d = " ".join(f"{'M' if i == 0 else 'L'} {x:.1f} {y + dy:.1f}"
                      for i, (x, y) in enumerate(edge.points))
-        parts.append(f'<path class="edge" data-source="{edge.source}" '
+        feeds = g.has_edge(edge.source, edge.target) and \
+            g.edges[edge.source, edge.target].get("feeds")
+        dash = ' stroke-dasharray="5 3"' if feeds else ""
+        parts.append(f'<path class="edge{" feeds" if feeds else ""}" '
+                     f'data-source="{edge.source}" '
                      f'data-target="{edge.target}" d="{d}" fill="none" stroke="#555" '
-                     'stroke-width="1.2" marker-end="url(#arrow)"/>')
+                     f'stroke-width="1.2"{dash} marker-end="url(#arrow)"/>')
     parts.append("</g>")
     for key, box in lay.boxes.items():
         data = g.nodes[key]
         fill, stroke, stroke_width = _style(data, marks.get(key))
         mark = f' data-highlight="{marks[key]}"' if key in marks else ""
+        if data.get("inner_of") is not None:  # inside an expanded inner graph (a loop body)
+            mark += ' data-inner-of="{}" stroke-dasharray="4 2"'.format(data["inner_of"])
         rx = 0 if data["kind"] == APPLY or data.get("merged_apply") else 8
         parts.append(
             f'<g class="node {data["kind"]}" id="{key}" '
@@ -168,6 +175,46 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
         parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def inner_graph_frames(g: nx.DiGraph, lay: GraphLayout) -> list[dict[str, Any]]:
+    """Where to frame each expanded inner graph (a loop's body) of `g` in `lay`: dicts of
+    `of` (the loop node's key), `left`, `top`, `width`, `height` and `title`. A body
+    whose region holds other nodes too gets no frame (its nodes' dashed outlines mark
+    it)."""
+    members: dict[str, list[str]] = {}
+    for key, data in g.nodes(data=True):
+        if data.get("inner_of") is not None and key in lay.boxes:
+            members.setdefault(data["inner_of"], []).append(key)
+    frames = []
+    for outer, keys in members.items():
+        region = lay.bounds(keys)
+        if region is None:
+            continue
+        x0, y0, x1, y1 = region
+        inside = set(keys)
+        if any(key not in inside and box.left < x1 + 10 and box.left + box.width > x0 - 10
+               and box.top < y1 + 10 and box.top + box.height > y0 - 22
+               for key, box in lay.boxes.items()):
+            continue
+        outer_data = g.nodes[outer] if outer in g else {}
+        title = getattr(getattr(outer_data.get("obj"), "op", None), "inner_graph_title",
+                        "inner graph")
+        frames.append({"of": outer, "left": x0 - 10, "top": y0 - 22, "width": x1 - x0 + 20,
+                       "height": y1 - y0 + 32,
+                       "title": f"{title} of [id {outer_data.get('label', '?')}]"})
+    return frames
+
+
+def _inner_graph_frames(g: nx.DiGraph, lay: GraphLayout, dy: float) -> list[str]:
+    """The frames of `inner_graph_frames` as SVG, drawn behind the graph."""
+    return [f'<g class="inner-graph" data-of="{f["of"]}">'
+            f'<rect x="{f["left"]:.1f}" y="{f["top"] + dy:.1f}" width="{f["width"]:.1f}" '
+            f'height="{f["height"]:.1f}" rx="8" fill="#f3f6fa" stroke="#7a8ca3" '
+            'stroke-width="1.5" stroke-dasharray="8 4"/>'
+            f'<text x="{f["left"] + 6:.1f}" y="{f["top"] + 11 + dy:.1f}" fill="#4a5a70" '
+            f'dominant-baseline="central">{escape(f["title"])}</text></g>'
+            for f in inner_graph_frames(g, lay)]
 
 
 def _focus_attribute(lay: GraphLayout, focus: Iterable[str] | None, dy: float) -> str:

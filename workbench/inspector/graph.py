@@ -18,6 +18,7 @@ import networkx as nx
 
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.fg import FunctionGraph
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.printing import IdLabels, _outputs_of, dprint
 
 APPLY, VARIABLE, CONSTANT, INPUT, OUTPUT = "apply", "variable", "constant", "input", "output"
@@ -68,7 +69,7 @@ def _props_text(op: Any) -> dict[str, str]:
     return {name: str(getattr(op, name, None)) for name in props}
 
 
-def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
+def to_networkx(graph: Any, profile: Any = None, expand: Any = ()) -> nx.DiGraph:
     """A DiGraph of `graph` (Variable(s), FunctionGraph, Function or rewrite step).
 
     Node attributes: `kind` (apply / variable / constant / input / output),
@@ -77,18 +78,63 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
     and `time` / `calls` / `memory` when a `profile` (per-node timings keyed by
     Apply) is given. Edges carry `index`, the input or output position, and
     `indices`, every position (a Variable used twice by one node has one edge).
+
+    `expand`: nodes whose Op holds an inner graph (a loop), as Apply nodes or their
+    `[id X]` letters, or True for all of them: their inner graph is added too (nested
+    ones are expanded with them). Its nodes carry `inner_of`, the key of the node
+    they are inside (None elsewhere); edges marked `feeds` go from each outer input
+    to the inner input it becomes, and from each inner output to the node.
     """
     outputs, inputs, fgraph = _graph_parts(graph)
     key_of = _keys_for(fgraph)
     labels = IdLabels()
     dprint(outputs, file="str", ids=labels)  # assigns the same ids dprint shows
+    g = nx.DiGraph()
+    inner_nodes = _add_graph(g, outputs, inputs, key_of, labels, _node_times(profile), None)
+    expanded: set[Apply] = set()
+    while True:
+        todo = [n for n in inner_nodes if n not in expanded and _wanted(n, expand, labels)]
+        if not todo:
+            return g
+        for node in todo:
+            expanded.add(node)
+            inner_nodes += _add_inner_graph(g, node, key_of, labels)
+
+
+def _wanted(node: Apply, expand: Any, labels: IdLabels) -> bool:
+    if expand is True:
+        return True
+    return node in expand or labels(node.outputs[0]) in expand
+
+
+def _add_inner_graph(g: nx.DiGraph, node: Apply, key_of: Any, labels: IdLabels) -> list[Apply]:
+    """Add the inner graph of `node` to `g`, linked to the node (see to_networkx)."""
+    op = node.op
+    outer_key = key_of(node)
+    inner_in, inner_out = list(op.inner_inputs), list(op.inner_outputs)
+    found = _add_graph(g, inner_out, inner_in, key_of, labels, {}, outer_key)
+    for k, var in enumerate(inner_in):
+        key = key_of(var)
+        if key not in g:  # an inner input the body does not read
+            continue
+        position = op.outer_input_index(k)
+        if position is not None:
+            g.add_edge(key_of(node.inputs[position]), key, index=-1, indices=[], feeds=True)
+    for var in inner_out:
+        g.add_edge(key_of(var), outer_key, index=-1, indices=[], feeds=True)
+    return found
+
+
+def _add_graph(g: nx.DiGraph, outputs: list[Variable], inputs: list[Variable], key_of: Any,
+               labels: IdLabels, node_times: dict[Apply, dict[str, Any]],
+               inner_of: str | None) -> list[Apply]:
+    """Add the nodes and edges from `inputs` to `outputs`; returns the Apply nodes that
+    hold an inner graph."""
     output_set = {id(v) for v in outputs}
     input_set = {id(v) for v in inputs}
-    node_times = _node_times(profile)
-
-    g = nx.DiGraph()
     seen: set[int] = set()
     stack = list(outputs)
+    holders: list[Apply] = []
 
     def add_variable(var: Variable) -> str:
         key = key_of(var)
@@ -108,7 +154,7 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
             key, kind=kind, label=_variable_label(var, labels),
             text=_variable_text(var), name=var.name, type=str(vtype),
             dtype=str(getattr(vtype, "dtype", "")),
-            shape=None if shape is None else tuple(shape), obj=var,
+            shape=None if shape is None else tuple(shape), obj=var, inner_of=inner_of,
         )
         return key
 
@@ -127,11 +173,13 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
             attrs = dict(
                 kind=APPLY, label=labels(node.outputs[0]), text=str(op), op=str(op),
                 op_class=type(op).__name__, props=_props_text(op), obj=node,
-                name=None, type="", dtype="", shape=None,
+                name=None, type="", dtype="", shape=None, inner_of=inner_of,
             )
             if node in node_times:
                 attrs.update(node_times[node])
             g.add_node(apply_key, **attrs)
+            if isinstance(op, InnerGraphOp):
+                holders.append(node)
             for i, inp in enumerate(node.inputs):
                 in_key = add_variable(inp)
                 if g.has_edge(in_key, apply_key):  # the same Variable used twice (x * x)
@@ -141,7 +189,7 @@ def to_networkx(graph: Any, profile: Any = None) -> nx.DiGraph:
                 stack.append(inp)
             for i, out in enumerate(node.outputs):
                 g.add_edge(apply_key, add_variable(out), index=i, indices=[i])
-    return g
+    return holders
 
 
 def _variable_label(var: Variable, labels: IdLabels) -> str:

@@ -19,7 +19,7 @@ by anywidget from the wheel: nothing is fetched from a CDN at run time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ import traitlets
 
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.tensor.type import format_shape
-from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE
+from workbench.inspector.draw import HIGHLIGHT, KIND_STYLE, inner_graph_frames
 from workbench.inspector.graph import APPLY, OUTPUT
 from workbench.inspector.graph import merged_nodes as drawn_nodes
 from workbench.inspector.layout import GraphLayout, caption_lines, layout
@@ -118,7 +118,8 @@ def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
         contents[head] = {"key": head, "members": members,
                           "kind": OUTPUT if shown["kind"] == OUTPUT else data["kind"],
                           "letter": data["label"], "lines": lines, "hover": "\n".join(hover),
-                          "rounded": data["kind"] != APPLY}
+                          "rounded": data["kind"] != APPLY,
+                          "inner": data.get("inner_of") is not None}
     return contents
 
 
@@ -141,10 +142,13 @@ def graph_data(g: nx.DiGraph, values: Mapping[Variable, Any] | None = None,
     # the one call into the layout engine: boxes sized to these lines, routed edges
     lay = layout(drawn, captions={head: [line["text"] for line in box["lines"]]
                                   for head, box in contents.items()})
-    return _browser_data(lay, contents)
+    feeds = {(head_of[s], head_of[t]) for s, t, d in g.edges(data=True) if d.get("feeds")}
+    return _browser_data(lay, contents, feeds, inner_graph_frames(drawn, lay))
 
 
-def _browser_data(lay: GraphLayout, contents: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def _browser_data(lay: GraphLayout, contents: Mapping[str, dict[str, Any]],
+                  feeds: Collection[tuple[str, str]] = (),
+                  frames: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     nodes = []
     for key, box in lay.boxes.items():
         nodes.append({**contents[key], "x": round(box.x, 1), "y": round(box.y, 1),
@@ -153,8 +157,11 @@ def _browser_data(lay: GraphLayout, contents: Mapping[str, dict[str, Any]]) -> d
         "width": round(lay.width, 1), "height": round(lay.height, 1),
         "nodes": nodes,
         "edges": [{"source": e.source, "target": e.target,
-                   "points": [[round(x, 1), round(y, 1)] for x, y in e.points]}
+                   "points": [[round(x, 1), round(y, 1)] for x, y in e.points],
+                   "feeds": (e.source, e.target) in feeds}
                   for e in lay.edges],
+        "frames": [{k: round(v, 1) if isinstance(v, float) else v for k, v in f.items()}
+                   for f in frames],
         "font_size": lay.font_size, "line_height": lay.line_height,
         "char_width": lay.char_width,
         "styles": {kind: {"fill": s["fill"], "stroke": s["stroke"]}

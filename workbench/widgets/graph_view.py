@@ -3,7 +3,9 @@
 The drawing is a `GraphCanvas` (an anywidget): drag to pan, wheel to zoom, click
 a node to select it; labels stay at least 11 px at the default size (a big
 graph scrolls rather than shrinks). A `Dropdown` of the nodes selects too.
-Selecting outlines the node and fills the details panel: kind, op and props,
+A loop node (any Op holding an inner graph) gets an "expand loop" button: its body
+is drawn inside the graph, framed, and "collapse loop" closes it (`expand(node)`,
+`collapse(node)`). Selecting outlines the node and fills the details panel: kind, op and props,
 type, dtype, static shape, name, the `dprint` of its subtree (with the same
 `[id X]` letters as the drawing), and its value when a `point` was given. With
 a point, every variable node also shows its value inside the box (togglable).
@@ -24,6 +26,7 @@ import networkx as nx
 import numpy as np
 
 from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import IdLabels, dprint
 from workbench.inspector import find, to_networkx
@@ -56,6 +59,8 @@ class GraphView(widgets.VBox):
     def __init__(self, graph: Any, point: Mapping[Any, Any] | None = None,
                  height: int = 560) -> None:
         self.graph = _graph_of(graph)
+        #: the loop (inner-graph) nodes drawn opened: their inner graph is in the drawing
+        self.expanded: set[Apply] = set()
         self.nx_graph: nx.DiGraph = to_networkx(self.graph)
         outputs, inputs, _ = _graph_parts(self.graph)
         self._inputs = inputs
@@ -80,6 +85,9 @@ class GraphView(widgets.VBox):
             value=True, description="values in nodes", indent=False,
             layout=widgets.Layout(width="150px", display="" if self.values else "none")),
             "wb-values-toggle")
+        self.expand_button = styled(widgets.Button(
+            description="expand loop", tooltip="draw the selected loop's body (inner graph)",
+            layout=widgets.Layout(width="120px", display="none")), "wb-expand")
         self.status = status_label("working…")
         self.canvas = styled(GraphCanvas(self._graph_data(), height=height,
                                          layout=widgets.Layout(flex="1 1 560px")), "wb-graph-svg")
@@ -88,11 +96,7 @@ class GraphView(widgets.VBox):
             flex="0 1 380px", min_width="280px", max_height=f"{height}px", overflow="auto",
             padding="0 0 0 10px")),
             "wb-details")
-        n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
-        self.title = styled(widgets.HTML(
-            f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
-            f"variables</b>" + (" — evaluated at the given point" if self.values else "")),
-            "wb-graph-title")
+        self.title = styled(widgets.HTML(self._title_html()), "wb-graph-title")
 
         self.node_select.observe(self._on_select, names="value")
         self.canvas.observe(self._on_canvas_select, names="selected")
@@ -100,8 +104,10 @@ class GraphView(widgets.VBox):
         self.zoom_in_button.on_click(lambda _: self.set_zoom(self._next_zoom(+1)))
         self.zoom_out_button.on_click(lambda _: self.set_zoom(self._next_zoom(-1)))
         self.zoom_fit_button.on_click(lambda _: self.canvas.fit())
+        self.expand_button.on_click(lambda _: self._toggle_selected())
         toolbar = widgets.HBox([self.node_select, self.zoom_out_button, self.zoom_fit_button,
-                                self.zoom_in_button, self.values_toggle, self.status])
+                                self.zoom_in_button, self.expand_button, self.values_toggle,
+                                self.status])
         # side by side when there is room; in a narrow notebook the details go below
         # and the drawing keeps the whole width
         drawing_and_details = widgets.HBox([self.canvas, self.details],
@@ -126,6 +132,60 @@ class GraphView(widgets.VBox):
         else:
             key = find(self.nx_graph, node)
         self.node_select.value = key
+
+    def expand(self, node: str | Apply) -> None:
+        """Draw the inner graph (a loop's body) of `node` (key, letter or Apply) inside
+        the drawing; `collapse` closes it again."""
+        self._set_expanded(self._inner_graph_node(node), True)
+
+    def collapse(self, node: str | Apply) -> None:
+        self._set_expanded(self._inner_graph_node(node), False)
+
+    def _inner_graph_node(self, node: str | Apply) -> Apply:
+        if isinstance(node, str):
+            key = node if node in self.nx_graph else find(self.nx_graph, node)
+            node = self.nx_graph.nodes[key]["obj"]
+        if not isinstance(node, Apply) or not isinstance(node.op, InnerGraphOp):
+            raise ValueError(f"{node} is not a node holding an inner graph (a loop, an "
+                             "OpFromGraph): there is nothing to expand")
+        return node
+
+    def _set_expanded(self, node: Apply, opened: bool) -> None:
+        if opened:
+            self.expanded.add(node)
+        else:  # closing a loop closes the loops drawn inside it
+            inside = {d["obj"] for _, d in to_networkx(node.outputs, expand=True)
+                      .nodes(data=True) if isinstance(d["obj"], Apply)}
+            self.expanded -= inside | {node}
+        selected = self.selected
+        self.nx_graph = to_networkx(self.graph, expand=self.expanded)
+        self.node_select.options = self._options()
+        if selected in self.nx_graph:
+            self.node_select.value = selected
+        self.title.value = self._title_html()
+        self._redraw()
+        self._update_expand_button()
+
+    def _title_html(self) -> str:
+        n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
+        opened = f", {len(self.expanded)} loop(s) expanded" if self.expanded else ""
+        return (f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
+                f"variables{opened}</b>"
+                + (" — evaluated at the given point" if self.values else ""))
+
+    def _toggle_selected(self) -> None:
+        if self.selected is not None:
+            node = self.nx_graph.nodes[self.selected]["obj"]
+            self._set_expanded(node, node not in self.expanded)
+
+    def _update_expand_button(self) -> None:
+        obj = self.nx_graph.nodes[self.selected]["obj"] if self.selected else None
+        holds = isinstance(obj, Apply) and isinstance(obj.op, InnerGraphOp)
+        self.expand_button.layout.display = "" if holds else "none"
+        if holds:
+            title = obj.op.inner_graph_title.split()[0]  # "loop", "inner"
+            self.expand_button.description = (f"collapse {title}" if obj in self.expanded
+                                              else f"expand {title}")
 
     @property
     def zoom(self) -> float:
@@ -215,6 +275,7 @@ class GraphView(widgets.VBox):
         self.selected = key
 
         def work() -> None:
+            self._update_expand_button()
             self.canvas.selected = key
             self.details.value = self._details_html(key) if key else (
                 "<i>select a node to see its details</i>")

@@ -330,3 +330,26 @@ def test_the_c_linker_runs_the_steps_in_c_and_agrees_with_python():
     expected = wb.function([a, x], outs, linker="py")(*values)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e)
+
+
+def test_the_inspector_expands_a_loop_into_its_body():
+    from workbench.inspector import to_networkx, to_svg
+
+    x = wt.dvector("x")
+    w = wt.dscalar("w")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(h * w + xt), sequences=x,
+                    outputs_info=np.float64(0), name="rnn")
+    closed, opened = to_networkx(hs), to_networkx(hs, expand=True)
+    inner = {k for k, d in opened.nodes(data=True) if d["inner_of"] is not None}
+    assert set(closed) == set(opened) - inner
+    assert {opened.nodes[k]["text"] for k in inner} >= {"x[t]", "rnn.out0[t-1]", "w",
+                                                         "Elemwise{tanh}"}
+    scan_key = next(k for k, d in opened.nodes(data=True) if d.get("op_class") == "Scan")
+    feeds = [(s, t) for s, t, d in opened.edges(data=True) if d.get("feeds")]
+    assert any(t == scan_key for _, t in feeds)  # the body's output goes to the loop
+    x_key = next(k for k, d in opened.nodes(data=True) if d["obj"] is x)
+    assert any(s == x_key and opened.nodes[t]["text"] == "x[t]" for s, t in feeds)
+    letter = closed.nodes[scan_key]["label"]
+    assert set(to_networkx(hs, expand=[letter])) == set(opened)
+    svg = to_svg(opened)
+    assert 'class="edge feeds"' in svg and "data-inner-of" in svg

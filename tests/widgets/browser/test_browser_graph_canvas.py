@@ -185,3 +185,31 @@ def test_clicking_a_node_selects_it_in_jupyterlab(page, lab_notebook, screenshot
     expect(view.locator(f".wb-details-body[data-key='{key}']")).to_contain_text("Dot")
     page.screenshot(path=str(screenshot_dir / "lab-graph-view-logistic-1280x800.png"))
     assert not page.js_errors, page.js_errors
+
+
+def test_a_loop_expands_into_its_body_and_collapses_on_a_projector(page, voila_app,
+                                                                    screenshot_dir):
+    page.set_viewport_size(PROJECTOR)
+    voila_app("graph_view_loop.ipynb")
+    view = page.locator(".wb-graph-view")
+    expect(view).to_be_visible(timeout=90_000)
+    expect(view.locator(".wb-status")).to_have_text("done")
+    holder = view.locator(".wb-graph-canvas .wb-svg-holder")
+    nodes = holder.locator("g.node")
+    expect(nodes.first).to_be_visible()
+    closed = nodes.count()
+    loop = nodes.filter(has_text="Scan{rnn, for}")
+    loop.click()
+    button = view.locator(".wb-expand")
+    expect(button).to_have_text("expand loop")
+    button.click()
+    expect(button).to_have_text("collapse loop")
+    expect(holder.locator("polyline.feeds").first).to_be_attached()
+    assert nodes.count() > closed
+    for text in ("x[t]", "rnn.out0[t-1]", "Elemwise{tanh}"):
+        expect(nodes.filter(has_text=text).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "graph-view-loop-expanded-1280x800.png"))
+    button.click()
+    expect(button).to_have_text("expand loop")
+    expect(holder.locator("polyline.feeds")).to_have_count(0)
+    assert nodes.count() == closed

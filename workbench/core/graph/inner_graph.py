@@ -119,6 +119,11 @@ class InnerGraphOp(Op):
         """The Op rebuilt from its inner graph and props (the inverse of saving it)."""
         raise MethodNotDefined(f"{cls.__name__}.from_inner_graph")
 
+    def outer_input_index(self, k: int) -> int | None:
+        """The position of the node input that inner input `k` is made from (drawings
+        link them); by default inner input k is node input k."""
+        return k
+
     def make_device_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
                           device: Any) -> Any:
         """A Thunk running `node` with its inner graph lowered to the gpu linker's `device`

@@ -164,6 +164,20 @@ class Scan(InnerGraphOp):
         return inputs[0], seqs, inits, list(inputs[start + info.n_recurrent:])
 
     # -- the protocol -------------------------------------------------------------
+    def outer_input_index(self, k: int) -> int:
+        """Node input feeding inner input k: a sequence, the initial value of the
+        recurrent output whose tap it is, or a non-sequence."""
+        info = self.info
+        if k < info.n_seqs:
+            return 1 + k
+        if k < info.n_seqs + info.n_taps:
+            tap = k - info.n_seqs
+            for j, taps in enumerate(info.recurrent_taps):
+                if tap < len(taps):
+                    return 1 + info.n_seqs + j
+                tap -= len(taps)
+        return 1 + info.n_recurrent + (k - info.n_taps)
+
     def clone_with_inner_graph(self, fgraph: FunctionGraph) -> Scan:
         return Scan(fgraph.inputs, fgraph.outputs, self.info, self.name, self.truncate_gradient,
                     self.keep_last)

@@ -172,13 +172,28 @@ function render({ model, el }) {
     nodesByKey = new Map(graph.nodes.map((node) => [node.key, node]));
     boxOf = new Map(graph.nodes.flatMap((node) => node.members.map((key) => [key, node])));
     const fontSize = graph.font_size || 12, lineHeight = graph.line_height || 15;
+    for (const frame of graph.frames || []) {
+      // an expanded inner graph (a loop's body), behind everything else
+      const group = make("g", { class: "inner-graph", "data-of": frame.of }, viewport);
+      make("rect", {
+        x: frame.left, y: frame.top, width: frame.width, height: frame.height, rx: 8,
+        fill: "#f3f6fa", stroke: "#7a8ca3", "stroke-width": "1.5", "stroke-dasharray": "8 4",
+      }, group);
+      const title = make("text", {
+        x: frame.left + 6, y: frame.top + 11 + fontSize * 0.35, fill: "#4a5a70",
+        "font-size": fontSize,
+      }, group);
+      title.textContent = frame.title;
+    }
     const edges = make("g", { class: "edges" }, viewport);
     for (const edge of graph.edges) {
-      make("polyline", {
-        class: "edge", points: edge.points.map((p) => p.join(",")).join(" "), fill: "none",
+      const line = make("polyline", {
+        class: edge.feeds ? "edge feeds" : "edge",
+        points: edge.points.map((p) => p.join(",")).join(" "), fill: "none",
         stroke: "#555", "stroke-width": "1.3", "marker-end": `url(#${marker.id})`,
         "data-source": edge.source, "data-target": edge.target,
       }, edges);
+      if (edge.feeds) line.setAttribute("stroke-dasharray", "5 3");
     }
     const styles = graph.styles || {};
     for (const node of graph.nodes) {
@@ -186,10 +201,11 @@ function render({ model, el }) {
       const group = make("g", {
         class: `node ${node.kind}`, id: node.key, "data-label": node.letter,
       }, viewport);
-      make("rect", {
+      const rect = make("rect", {
         x: node.x - node.w / 2, y: node.y - node.h / 2, width: node.w, height: node.h,
         rx: node.rounded ? 9 : 2, fill: style.fill, stroke: style.stroke, "stroke-width": "1",
       }, group);
+      if (node.inner) rect.setAttribute("stroke-dasharray", "4 2");  // inside a loop body
       const top = node.y - (node.lines.length * lineHeight) / 2;
       node.lines.forEach((line, i) => {
         // baseline: the middle of the line plus about a third of the font's height

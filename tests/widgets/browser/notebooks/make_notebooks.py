@@ -54,6 +54,22 @@ panel = ProfilePanel(y, input_shapes={"x": (200, 50), "w": (50, 20)}, calls=5)
 panel
 '''
 
+GRAPH_VIEW_LOOP = '''\
+import numpy as np
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.widgets import GraphView
+
+x = wt.dvector("x")
+w = wt.dscalar("w")
+h, _ = wb.scan(lambda x_t, h_prev: wt.tanh(h_prev * w + x_t), sequences=x,
+               outputs_info=np.float64(0), name="rnn")
+h.name = "h"
+view = GraphView(h, point={x: np.array([0.5, -1.0, 2.0]), w: 0.8})
+view
+'''
+
 
 def notebook(title: str, code: str) -> nbformat.NotebookNode:
     nb = new_notebook(cells=[new_markdown_cell(title), new_code_cell(code)])
@@ -67,6 +83,9 @@ NOTEBOOKS = {
                                  GRAPH_VIEW),
     "graph_view_logistic.ipynb": notebook(
         "# GraphView of the logistic-regression cost", GRAPH_VIEW_LOGISTIC),
+    "graph_view_loop.ipynb": notebook(
+        "# GraphView of a loop\nSelect the loop, then expand it into its body.",
+        GRAPH_VIEW_LOOP),
     "profile_panel.ipynb": notebook("# ProfilePanel\nChoose shapes and calls, then Run.",
                                     PROFILE_PANEL),
 }
