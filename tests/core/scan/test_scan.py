@@ -353,3 +353,20 @@ def test_the_inspector_expands_a_loop_into_its_body():
     assert set(to_networkx(hs, expand=[letter])) == set(opened)
     svg = to_svg(opened)
     assert 'class="edge feeds"' in svg and "data-inner-of" in svg
+
+
+def test_the_profiler_reports_the_time_inside_a_loop_per_body_node():
+    x = wt.dmatrix("x")
+    w = wt.dmatrix("w")
+    hs, _ = wb.scan(lambda xt, h, w_: wt.tanh(wt.dot(h, w_) + xt), sequences=x,
+                    outputs_info=wt.zeros(3), non_sequences=w, name="rnn")
+    for linker in LINKERS:
+        f = wb.function([x, w], hs, linker=linker)
+        stats = wb.profile(f, np.ones((7, 3)), np.eye(3) * 0.5, calls=2, warmup=1)
+        (inner,) = stats.inner().values()
+        assert inner.calls == 14  # 7 steps x 2 measured calls (the warm-up is forgotten)
+        rows = inner.by_node()
+        assert rows and all(row.calls == 14 for row in rows)
+        text = str(stats)
+        assert "Inside Scan{rnn, for} (14 steps" in text
+        assert any("tanh" in row.node for row in rows)

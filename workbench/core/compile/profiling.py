@@ -116,6 +116,28 @@ class ProfileStats:
         return {node: {"time": row.time, "calls": row.calls, "memory": row.output_bytes}
                 for node, row in zip(self.order, rows)}
 
+    def inner(self) -> dict[Apply, ProfileStats]:
+        """Per node holding an inner graph (a loop): the profile of its inner graph, one
+        call per step, so the time inside the loop shows per inner node."""
+        result = {}
+        for node in self.order:
+            get = getattr(node.op, "inner_profile", None)
+            stats = get() if get is not None else None
+            if stats is not None:
+                result[node] = stats
+        return result
+
+    def clear(self) -> None:
+        """Forget the calls counted so far (and those of the inner graphs)."""
+        self.calls, self.run_time = 0, 0.0
+        vm = self.vm
+        for node in vm.node_time:
+            vm.node_time[node] = 0.0
+            vm.node_calls[node] = 0
+        vm.events.clear()
+        for stats in self.inner().values():
+            stats.clear()
+
     # -- tables ---------------------------------------------------------------------
     def by_node(self) -> list[NodeRow]:
         """One row per Apply node, in execution order."""
@@ -328,6 +350,7 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
                      f" {row.calls:6d}  {row.backend:7s}  {row.threads or '-':>7s}  {row.node}")
     if any(row.threads for row in node_rows):
         lines.append("  (threads: BLAS threads per call, chosen by size and machine load)")
+    lines += _inner_lines(stats, top)
     memory = stats.memory()
     lines += ["", "Memory:",
               f"  peak with freeing of intermediates: {memory.peak_with_gc} bytes",
@@ -349,6 +372,22 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
                          f"({report.get('c_nodes', 0)} nodes in C, "
                          f"{report.get('py_nodes', 0)} in Python)")
     return "\n".join(lines)
+
+
+def _inner_lines(stats: ProfileStats, top: int) -> list[str]:
+    """The time inside each loop, per node of its body (the body runs once per step)."""
+    lines: list[str] = []
+    for node, inner in stats.inner().items():
+        rows = sorted(inner.by_node(), key=lambda r: r.time, reverse=True)
+        total = sum(r.time for r in rows) or 1.0
+        lines += ["", f"Inside {node.op} ({inner.calls} steps, "
+                      f"{inner.run_time * 1e3:.3f} ms in its body):",
+                  "     time(ms)      %  per step(us)  steps  backend  node"]
+        for row in rows[:top]:
+            lines.append(f"  {_ms(row.time)} {row.time / total * 100:6.1f} "
+                         f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  "
+                         f"{row.node}")
+    return lines
 
 
 def _linker_report(fn: Any) -> dict[str, Any] | None:
@@ -411,12 +450,7 @@ def measure(fn: Any, *args: Any, calls: int = 10, warmup: int = 1,
         raise ValueError(f"the number of calls must be >= 1, got {calls}")
     for _ in range(warmup):
         fn(*args, **kwargs)
-    stats.calls, stats.run_time = 0, 0.0
-    vm = fn.vm
-    for node in vm.node_time:
-        vm.node_time[node] = 0.0
-        vm.node_calls[node] = 0
-    vm.events.clear()
+    stats.clear()
     clock = time.perf_counter
     times = []
     for i in range(calls):

@@ -124,11 +124,16 @@ class InnerGraphOp(Op):
         link them); by default inner input k is node input k."""
         return k
 
-    def make_device_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
-                          device: Any) -> Any:
-        """A Thunk running `node` with its inner graph lowered to the gpu linker's `device`
-        (its cells hold device tensors), or None: the node then runs as any other Op
-        there (a lowering, or `perform` on the host)."""
+    def make_linked_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
+                          no_recycling: Any, linker: Any) -> Any:
+        """A Thunk running `node` with its inner graph linked like the outer graph is by
+        `linker` (same backend, device, profiling), over the linker's cells (device
+        tensors on the gpu linker); or None: the linker then runs the node as any Op."""
+        return None
+
+    def inner_profile(self) -> Any:
+        """The ProfileStats of the inner graph's last profiled runs (None if none): the
+        profiler reports the time inside the node per inner node."""
         return None
 
     # -- identity ----------------------------------------------------------------

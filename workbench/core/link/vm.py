@@ -28,6 +28,7 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply, Constant, Variable, short_data_repr
 from workbench.core.graph.fg import FunctionGraph
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
 from workbench.core.graph.type import Type
 from workbench.core.graph.utils import MethodNotDefined
@@ -299,6 +300,10 @@ class VMLinker(Linker):
 
     def _thunk_for(self, node: Apply, smap: dict[Variable, Cell], cmap: dict[Variable, Cell]
                    ) -> Thunk:
+        if isinstance(node.op, InnerGraphOp):  # (a loop) its inner graph linked like this one
+            linked = node.op.make_linked_thunk(node, smap, cmap, self.no_recycling, self)
+            if linked is not None:
+                return linked
         thunk = node.op.make_thunk(node, smap, cmap, self.no_recycling, impl=self.impl)
         if not isinstance(thunk, Thunk):  # a bare callable: wrap it
             if not callable(thunk):

@@ -339,11 +339,23 @@ class Scan(InnerGraphOp):
         for cell, value in zip(output_storage, results):
             cell[0] = value
 
-    def make_device_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
-                          device: Any) -> Thunk:
-        """The loop on the gpu linker: the body lowered to torch on `device`, the buffers
-        on the device (the loop itself is driven from Python)."""
-        return self.make_thunk(node, storage_map, compute_map, (), impl=f"gpu:{device}")
+    def make_linked_thunk(self, node: Apply, storage_map: StorageMap,
+                          compute_map: ComputeMap, no_recycling: Sequence[Variable],
+                          linker: Any) -> Thunk:
+        """The loop with its body linked like the outer graph: "py", "c" (steps in C),
+        "debug" (every body node checked), "gpu" (the body lowered to torch on the
+        linker's device, the buffers on the device, the loop driven from Python); with
+        the linker's profiling, the body is profiled per node (`inner_profile`)."""
+        impl = getattr(linker, "name", None) or getattr(linker, "impl", "py")
+        if impl == "gpu":
+            impl = f"gpu:{linker.device}"
+        if getattr(linker, "profile", False):
+            impl += "+profile"
+        return self.make_thunk(node, storage_map, compute_map, no_recycling, impl=impl)
+
+    def inner_profile(self) -> Any:
+        profiled = [r for impl, r in self._runners.items() if impl.endswith("+profile")]
+        return profiled[-1].body.profile if profiled else None
 
     def make_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
                    no_recycling: Sequence[Variable], impl: str | None = None) -> Thunk:

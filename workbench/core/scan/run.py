@@ -1,7 +1,8 @@
 """Running a loop: the body compiled once by a linker, then called once per step.
 
 `LoopRunner(op, impl)` compiles the Scan's inner graph with the linker `impl`
-("py", "c", ...) into a Function and keeps its storage cells. Each step puts the
+("py", "c", "debug", "gpu:DEVICE"; "+profile": profiled per node) into a Function
+and keeps its storage cells. Each step puts the
 sequence rows and the tap rows (views, no copies) into the body's input cells,
 runs the body (for "c": runtime.c's Program, no Python frame per inner node),
 and copies the new values into the output buffers. Non-sequences are set once
@@ -26,9 +27,9 @@ __all__ = ["LoopRunner", "compile_body"]
 LOOP_C_VERSION = (2,)
 
 
-def compile_body(op: Scan, impl: Any) -> Any:
+def compile_body(op: Scan, impl: Any, profile: bool = False) -> Any:
     """The Scan's inner graph compiled by linker `impl` (a name or a Linker; its inputs
-    trusted)."""
+    trusted), profiled per node with `profile`."""
     from workbench.core.compile.function import function
     from workbench.core.compile.mode import Mode, RewriteQuery
 
@@ -36,7 +37,8 @@ def compile_body(op: Scan, impl: Any) -> Any:
     rewriter = None if op.inner_graph_rewritten else RewriteQuery(("fast_run",))
     mode = Mode(linker=impl, rewriter=rewriter)
     return function(list(op.inner_inputs), list(op.inner_outputs), mode=mode,
-                    on_unused_input="ignore", trust_input=True, name=f"{op.name} body")
+                    on_unused_input="ignore", trust_input=True, name=f"{op.name} body",
+                    profile=profile or None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,6 +112,8 @@ class LoopRunner:
 
     def __init__(self, op: Scan, impl: str) -> None:
         self.op = op
+        profile = impl.endswith("+profile")
+        impl = impl.removesuffix("+profile")
         self.impl = impl
         self.rows: Any = _HostRows
         linker: Any = impl
@@ -119,7 +123,7 @@ class LoopRunner:
             linker = GpuLinker(device=impl[4:], device_outputs=True)
             self.rows = _DeviceRows(linker.device)
             self.impl = "gpu"
-        self.body = compile_body(op, linker)
+        self.body = compile_body(op, linker, profile)
         self.in_cells = list(self.body._arg_cells)
         self.out_cells = list(self.body._out_cells)
         self.run_body = self.body._run

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Variable
-from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
 from workbench.core.link.c import bundle, codegen
 from workbench.core.link.c.blas_threads import take_last_threads
@@ -147,12 +146,6 @@ class CLinker(VMLinker):
             else:
                 report.py_nodes.append((node, str(sources[node])))
         return capsules
-
-    def _thunk_for(self, node: Apply, smap: dict[Variable, Cell], cmap: dict[Variable, Cell]
-                   ) -> Thunk:
-        if isinstance(node.op, InnerGraphOp):  # (e.g. a loop) this linker links its graph
-            return node.op.make_thunk(node, smap, cmap, self.no_recycling, impl=self.name)
-        return super()._thunk_for(node, smap, cmap)
 
     @property
     def generated_code(self) -> str:

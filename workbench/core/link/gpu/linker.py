@@ -240,7 +240,7 @@ class GpuLinker(Linker):
             return _ifelse_thunk(node, in_cells, out_cells,
                                  [cmap[v] for v in node.inputs], done)
         if isinstance(node.op, InnerGraphOp):  # (a loop) its inner graph on the device too
-            thunk = node.op.make_device_thunk(node, smap, cmap, ctx.device)
+            thunk = node.op.make_linked_thunk(node, smap, cmap, self.no_recycling, self)
             if thunk is not None:
                 return thunk
         lowering = lowering_for(node.op)
