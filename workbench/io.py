@@ -41,7 +41,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Op
 from workbench.core.graph.type import Type
-from workbench.core.printing import _outputs_of
+from workbench.core.printing import outputs_of
 from workbench.core.tensor.indexing import IndexMarker
 
 FORMAT = "workbench-graph"
@@ -271,7 +271,7 @@ def to_document(graph: Any, inputs: Sequence[Variable] | None = None) -> dict[st
     `inputs` defaults to the graph's own inputs (those of a FunctionGraph, else
     the non-constant roots the outputs depend on).
     """
-    outputs, fgraph = _outputs_of(graph)
+    outputs, fgraph = outputs_of(graph)
     if inputs is not None:
         inputs = list(inputs)
     elif fgraph is not None:

@@ -23,11 +23,11 @@ from workbench.core.graph.basic import Variable, ancestors
 __all__ = ["GradientError", "numeric_grad", "verify_grad"]
 
 #: default finite-difference step and tolerances per dtype
-_EPS = {"float64": 1e-7, "float32": 3e-3, "float16": 2.0**-5, "bfloat16": 2.0**-3}
+DEFAULT_STEPS = {"float64": 1e-7, "float32": 3e-3, "float16": 2.0**-5, "bfloat16": 2.0**-3}
 _ABS_TOL = {"float64": 1e-4, "float32": 1e-2, "float16": 5e-2, "bfloat16": 5e-2}
 _REL_TOL = {"float64": 1e-4, "float32": 1e-2, "float16": 5e-2, "bfloat16": 5e-2}
 #: the narrowest dtype among the points and the output decides the step and tolerances
-_NARROWNESS = ("float64", "float32", "float16", "bfloat16")
+DTYPE_NARROWNESS = ("float64", "float32", "float16", "bfloat16")
 
 
 class GradientError(AssertionError):
@@ -135,7 +135,7 @@ def verify_grad(
         raise ValueError("verify_grad needs at least one point")
     for k, p in enumerate(points):
         d = dtypes.as_dtype(p.dtype)
-        if not d.is_float or str(d) not in _EPS:
+        if not d.is_float or str(d) not in DEFAULT_STEPS:
             raise TypeError(f"verify_grad: point {k} has dtype {p.dtype}; give float arrays "
                             "(integer inputs have no finite differences)")
     if n_tests < 1:
@@ -159,8 +159,8 @@ def verify_grad(
     # finite differences are only as precise as the narrowest float on the way
     involved = [str(dtypes.as_dtype(p.dtype)) for p in points] + [
         str(var.type.dtype) for var in ancestors([out]) if hasattr(var.type, "dtype")]
-    narrowest = max((d for d in involved if d in _NARROWNESS), key=_NARROWNESS.index)
-    step = eps if eps is not None else _EPS[narrowest]
+    narrowest = max((d for d in involved if d in DTYPE_NARROWNESS), key=DTYPE_NARROWNESS.index)
+    step = eps if eps is not None else DEFAULT_STEPS[narrowest]
     a_tol = _tolerance(_ABS_TOL, abs_tol, narrowest)
     r_tol = _tolerance(_REL_TOL, rel_tol, narrowest)
     value = np.asarray(f_out(*points))

@@ -62,7 +62,7 @@ class IdLabels:
         return key in self._labels
 
 
-def _outputs_of(graph: Any) -> tuple[list[Variable], FunctionGraph | None]:
+def outputs_of(graph: Any) -> tuple[list[Variable], FunctionGraph | None]:
     """The outputs to print for a Variable, a list of them, a FunctionGraph or a Function."""
     maker = getattr(graph, "maker", None)
     if maker is not None and hasattr(maker, "fgraph"):
@@ -76,7 +76,7 @@ def _outputs_of(graph: Any) -> tuple[list[Variable], FunctionGraph | None]:
     if isinstance(graph, (list, tuple)):
         outputs: list[Variable] = []
         for item in graph:
-            outputs.extend(_outputs_of(item)[0])
+            outputs.extend(outputs_of(item)[0])
         return outputs, None
     raise TypeError(
         "dprint expects a Variable, a list of Variables, a FunctionGraph or a compiled "
@@ -120,7 +120,7 @@ def dprint(
     node. `file` is a stream (default stdout) or the string "str" to return the
     text instead of printing it. Returns the text when file="str", else `graph`.
     """
-    outputs, fgraph = _outputs_of(graph)
+    outputs, fgraph = outputs_of(graph)
     labels = ids if ids is not None else IdLabels()
     labels.avoid_names_of(outputs)
     lines: list[str] = []
@@ -258,7 +258,7 @@ def pprint(graph: Any, file: TextIO | str | None = "str") -> str:
     when the user names its parts. Returns the text (and writes it to `file` if
     a stream is given).
     """
-    outputs, _ = _outputs_of(graph)
+    outputs, _ = outputs_of(graph)
     memo: dict[Variable, tuple[str, int]] = {}
 
     def leaf(var: Variable) -> tuple[str, int]:

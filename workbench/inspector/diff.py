@@ -12,9 +12,9 @@ from typing import Any
 
 import networkx as nx
 
-from workbench.inspector.draw import _as_digraph, _merge_keys, draw, to_svg
+from workbench.inspector.draw import draw, merge_keys, to_svg
 from workbench.inspector.graph import APPLY, merged_graph
-from workbench.inspector.layout import GraphLayout, layout_union
+from workbench.inspector.layout import GraphLayout, as_digraph, layout_union
 
 
 @dataclass
@@ -53,7 +53,7 @@ class GraphDiff:
     def changed_boxes(self, side: str = "after") -> set[str]:
         """The boxes of the merged drawing (`to_svg(merge=True)`) that show a changed node."""
         before, after, _ = self.merged()
-        return _merge_keys(before if side == "before" else after, self.changed_keys(side))
+        return merge_keys(before if side == "before" else after, self.changed_keys(side))
 
     def removed_applies(self) -> list[Any]:
         """The Apply objects that left the graph."""
@@ -106,7 +106,7 @@ class GraphDiff:
         changed = self.changed_keys(side)
         if merge:
             before, after, positions = self.merged()
-            focus = _merge_keys(before, self.removed) | _merge_keys(after, self.introduced)
+            focus = merge_keys(before, self.removed) | merge_keys(after, self.introduced)
         else:
             positions, focus = self.layout, self.removed | self.introduced
         return to_svg(graph, highlight={kind: changed}, legend=legend, positions=positions,
@@ -115,7 +115,7 @@ class GraphDiff:
 
 def diff(before: Any, after: Any) -> GraphDiff:
     """Compare two graphs (anything `to_networkx` accepts, or DiGraphs)."""
-    g_before, g_after = _as_digraph(before), _as_digraph(after)
+    g_before, g_after = as_digraph(before), as_digraph(after)
     keys_before, keys_after = set(g_before.nodes), set(g_after.nodes)
     return GraphDiff(
         before=g_before,

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 import networkx as nx
 
 from workbench.inspector.graph import APPLY, CONSTANT, INPUT, OUTPUT, VARIABLE, merged_graph
-from workbench.inspector.layout import FONT_SIZE, GraphLayout, _as_digraph, layout
+from workbench.inspector.layout import FONT_SIZE, GraphLayout, as_digraph, layout
 
 #: Fill colours by node kind (seed 001: Apply blue, Variables red-ish, ...).
 KIND_STYLE: dict[str, dict[str, str]] = {
@@ -91,7 +91,7 @@ def _legend_svg(kinds: Iterable[str]) -> tuple[list[str], float]:
     return parts, x
 
 
-def _merge_keys(g: nx.DiGraph, keys: Iterable[str]) -> set[str]:
+def merge_keys(g: nx.DiGraph, keys: Iterable[str]) -> set[str]:
     """The boxes of a merged graph that show any of `keys`."""
     wanted = set(keys)
     return {head for head, data in g.nodes(data=True) if wanted & set(data["members"])}
@@ -112,11 +112,11 @@ def to_svg(graph: Any, highlight: Mapping[str, Iterable[str]] | None = None,
     its DiGraph key, `data-label` = its `[id X]` letter and a `<title>` with its
     full text, so a browser can find, select and explain it.
     """
-    g = _as_digraph(graph)
+    g = as_digraph(graph)
     if merge:
         g = merged_graph(g)
-        highlight = {kind: _merge_keys(g, keys) for kind, keys in (highlight or {}).items()}
-        frame = _merge_keys(g, frame or ())
+        highlight = {kind: merge_keys(g, keys) for kind, keys in (highlight or {}).items()}
+        frame = merge_keys(g, frame or ())
     full = positions or layout(g)
     lay = full.restrict(g.nodes)
     marks = _highlights(highlight)
@@ -237,7 +237,7 @@ def draw(graph: Any, ax: Any = None, highlight: Mapping[str, Iterable[str]] | No
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyBboxPatch, Patch
 
-    g = _as_digraph(graph)
+    g = as_digraph(graph)
     lay = (positions or layout(g)).restrict(g.nodes)
     marks = _highlights(highlight)
     if ax is None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import networkx as nx
 
-from workbench.inspector.draw import KIND_STYLE, _as_digraph
+from workbench.inspector.draw import KIND_STYLE
 from workbench.inspector.graph import APPLY
-from workbench.inspector.layout import layout
+from workbench.inspector.layout import as_digraph, layout
 
 _JSON_SAFE = (str, int, float, bool, type(None))
 
@@ -25,7 +25,7 @@ def to_dot(graph: Any, name: str = "workbench") -> str:
     (`pos` in points, `!` pinned): `dot` lays it out afresh, `neato -n2` keeps
     the boxes where `to_svg` draws them.
     """
-    g = _as_digraph(graph)
+    g = as_digraph(graph)
     lay = layout(g)
     lines = [f"digraph {_dot_quote(name)} {{", "  rankdir=TB;",
              "  node [fontname=monospace, fixedsize=true];"]
@@ -59,7 +59,7 @@ def _json_value(value: Any) -> Any:
 
 def to_node_link(graph: Any) -> dict[str, Any]:
     """networkx node-link data with JSON-safe attributes (the graph objects dropped)."""
-    g = _as_digraph(graph)
+    g = as_digraph(graph)
     clean = nx.DiGraph()
     for key, data in g.nodes(data=True):
         clean.add_node(key, **{k: _json_value(v) for k, v in data.items() if k != "obj"})

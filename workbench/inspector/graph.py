@@ -19,7 +19,7 @@ import networkx as nx
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.inner_graph import InnerGraphOp
-from workbench.core.printing import IdLabels, _outputs_of, dprint
+from workbench.core.printing import IdLabels, dprint, outputs_of
 
 APPLY, VARIABLE, CONSTANT, INPUT, OUTPUT = "apply", "variable", "constant", "input", "output"
 
@@ -40,12 +40,12 @@ def _keys_for(fgraph: FunctionGraph | None) -> Any:
     return lambda obj: node_key(copied_from.get(id(obj), obj))
 
 
-def _graph_parts(graph: Any) -> tuple[list[Variable], list[Variable], FunctionGraph | None]:
+def graph_parts(graph: Any) -> tuple[list[Variable], list[Variable], FunctionGraph | None]:
     """(outputs, inputs, fgraph) of anything `dprint` accepts, or a rewrite step."""
     fgraph_of = getattr(graph, "fgraph", None)
     if isinstance(fgraph_of, FunctionGraph) and not hasattr(graph, "maker"):
         graph = fgraph_of  # e.g. a rewrite step exposing its graph
-    outputs, fgraph = _outputs_of(graph)
+    outputs, fgraph = outputs_of(graph)
     if fgraph is not None:
         return outputs, list(fgraph.inputs), fgraph
     inputs = []
@@ -85,7 +85,7 @@ def to_networkx(graph: Any, profile: Any = None, expand: Any = ()) -> nx.DiGraph
     they are inside (None elsewhere); edges marked `feeds` go from each outer input
     to the inner input it becomes, and from each inner output to the node.
     """
-    outputs, inputs, fgraph = _graph_parts(graph)
+    outputs, inputs, fgraph = graph_parts(graph)
     key_of = _keys_for(fgraph)
     labels = IdLabels()
     dprint(outputs, file="str", ids=labels)  # assigns the same ids dprint shows

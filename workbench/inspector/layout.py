@@ -227,7 +227,7 @@ def layout(graph: Any, captions: Mapping[str, Sequence[str]] | None = None,
     """
     from grandalf.graphs import Edge, Vertex
 
-    g = _as_digraph(graph)
+    g = as_digraph(graph)
     lines = {key: tuple(captions[key]) if captions and key in captions else tuple(caption(d))
              for key, d in g.nodes(data=True)}
     grouped = layers(g)
@@ -449,7 +449,7 @@ def layout_union(graphs: Sequence[Any], **kwargs: Any) -> GraphLayout:
     picture out of it with `restrict(graph.nodes)` and shared nodes stay put."""
     union = nx.DiGraph()
     for graph in graphs:
-        digraph = _as_digraph(graph)
+        digraph = as_digraph(graph)
         for key, data in digraph.nodes(data=True):
             if key not in union:
                 union.add_node(key, **data)
@@ -457,7 +457,7 @@ def layout_union(graphs: Sequence[Any], **kwargs: Any) -> GraphLayout:
     return layout(union, **kwargs)
 
 
-def _as_digraph(graph: Any) -> nx.DiGraph:
+def as_digraph(graph: Any) -> nx.DiGraph:
     if isinstance(graph, nx.DiGraph):
         return graph
     from workbench.inspector.graph import to_networkx

@@ -50,7 +50,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable, clone_replace
 from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import pprint
 from workbench.inspector import node_key, to_networkx
-from workbench.inspector.graph import _graph_parts
+from workbench.inspector.graph import graph_parts
 from workbench.widgets._common import (
     graph_title,
     html_table,
@@ -104,7 +104,7 @@ class GradExplorer(widgets.VBox):
         self.grads: list[Variable] = list(grads)
         self.trace: BackwardTrace = trace
         self.nx_graph: nx.DiGraph = to_networkx(cost)
-        _, inputs, _ = _graph_parts(cost)
+        _, inputs, _ = graph_parts(cost)
         self.inputs = [v for v in inputs if not isinstance(v, SharedVariable)]
         self.point: dict[Variable, np.ndarray] = (
             self._random_point(seed) if point is None else self._given_point(point))
@@ -261,7 +261,7 @@ class GradExplorer(widgets.VBox):
         inner = [d["obj"] for _, d in self.nx_graph.nodes(data=True)
                  if isinstance(d["obj"], Variable) and d["obj"].owner is not None]
         values: dict[Variable, Any] = dict(point)
-        for var in _graph_parts(self.cost)[1]:
+        for var in graph_parts(self.cost)[1]:
             if isinstance(var, SharedVariable):
                 values[var] = var.get_value()
         if inner:
@@ -482,8 +482,8 @@ class GradExplorer(widgets.VBox):
     # -- the finite-difference check ----------------------------------------------------
     def _run_check(self) -> GradCheck:
         from workbench.core.gradcheck import (
-            _EPS,
-            _NARROWNESS,
+            DEFAULT_STEPS,
+            DTYPE_NARROWNESS,
             GradientError,
             numeric_grad,
             verify_grad,
@@ -492,14 +492,14 @@ class GradExplorer(widgets.VBox):
 
         kinds = [str(getattr(w.type, "dtype", "")) for w in self.wrt]
         for w, kind in zip(self.wrt, kinds):
-            if kind not in _EPS:
+            if kind not in DEFAULT_STEPS:
                 raise TypeError(f"finite differences need float variables; {w} has type "
                                 f"{w.type}")
         fixed = {v: constant(self.point[v]) for v in self.inputs if v not in self.wrt}
         points = [np.asarray(self.value(w)).astype(w.type.dtype.numpy) for w in self.wrt]
         # the step verify_grad would take: the narrowest float among the wrt and the cost
-        narrowest = max((k for k in [*kinds, str(self.cost.type.dtype)] if k in _NARROWNESS),
-                        key=_NARROWNESS.index)
+        narrowest = max((k for k in [*kinds, str(self.cost.type.dtype)] if k in DTYPE_NARROWNESS),
+                        key=DTYPE_NARROWNESS.index)
 
         def fun(*xs: Variable) -> Variable:
             return clone_replace(self.cost, {**fixed, **dict(zip(self.wrt, xs))})
@@ -508,7 +508,7 @@ class GradExplorer(widgets.VBox):
 
         symbolic_inputs = [w.type() for w in self.wrt]
         f_cost = wb.function(symbolic_inputs, fun(*symbolic_inputs), mode="FAST_COMPILE")
-        numeric = numeric_grad(lambda *xs: float(f_cost(*xs)), points, _EPS[narrowest])
+        numeric = numeric_grad(lambda *xs: float(f_cost(*xs)), points, DEFAULT_STEPS[narrowest])
         symbolic = [np.asarray(self.value(g), dtype=np.float64) for g in self.grads]
         errors = [float(np.max(np.abs(s - n))) if s.size else 0.0
                   for s, n in zip(symbolic, numeric)]

@@ -30,7 +30,7 @@ from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import IdLabels, dprint
 from workbench.inspector import find, to_networkx
-from workbench.inspector.graph import APPLY, _graph_parts
+from workbench.inspector.graph import APPLY, graph_parts
 from workbench.widgets._common import pre, run_with_status, status_label, styled
 from workbench.widgets.graph_canvas import GraphCanvas, graph_data
 
@@ -62,7 +62,7 @@ class GraphView(widgets.VBox):
         #: the loop (inner-graph) nodes drawn opened: their inner graph is in the drawing
         self.expanded: set[Apply] = set()
         self.nx_graph: nx.DiGraph = to_networkx(self.graph)
-        outputs, inputs, _ = _graph_parts(self.graph)
+        outputs, inputs, _ = graph_parts(self.graph)
         self._inputs = inputs
         self._labels = IdLabels()
         dprint(outputs, file="str", ids=self._labels)  # same letters as the drawing

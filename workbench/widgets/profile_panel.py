@@ -24,7 +24,7 @@ from workbench.core.compile.mode import available_linkers, default_linker
 from workbench.core.compile.profiling import ProfileStats, compare, measure
 from workbench.core.graph.basic import Variable
 from workbench.core.link.shared import SharedVariable
-from workbench.inspector.graph import _graph_parts
+from workbench.inspector.graph import graph_parts
 from workbench.widgets._common import (
     figure_png,
     html_table,
@@ -61,7 +61,7 @@ class _Source:
                 raise TypeError(
                     "ProfilePanel takes a compiled Function, a GraphSource (e.g. "
                     f"workbench.examples.get_example('mlp')) or Variable(s); got {obj!r}")
-            _, inputs, _ = _graph_parts(outputs)
+            _, inputs, _ = graph_parts(outputs)
             self.inputs = [v for v in inputs if not isinstance(v, SharedVariable)]
             self.outputs = outputs
             self.name = ", ".join(str(v) for v in outputs)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.graph.basic import Variable
+from workbench.core.graph.basic import Variable, describe_value
 from workbench.core.link.shared import SharedVariable
-from workbench.core.link.vm import describe_value
 
 __all__ = ["In", "Out", "UnusedInputError", "UnusedInputWarning", "default_updates"]
 

@@ -196,6 +196,23 @@ def short_data_repr(data: Any, limit: int = 30) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def describe_value(value: Any) -> str:
+    """A short description of a runtime value for error messages."""
+    if value is None:
+        return "None"
+    if isinstance(value, Variable):
+        return f"symbolic variable {value} of type {value.type}"
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, np.generic):
+        return f"numpy {value.dtype} scalar {value!r}"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        return f"{type(value).__name__} of shape {shape} and dtype {dtype}"
+    return f"{type(value).__name__} {short_data_repr(value, 40)}"
+
+
 class Apply:
     """The application of `op` to `inputs`, producing `outputs`.
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.graph.basic import Variable
+from workbench.core.graph.basic import Variable, describe_value
 from workbench.core.graph.type import Type, generic
-from workbench.core.link.vm import Container, copy_value, describe_value, may_share_memory
+from workbench.core.link.vm import Container, copy_value, may_share_memory
 
 __all__ = [
     "SharedVariable", "shared", "shared_constructor", "shared_constructors",

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.graph.basic import Apply, Constant, Variable, short_data_repr
+from workbench.core.graph.basic import Apply, Constant, Variable, describe_value
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
@@ -63,23 +63,6 @@ def may_share_memory(type_: Type, a: Any, b: Any) -> bool:
         return bool(type_.may_share_memory(a, b))
     except Exception:
         return False
-
-
-def describe_value(value: Any) -> str:
-    """A short description of a runtime value for error messages."""
-    if value is None:
-        return "None"
-    if isinstance(value, Variable):
-        return f"symbolic variable {value} of type {value.type}"
-    if isinstance(value, np.ndarray):
-        return f"array of shape {value.shape} and dtype {value.dtype}"
-    if isinstance(value, np.generic):
-        return f"numpy {value.dtype} scalar {value!r}"
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if isinstance(shape, tuple) and dtype is not None:
-        return f"{type(value).__name__} of shape {shape} and dtype {dtype}"
-    return f"{type(value).__name__} {short_data_repr(value, 40)}"
 
 
 #: Timeline events kept per profiled function (older calls are still timed, not traced).

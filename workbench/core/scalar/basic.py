@@ -31,16 +31,14 @@ import numpy as np
 
 from workbench.core import dtypes as _dt
 from workbench.core.dtypes import Dtype, as_dtype, default_float_dtype, result_type
-from workbench.core.graph.basic import Apply, Constant, Variable
+from workbench.core.graph.basic import Apply, Constant, Variable, describe_value
 from workbench.core.graph.op import Op
 from workbench.core.graph.type import Type, grad_dtype, is_differentiable_dtype
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar.conversion import (  # noqa: F401  (re-exported)
     PythonScalar,
     WeakScalars,
-    _astype,
-    _describe_value,
-    _dtype_of_array,
+    astype_dropping_imaginary,
     convert_data,
     is_python_scalar,
     python_constant_dtype,
@@ -121,7 +119,7 @@ class ScalarType(Type):
             if not isinstance(data, np.generic):
                 raise TypeError(
                     f"{self} (strict) expected a numpy scalar of dtype {self.dtype}, "
-                    f"got {_describe_value(data)}"
+                    f"got {describe_value(data)}"
                 )
             if data.dtype != self.numpy_dtype:
                 raise TypeError(
@@ -256,7 +254,7 @@ def as_scalar(value: Any, dtype: Any = None) -> Variable:
             raise TypeError(f"expected a scalar Variable, got {value} of type {value.type}")
         return value
     if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) != 0:
-        raise TypeError(f"expected a single number, got {_describe_value(value)}")
+        raise TypeError(f"expected a single number, got {describe_value(value)}")
     return scalar_constant(value, dtype)
 
 
@@ -480,7 +478,8 @@ class ScalarOp(Op):
             target = result_type(*(as_dtype(x.dtype) for x in inputs)).numpy
         else:
             return list(inputs)
-        return [x if x.dtype == target else _astype(x, as_dtype(target)) for x in inputs]
+        return [x if x.dtype == target else astype_dropping_imaginary(x, as_dtype(target))
+                for x in inputs]
 
     def compute(self, inputs: Sequence[np.ndarray], output_dtypes: Sequence[Any]
                 ) -> list[np.ndarray]:
@@ -509,7 +508,7 @@ class ScalarOp(Op):
         for value, dtype in zip(results, out_dtypes):
             arr = np.asarray(value)
             if arr.dtype != dtype.numpy:
-                arr = _astype(arr, dtype)
+                arr = astype_dropping_imaginary(arr, dtype)
             final.append(arr)
         return final
 
@@ -616,7 +615,7 @@ class Cast(UnaryScalarOp):
         return self.name
 
     def impl(self, x: Any) -> Any:
-        return _astype(np.asarray(x), self.o_type.dtype)
+        return astype_dropping_imaginary(np.asarray(x), self.o_type.dtype)
 
     def grad_terms(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
                    output_grads: Sequence[Variable]) -> list[Variable]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from workbench.core import dtypes as _dt
 from workbench.core.dtypes import Dtype, as_dtype, can_cast, default_float_dtype, result_type
-from workbench.core.graph.basic import Variable
+from workbench.core.graph.basic import Variable, describe_value
 
 PythonScalar = bool | int | float | complex
 
@@ -37,7 +37,7 @@ def python_constant_dtype(value: Any) -> Dtype:
             arr = np.asarray(value)
         except (ValueError, OverflowError) as exc:
             raise ValueError(
-                f"cannot make a constant from {_describe_value(value)}: {exc}"
+                f"cannot make a constant from {describe_value(value)}: {exc}"
             ) from None
     kind = arr.dtype.kind
     if kind == "b":
@@ -55,16 +55,7 @@ def python_constant_dtype(value: Any) -> Dtype:
         return default_float_dtype()
     if kind == "c":
         return _dt.default_complex_dtype()
-    raise TypeError(f"cannot make a numeric constant from {_describe_value(value)}")
-
-
-def _describe_value(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"an array of dtype {value.dtype} and shape {value.shape}"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    raise TypeError(f"cannot make a numeric constant from {describe_value(value)}")
 
 
 def weak_scalar_array(value: PythonScalar, dtype: Dtype) -> np.ndarray:
@@ -146,11 +137,11 @@ def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: st
     target = dtype.numpy
     if isinstance(data, (np.ndarray, np.generic)):
         arr = native_byte_order(np.asarray(data))
-        source = _dtype_of_array(arr, owner)
+        source = dtype_of_array(arr, owner)
         if source is dtype:
             return arr
         if allow_downcast or can_cast(source, dtype):
-            return _astype(arr, dtype)
+            return astype_dropping_imaginary(arr, dtype)
         raise TypeError(
             f"{owner} cannot hold a value of dtype {source} without risking loss of "
             f"precision; cast it explicitly (e.g. .astype('{dtype}')) or pass "
@@ -163,14 +154,14 @@ def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: st
         )
     if allow_downcast:
         try:
-            return _astype(np.asarray(data), dtype)
+            return astype_dropping_imaginary(np.asarray(data), dtype)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise TypeError(f"{owner} cannot convert {_describe_value(data)}: {exc}") from None
+            raise TypeError(f"{owner} cannot convert {describe_value(data)}: {exc}") from None
     try:
         raw = np.asarray(data)
     except (ValueError, OverflowError) as exc:
-        raise TypeError(f"{owner} cannot convert {_describe_value(data)}: {exc}") from None
-    source = _dtype_of_array(raw, owner)
+        raise TypeError(f"{owner} cannot convert {describe_value(data)}: {exc}") from None
+    source = dtype_of_array(raw, owner)
     if source is dtype or can_cast(source, dtype):
         return raw.astype(target)
     lossy_kind = _KIND_ORDER[source.kind] > _KIND_ORDER[dtype.kind]
@@ -183,7 +174,7 @@ def convert_data(data: Any, dtype: Dtype, allow_downcast: bool | None, owner: st
         if allow_downcast is None and isinstance(data, float) and dtype.is_float:
             return converted
     raise TypeError(
-        f"{owner} cannot hold {_describe_value(data)} (dtype {source}) without loss of "
+        f"{owner} cannot hold {describe_value(data)} (dtype {source}) without loss of "
         f"precision; convert it explicitly or pass allow_downcast=True"
     )
 
@@ -199,7 +190,7 @@ def native_byte_order(arr: np.ndarray) -> np.ndarray:
     return arr.astype(arr.dtype.newbyteorder("="))
 
 
-def _dtype_of_array(arr: np.ndarray, owner: str) -> Dtype:
+def dtype_of_array(arr: np.ndarray, owner: str) -> Dtype:
     try:
         return as_dtype(arr.dtype)
     except TypeError:
@@ -208,7 +199,7 @@ def _dtype_of_array(arr: np.ndarray, owner: str) -> Dtype:
         ) from None
 
 
-def _astype(arr: np.ndarray, dtype: Dtype) -> np.ndarray:
+def astype_dropping_imaginary(arr: np.ndarray, dtype: Dtype) -> np.ndarray:
     """`arr.astype(dtype)`, dropping the imaginary part silently for complex -> real."""
     if arr.dtype.kind == "c" and not dtype.is_complex:
         arr = arr.real

@@ -29,19 +29,19 @@ from workbench.core.tensor.indexing import (
     FULL_SLICE,
     SYMBOLIC,
     SliceEntry,
-    _normalize_entry,
     check_index,
     consumed_dims,
     encode,
     entry_str,
     fill,
     index_tuple,
+    normalize_entry,
     slice_length,
     static_slice_length,
 )
 from workbench.core.tensor.subtensor import (
-    _inc_subtensor_grads,
-    _inc_subtensor_rop,
+    inc_subtensor_grads,
+    inc_subtensor_rop,
     prepare_value,
 )
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
@@ -210,7 +210,7 @@ class AdvancedSubtensor(Op):
     __props__ = ("idx_list",)
 
     def __init__(self, idx_list: Iterable[Any]) -> None:
-        self.idx_list: tuple[Any, ...] = tuple(_normalize_entry(e, True) for e in idx_list)
+        self.idx_list: tuple[Any, ...] = tuple(normalize_entry(e, True) for e in idx_list)
         _check_structure(self.idx_list)
 
     def __str__(self) -> str:
@@ -334,7 +334,7 @@ class AdvancedIncSubtensor(Op):
 
     def __init__(self, idx_list: Iterable[Any], set_instead_of_inc: bool = False,
                  inplace: bool = False) -> None:
-        self.idx_list: tuple[Any, ...] = tuple(_normalize_entry(e, True) for e in idx_list)
+        self.idx_list: tuple[Any, ...] = tuple(normalize_entry(e, True) for e in idx_list)
         _check_structure(self.idx_list)
         self.set_instead_of_inc = bool(set_instead_of_inc)
         self.inplace = bool(inplace)
@@ -381,7 +381,7 @@ class AdvancedIncSubtensor(Op):
         gradient; the losers are found by writing the positions 0..k-1 of the writes
         with the same index and reading back which one survived.
         """
-        grads = _inc_subtensor_grads(self, AdvancedSubtensor(self.idx_list), inputs,
+        grads = inc_subtensor_grads(self, AdvancedSubtensor(self.idx_list), inputs,
                                      output_grads)
         x, y, *indices = inputs
         if not self.set_instead_of_inc or not _may_repeat(self.idx_list, indices) or not (
@@ -409,7 +409,7 @@ class AdvancedIncSubtensor(Op):
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
         """The same write, of y's eval point into x's (zeros for a missing one)."""
-        return _inc_subtensor_rop(self, inputs, eval_points)
+        return inc_subtensor_rop(self, inputs, eval_points)
 
 
 def _may_repeat(idx_list: Sequence[Any], indices: Sequence[Variable]) -> bool:

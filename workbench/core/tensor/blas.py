@@ -26,7 +26,7 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply
 from workbench.core.graph.op import Op
-from workbench.core.tensor.elemwise import _broadcast_length, broadcast_static_shapes
+from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_shapes
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -125,7 +125,7 @@ class _Blas(Op):
             elif z_static[d] == 1:
                 shape.append(product[d])
             else:
-                shape.append(_broadcast_length([z_shape[d], product[d]]))
+                shape.append(broadcast_length([z_shape[d], product[d]]))
         return [tuple(shape)]
 
     def L_op(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]

@@ -353,7 +353,7 @@ class Elemwise(Op):
             for var, in_shape in zip(node.inputs, input_shapes):
                 if var.type.shape[d] != 1 and not any(in_shape[d] is c for c in candidates):
                     candidates.append(in_shape[d])
-            shape.append(_broadcast_length(candidates))
+            shape.append(broadcast_length(candidates))
         return [tuple(shape) for _ in node.outputs]
 
     # -- differentiation -----------------------------------------------------------
@@ -616,7 +616,7 @@ def _fit_to_input(g: Variable, x: Variable, others: Sequence[Variable]) -> Varia
     return _cast_to(g, grad_dtype(x.type.dtype))
 
 
-def _broadcast_length(lengths: list[Any]) -> Any:
+def broadcast_length(lengths: list[Any]) -> Any:
     """The broadcast of several lengths (ints or int64 scalar Variables).
 
     A length of 1 yields to the others, so (0 vs 1) gives 0: taking the

@@ -117,7 +117,7 @@ def checked_scalar_index(value: int) -> int:
     return value
 
 
-def _normalize_entry(entry: Any, allow_advanced: bool) -> Any:
+def normalize_entry(entry: Any, allow_advanced: bool) -> Any:
     """An idx_list entry given to an Op constructor, checked (Python slices accepted;
     constant slice parts clamped, scalar indices beyond int64 refused)."""
     if isinstance(entry, slice):

@@ -105,7 +105,7 @@ def normalize_single_axis(axis: _Any, ndim: int) -> int | None:
     return None if ndim == 0 else index
 
 
-def _op_axis(axis: AxisLike) -> tuple[int, ...] | None:
+def op_axis(axis: AxisLike) -> tuple[int, ...] | None:
     """The `axis` property of an Op: None, or a sorted tuple of distinct non-negative ints."""
     if axis is None:
         return None
@@ -122,7 +122,7 @@ def _op_axis(axis: AxisLike) -> tuple[int, ...] | None:
     return tuple(sorted(axes))
 
 
-def _canonical(axes: tuple[int, ...], ndim: int) -> tuple[int, ...] | None:
+def canonical_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...] | None:
     """None when `axes` covers every dimension (one Op for "reduce everything")."""
     return None if len(axes) == ndim else axes
 
@@ -137,11 +137,11 @@ def _check_axes(axis: tuple[int, ...] | None, x: Variable) -> tuple[int, ...]:
     return axis
 
 
-def _reduced_shape(shape: Sequence[_Any], axes: tuple[int, ...]) -> tuple[_Any, ...]:
+def reduced_shape(shape: Sequence[_Any], axes: tuple[int, ...]) -> tuple[_Any, ...]:
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def _keep_dims(out: Variable, ndim: int, axes: tuple[int, ...]) -> Variable:
+def keep_reduced_dims(out: Variable, ndim: int, axes: tuple[int, ...]) -> Variable:
     """`out` (the reduction of a rank-`ndim` tensor over `axes`) with length-1 dims put back."""
     if not axes:
         return out
@@ -233,7 +233,7 @@ def broadcast_back(g: Variable, x: Variable, axes: tuple[int, ...]) -> Variable:
     from workbench.core.tensor.creation import alloc
     from workbench.core.tensor.shape import shape_tuple
 
-    expanded = _keep_dims(g, x.type.ndim, axes)
+    expanded = keep_reduced_dims(g, x.type.ndim, axes)
     if not axes:
         return expanded
     return alloc(expanded, *shape_tuple(x))
@@ -288,7 +288,7 @@ class CAReduce(Op):
             )
         self.scalar_op = scalar_op
         self.ufunc = ufunc
-        self.axis = _op_axis(axis)
+        self.axis = op_axis(axis)
         self.dtype = None if dtype is None else as_dtype(dtype)
         self.acc_dtype = None if acc_dtype is None else as_dtype(acc_dtype)
 
@@ -328,7 +328,7 @@ class CAReduce(Op):
             out_dtype = self.output_dtype(x.type.dtype)
         except TypeError as exc:
             raise TypeError(f"{self}: {exc}") from None
-        out = TensorType(out_dtype, _reduced_shape(x.type.shape, axes))()
+        out = TensorType(out_dtype, reduced_shape(x.type.shape, axes))()
         return Apply(self, [x], [out])
 
     def perform(self, node: Apply, inputs: Sequence[_Any], output_storage: list[list[_Any]]
@@ -347,7 +347,7 @@ class CAReduce(Op):
     def infer_shape(self, fgraph: _Any, node: Apply, input_shapes: list[tuple[_Any, ...]]
                     ) -> list[tuple[_Any, ...]]:
         axes = _check_axes(self.axis, node.inputs[0])
-        return [_reduced_shape(input_shapes[0], axes)]
+        return [reduced_shape(input_shapes[0], axes)]
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         """One operation per input element."""
@@ -465,7 +465,7 @@ class Any(CAReduce):
 # -- argmax / argmin ----------------------------------------------------------------
 
 
-class _ArgReduce(Op):
+class ArgReduce(Op):
     """Index (int64) of the extreme element along `axis`; None = of the flattened input."""
 
     abstract = True
@@ -485,7 +485,7 @@ class _ArgReduce(Op):
     def make_node(self, x: _Any) -> Apply:
         x = as_tensor_variable(x)
         axes = _check_axes(None if self.axis is None else (self.axis,), x)
-        out = TensorType("int64", _reduced_shape(x.type.shape, axes))()
+        out = TensorType("int64", reduced_shape(x.type.shape, axes))()
         return Apply(self, [x], [out])
 
     def perform(self, node: Apply, inputs: Sequence[_Any], output_storage: list[list[_Any]]
@@ -497,7 +497,7 @@ class _ArgReduce(Op):
                     ) -> list[tuple[_Any, ...]]:
         if self.axis is None:
             return [()]
-        return [_reduced_shape(input_shapes[0], (self.axis,))]
+        return [reduced_shape(input_shapes[0], (self.axis,))]
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         """One comparison per input element."""
@@ -510,7 +510,7 @@ class _ArgReduce(Op):
         return [zero_grad_of(inputs[0])]
 
 
-class Argmax(_ArgReduce):
+class Argmax(ArgReduce):
     """Index of the largest element along `axis` (the first one on ties; NaN wins)."""
 
     abstract = False
@@ -521,7 +521,7 @@ class Argmax(_ArgReduce):
         return f"Argmax{{axis={self.axis}}}"
 
 
-class Argmin(_ArgReduce):
+class Argmin(ArgReduce):
     """Index of the smallest element along `axis` (the first one on ties; NaN wins)."""
 
     abstract = False
@@ -548,8 +548,8 @@ def _prod_grad(x: Variable, out: Variable, gz: Variable, axes: tuple[int, ...]) 
     from workbench.core.tensor.math import and_, eq, mul, switch, true_div
 
     ndim = x.type.ndim
-    gz_e = _keep_dims(gz, ndim, axes)
-    out_e = _keep_dims(out, ndim, axes)
+    gz_e = keep_reduced_dims(gz, ndim, axes)
+    out_e = keep_reduced_dims(out, ndim, axes)
     is_zero = eq(x, 0)
     n_zeros = sum(is_zero, axes, keepdims=True)
     safe_x = switch(is_zero, 1, x)
@@ -566,7 +566,7 @@ def _extremum_grad(x: Variable, out: Variable, gz: Variable, axes: tuple[int, ..
     from workbench.core.tensor.math import eq, mul
 
     ndim = x.type.ndim
-    return mul(eq(x, _keep_dims(out, ndim, axes)), _keep_dims(gz, ndim, axes))
+    return mul(eq(x, keep_reduced_dims(out, ndim, axes)), keep_reduced_dims(gz, ndim, axes))
 
 
 # -- functions ----------------------------------------------------------------------
@@ -577,8 +577,8 @@ def _reduce(op_class: type[CAReduce], x: TensorLike, axis: AxisLike, keepdims: b
     x = as_tensor_variable(x)
     ndim = x.type.ndim
     axes = normalize_axis(axis, ndim)
-    out = op_class(axis=_canonical(axes, ndim), **kwargs)(x)
-    return _keep_dims(out, ndim, axes) if keepdims else out
+    out = op_class(axis=canonical_axes(axes, ndim), **kwargs)(x)
+    return keep_reduced_dims(out, ndim, axes) if keepdims else out
 
 
 def sum(x: TensorLike, axis: AxisLike = None, keepdims: bool = False, dtype: _Any = None, *,
@@ -679,24 +679,24 @@ def std(x: TensorLike, axis: AxisLike = None, ddof: int | float = 0, keepdims: b
     return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
-def _arg_reduce(op_class: type[_ArgReduce], x: TensorLike, axis: _Any, keepdims: bool
+def _arg_reduce(op_class: type[ArgReduce], x: TensorLike, axis: _Any, keepdims: bool
                 ) -> Variable:
     x = as_tensor_variable(x)
     ndim = x.type.ndim
     if isinstance(axis, (list, tuple)) and len(axis) != 1:
         axes = normalize_axis(axis, ndim)
         out = _arg_reduce_axes(op_class, x, axes)
-        return _keep_dims(out, ndim, axes) if keepdims else out
+        return keep_reduced_dims(out, ndim, axes) if keepdims else out
     if isinstance(axis, (list, tuple)):
         axis = axis[0]
     index = normalize_single_axis(axis, ndim)
     out = op_class(index)(x)
     if not keepdims:
         return out
-    return _keep_dims(out, ndim, tuple(range(ndim)) if index is None else (index,))
+    return keep_reduced_dims(out, ndim, tuple(range(ndim)) if index is None else (index,))
 
 
-def _arg_reduce_axes(op_class: type[_ArgReduce], x: Variable, axes: tuple[int, ...]
+def _arg_reduce_axes(op_class: type[ArgReduce], x: Variable, axes: tuple[int, ...]
                      ) -> Variable:
     """The index of the extreme element over several axes, as PyTensor gives it: into
     the C-order flattening of those axes (the kept axes moved first, the reduced ones

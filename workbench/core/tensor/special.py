@@ -26,13 +26,13 @@ from workbench.core.dtypes import Dtype, default_float_dtype
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
 from workbench.core.tensor.reduction import (
-    _canonical,
-    _keep_dims,
-    _op_axis,
-    _reduced_shape,
     as_grad_of,
+    canonical_axes,
+    keep_reduced_dims,
     normalize_axis,
     normalize_single_axis,
+    op_axis,
+    reduced_shape,
 )
 from workbench.core.tensor.reduction import (
     sum as reduce_sum,
@@ -196,7 +196,7 @@ class LogSumExp(Op):
     __props__ = ("axis", "keepdims")
 
     def __init__(self, axis: Any = None, keepdims: bool = False) -> None:
-        self.axis = _op_axis(axis)
+        self.axis = op_axis(axis)
         self.keepdims = bool(keepdims)
 
     def __str__(self) -> str:
@@ -215,7 +215,7 @@ class LogSumExp(Op):
         axes = self._axes(len(shape))
         if self.keepdims:
             return tuple(1 if i in axes else s for i, s in enumerate(shape))
-        return _reduced_shape(shape, axes)
+        return reduced_shape(shape, axes)
 
     def make_node(self, x: Any) -> Apply:
         x = as_tensor_variable(x)
@@ -250,7 +250,7 @@ class LogSumExp(Op):
         ndim = x.type.ndim
         axes = self._axes(ndim)
         if not self.keepdims:
-            out, gz = _keep_dims(out, ndim, axes), _keep_dims(gz, ndim, axes)
+            out, gz = keep_reduced_dims(out, ndim, axes), keep_reduced_dims(gz, ndim, axes)
         gx = mul(gz, exp(sub(x, out)))
         return [as_grad_of(gx, x)]
 
@@ -267,7 +267,7 @@ class LogSumExp(Op):
         axes = self._axes(ndim)
         out = self(x)
         if not self.keepdims:
-            out = _keep_dims(out, ndim, axes)
+            out = keep_reduced_dims(out, ndim, axes)
         return [reduce_sum(mul(exp(sub(x, out)), v), axes, keepdims=self.keepdims)]
 
 
@@ -298,4 +298,4 @@ def logsumexp(x: TensorLike, axis: Any = None, keepdims: bool = False) -> Variab
     """
     x = as_tensor_variable(x)
     axes = normalize_axis(axis, x.type.ndim)
-    return LogSumExp(_canonical(axes, x.type.ndim), keepdims)(x)
+    return LogSumExp(canonical_axes(axes, x.type.ndim), keepdims)(x)

@@ -42,7 +42,6 @@ from workbench.core.tensor.indexing import (  # ADVANCED..slice_length: re-expor
     FULL_SLICE,
     SYMBOLIC,
     SliceEntry,
-    _normalize_entry,
     basic_static_shape,
     check_index,
     count_inputs,
@@ -52,6 +51,7 @@ from workbench.core.tensor.indexing import (  # ADVANCED..slice_length: re-expor
     fill,
     index_tuple,
     is_array_index,
+    normalize_entry,
     parse_index,
     slice_length,
     strip_trailing_full_slices,
@@ -92,7 +92,7 @@ class Subtensor(Op):
     view_map = {0: [0]}
 
     def __init__(self, idx_list: Iterable[Any]) -> None:
-        self.idx_list: tuple[Any, ...] = tuple(_normalize_entry(e, False) for e in idx_list)
+        self.idx_list: tuple[Any, ...] = tuple(normalize_entry(e, False) for e in idx_list)
 
     def __str__(self) -> str:
         return f"{type(self).__name__}{{{', '.join(entry_str(e) for e in self.idx_list)}}}"
@@ -166,7 +166,7 @@ class IncSubtensor(Op):
 
     def __init__(self, idx_list: Iterable[Any], set_instead_of_inc: bool = False,
                  inplace: bool = False) -> None:
-        self.idx_list: tuple[Any, ...] = tuple(_normalize_entry(e, False) for e in idx_list)
+        self.idx_list: tuple[Any, ...] = tuple(normalize_entry(e, False) for e in idx_list)
         self.set_instead_of_inc = bool(set_instead_of_inc)
         self.inplace = bool(inplace)
         self.destroy_map = {0: [0]} if self.inplace else {}
@@ -213,15 +213,15 @@ class IncSubtensor(Op):
         """x gets the output gradient (zeroed at the index when setting: those values
         were overwritten), y the output gradient at the index summed over the dimensions
         y was broadcast along; the index inputs are disconnected."""
-        return _inc_subtensor_grads(self, Subtensor(self.idx_list), inputs, output_grads)
+        return inc_subtensor_grads(self, Subtensor(self.idx_list), inputs, output_grads)
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
         """The same write, of y's eval point into x's (zeros for a missing one)."""
-        return _inc_subtensor_rop(self, inputs, eval_points)
+        return inc_subtensor_rop(self, inputs, eval_points)
 
 
-def _inc_subtensor_grads(op: Op, read: Op, inputs: Sequence[Variable],
+def inc_subtensor_grads(op: Op, read: Op, inputs: Sequence[Variable],
                          output_grads: Sequence[Variable]) -> list[Variable]:
     """L_op of `IncSubtensor` and `AdvancedIncSubtensor`; `read` indexes like `op` writes.
 
@@ -246,7 +246,7 @@ def _inc_subtensor_grads(op: Op, read: Op, inputs: Sequence[Variable],
     return [gx, gy, *rest]
 
 
-def _inc_subtensor_rop(op: Op, inputs: Sequence[Variable],
+def inc_subtensor_rop(op: Op, inputs: Sequence[Variable],
                        eval_points: Sequence[Variable | None]) -> list[Variable | None]:
     from workbench.core.tensor.join import float_zeros_like
 

@@ -7,7 +7,7 @@ care: negative numbers cast to unsigned types, integer division and modulo by ze
 NaN, infinities and -0.0, the extremes of each integer type. Found so far: a negative
 float cast to uint32 gave 0 in a vectorised loop (NumPy wraps around), and a float out
 of int32's range cast to int16 wrapped around (NumPy gives 0): the float to integer
-casts now follow NumPy's x86-64 results everywhere (see scalar_c._cast).
+casts now follow NumPy's x86-64 results everywhere (see scalar_c.c_cast).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ SCALAR_SUPPORT = r"""
 #define WB_SCALAR_SUPPORT
 #include <complex.h>
 static int wb_errflag = 0;
-/* float -> integer conversions with NumPy's (x86-64) results out of range: see _cast */
+/* float -> integer conversions with NumPy's (x86-64) results out of range: see c_cast */
 static inline npy_int32 wb_f2i32(double v) {
   return v > -2147483649.0 && v < 2147483648.0 ? (npy_int32)v : NPY_MIN_INT32;
 }
@@ -469,7 +469,7 @@ _FLOAT_TO_INT = {"int8": "wb_f2i32", "int16": "wb_f2i32", "uint8": "wb_f2i32",
                  "uint32": "wb_f2u32", "uint64": "wb_f2u64"}
 
 
-def _cast(expr: str, from_dtype: str, to_dtype: str) -> str:
+def c_cast(expr: str, from_dtype: str, to_dtype: str) -> str:
     if from_dtype == to_dtype:
         return expr
     if to_dtype == "bool":
@@ -527,17 +527,17 @@ def scalar_c_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: 
     if kind == "composite":
         return _composite_code(op, inputs, in_dtypes, out_dtypes, tmp)
     if kind == "cast":
-        return [], [_cast(inputs[0], in_dtypes[0], out_dtypes[0])]
+        return [], [c_cast(inputs[0], in_dtypes[0], out_dtypes[0])]
     if kind == "switch":
         cond = f"({inputs[0]} != 0)"
-        a = _cast(inputs[1], in_dtypes[1], out_dtypes[0])
-        b = _cast(inputs[2], in_dtypes[2], out_dtypes[0])
+        a = c_cast(inputs[1], in_dtypes[1], out_dtypes[0])
+        b = c_cast(inputs[2], in_dtypes[2], out_dtypes[0])
         return [], [f"({cond} ? {a} : {b})"]
     template = _template_of(op)
     if template is None:
         raise NoScalarC(f"no C template for scalar op {op} ({type(op).__qualname__})")
     if template is _angle and _kind(in_dtypes[0]) == "complex":
-        return [], [_cast(_angle(inputs, in_dtypes[0], out_dtypes[0]), out_dtypes[0],
+        return [], [c_cast(_angle(inputs, in_dtypes[0], out_dtypes[0]), out_dtypes[0],
                           out_dtypes[0])]
     if op.input_cast == "output":
         t = out_dtypes[0]
@@ -546,9 +546,9 @@ def scalar_c_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes: 
     else:
         t = in_dtypes[0]
     args = inputs if op.input_cast is None else [
-        _cast(x, d, t) for x, d in zip(inputs, in_dtypes)]
+        c_cast(x, d, t) for x, d in zip(inputs, in_dtypes)]
     expr = template(args, t, out_dtypes[0])
-    return [], [_cast(expr, t if op.input_cast is not None else out_dtypes[0],
+    return [], [c_cast(expr, t if op.input_cast is not None else out_dtypes[0],
                       out_dtypes[0])]
 
 
@@ -578,5 +578,5 @@ def _composite_code(op: Any, inputs: list[str], in_dtypes: list[str], out_dtypes
     outs = []
     for ref, d in zip(op._output_refs, out_dtypes):
         expr, dtype = value_of(ref)
-        outs.append(_cast(expr, dtype, d))
+        outs.append(c_cast(expr, dtype, d))
     return statements, outs

@@ -43,9 +43,9 @@ from workbench.core.link.gpu.transfer import (
     DeviceCell,
     ToDevice,
     ToHost,
-    _shared_with_target,
     device_shared,
     keep_on_device,
+    shared_with_target,
 )
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
 def _install() -> None:
     from workbench.core.link.shared import shared_constructor
 
-    shared_constructor(_shared_with_target)
+    shared_constructor(shared_with_target)
 
 
 _install()

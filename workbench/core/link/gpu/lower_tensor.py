@@ -21,7 +21,7 @@ from workbench.core.tensor.extra_ops import CumOp
 from workbench.core.tensor.grad_control import IdentityGradOp
 from workbench.core.tensor.join import Join, Repeat, Split
 from workbench.core.tensor.linalg import Dot, MatMul
-from workbench.core.tensor.reduction import All, Argmax, CAReduce, _ArgReduce
+from workbench.core.tensor.reduction import All, Argmax, ArgReduce, CAReduce
 from workbench.core.tensor.reduction import Any as AnyOp
 from workbench.core.tensor.reshape import BroadcastTo, Reshape
 from workbench.core.tensor.shape import Shape, Shape_i, SpecifyShape
@@ -88,7 +88,7 @@ def lower_careduce(node: Apply, ctx: LowerContext) -> Kernel | None:
     return kernel
 
 
-@register_lowering(_ArgReduce)
+@register_lowering(ArgReduce)
 def lower_argreduce(node: Apply, ctx: LowerContext) -> Kernel | None:
     torch = ctx.torch
     if node.inputs[0].type.dtype.is_complex:

@@ -114,7 +114,7 @@ def keep_on_device(variable: Any, device: Any = None) -> Any:
     return variable
 
 
-def _shared_with_target(value: Any, name: str | None = None, strict: bool = False,
+def shared_with_target(value: Any, name: str | None = None, strict: bool = False,
                         allow_downcast: bool | None = None, borrow: bool = False,
                         target: str | None = None, **kwargs: Any) -> Any:
     """`shared(value, target="gpu")`: a device shared variable; other targets: host."""

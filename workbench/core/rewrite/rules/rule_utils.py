@@ -22,7 +22,7 @@ from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.scalar.basic import ScalarOp
 from workbench.core.tensor.basic import cast
 from workbench.core.tensor.creation import alloc
-from workbench.core.tensor.elemwise import DimShuffle, Elemwise, _broadcast_length
+from workbench.core.tensor.elemwise import DimShuffle, Elemwise, broadcast_length
 from workbench.core.tensor.shape import shape_i, specify_shape
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable, constant
@@ -173,7 +173,7 @@ def _output_lengths(old: Variable, operands: Sequence[Variable]) -> list[Any]:
             if k >= 0 and var.type.shape[k] != 1:
                 candidates.append(var.type.shape[k] if var.type.shape[k] is not None
                                   else shape_i(var, k))
-        lengths.append(_broadcast_length(candidates))
+        lengths.append(broadcast_length(candidates))
     return lengths
 
 

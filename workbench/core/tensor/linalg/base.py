@@ -29,7 +29,7 @@ import numpy as np
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
-from workbench.core.tensor.elemwise import _broadcast_length, broadcast_static_shapes, dimshuffle
+from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_shapes, dimshuffle
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -155,7 +155,7 @@ class LinalgOp(Op):
                 offset = nb - (var.type.ndim - len(core))
                 if d >= offset and var.type.shape[d - offset] != 1:
                     candidates.append(shape[d - offset])
-            batch.append(_broadcast_length(candidates) if candidates else 1)
+            batch.append(broadcast_length(candidates) if candidates else 1)
         lengths: dict[str, Any] = {}
         for shape, core in zip(input_shapes, ins):
             for name, length in zip(core, shape[len(shape) - len(core):]):

@@ -17,7 +17,7 @@ import numpy as np
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.shape import _ViewCBase
+from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name, type_num
 from workbench.core.tensor.creation import NEGATIVE_DIMENSIONS, Alloc, ARange, Eye
 
@@ -25,7 +25,7 @@ __all__ = ["ARangeC", "AllocC", "EyeC"]
 
 
 @register_c_op(Alloc)
-class AllocC(_ViewCBase):
+class AllocC(ViewCBase):
     """Alloc: negative lengths raise numpy's ValueError; a value that does not broadcast
     to the shape raises numpy's "could not broadcast" ValueError."""
 
@@ -98,7 +98,7 @@ def _fresh_output(z: str, nd: int, dims: str, tn: int, fail: str) -> str:
 
 
 @register_c_op(ARange)
-class ARangeC(_ViewCBase):
+class ARangeC(ViewCBase):
     """ARange with numpy.arange's length, conversions and fill arithmetic (integer
     results wrap around as numpy's do; a first or second value that does not fit an
     integer dtype raises numpy's OverflowError)."""
@@ -178,7 +178,7 @@ if (len > 0) {{
 
 
 @register_c_op(Eye)
-class EyeC(_ViewCBase):
+class EyeC(ViewCBase):
     """Eye: zeros with ones on the k-th diagonal; negative lengths raise numpy's
     ValueError."""
 

@@ -33,7 +33,7 @@ from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.scalar_c import (
     SCALAR_SUPPORT,
     NoScalarC,
-    _cast,
+    c_cast,
     scalar_c_code,
 )
 from workbench.core.link.c.types import C_TYPES, c_type_name, scalar_literal, type_num
@@ -148,7 +148,7 @@ class CAReduceC(COpAdapter):
 
     def _load(self, node: Any, expr: str) -> str:
         in_dt, prep, acc, _ = self._dtypes(node)
-        return _cast(_cast(expr, in_dt, prep), prep, acc)
+        return c_cast(c_cast(expr, in_dt, prep), prep, acc)
 
     def _start(self, node: Any) -> str:
         """The value a fold starts from: the identity, or the dtype's extreme for max/min."""
@@ -340,7 +340,7 @@ if (n_red == 0) {
 """, nd=nd, ndl=ndl, red=red, ond=ond, x=x, o=o, fail=fail, acc_t=acc_t, in_t=in_t,
             out_t=out_t, empty=empty, separate=int(separate), start=self._start(node),
             name=name, combine=combine,
-            strided_combine=strided_combine, cast=_cast("acc[j]", acc, out_dt),
+            strided_combine=strided_combine, cast=c_cast("acc[j]", acc, out_dt),
             alloc=alloc_output(o, "ond", "oshape", out_dt, fail))
 
 

@@ -77,7 +77,7 @@ def tensor_dtypes_have_c(node: Apply) -> bool:
     return True
 
 
-class _ViewCBase(COpAdapter):
+class ViewCBase(COpAdapter):
     """What the shape Ops share: NumPy headers, the view helpers, dtype support."""
 
     def c_supports(self, node: Apply) -> bool:
@@ -101,7 +101,7 @@ def _set_view(out: str, base: str, nd: int, dims: str, strides: str, data: str,
 
 
 @register_c_op(DimShuffle)
-class DimShuffleC(_ViewCBase):
+class DimShuffleC(ViewCBase):
     """DimShuffle as a view: output dimension k takes the length and stride of its input
     dimension, or length 1 for an inserted ('x') one; dropped dimensions must be 1."""
 
@@ -129,7 +129,7 @@ class DimShuffleC(_ViewCBase):
 
 
 @register_c_op(Reshape)
-class ReshapeC(_ViewCBase):
+class ReshapeC(ViewCBase):
     """Reshape with numpy's rules: one negative entry is inferred from the size; a view
     of a C-contiguous input (C strides), else `PyArray_Newshape` (a view when the
     strides allow one, a copy otherwise, exactly as numpy.reshape)."""
@@ -182,7 +182,7 @@ if (!{z}) {fail}
 
 
 @register_c_op(BroadcastTo)
-class BroadcastToC(_ViewCBase):
+class BroadcastToC(ViewCBase):
     """BroadcastTo as a read-only view: stride 0 along broadcast dimensions."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
@@ -222,7 +222,7 @@ if (!ok) {{
 
 
 @register_c_op(SpecifyShape)
-class SpecifyShapeC(_ViewCBase):
+class SpecifyShapeC(ViewCBase):
     """SpecifyShape: checks the given lengths (AssertionError as `perform`) and passes
     its input through (the same array object). Unspecified lengths are the Generic
     None constant."""
@@ -268,7 +268,7 @@ Py_INCREF({z});""")
 
 
 @register_c_op(Shape)
-class ShapeC(_ViewCBase):
+class ShapeC(ViewCBase):
     """The shape as an int64 vector (the previous output reused when it fits)."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
@@ -288,7 +288,7 @@ for (int k = 0; k < {nd}; k++) ((npy_int64 *)PyArray_DATA({z}))[k] = PyArray_DIM
 
 
 @register_c_op(Shape_i)
-class Shape_iC(_ViewCBase):
+class Shape_iC(ViewCBase):
     """The length of one dimension as an int64 0-d array."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],

@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.shape import _ViewCBase
+from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.subtensor import SYMBOLIC, IncSubtensor, SliceEntry, Subtensor
 
@@ -142,7 +142,7 @@ def index_code(op: Any, node: Any, x: str, index_inputs: list[str], index_vars: 
     return "\n".join(code)
 
 
-class _IndexCBase(_ViewCBase):
+class _IndexCBase(ViewCBase):
     def c_headers(self) -> list[str]:
         return [*super().c_headers(), "<string.h>"]
 
