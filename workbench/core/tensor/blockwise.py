@@ -187,7 +187,7 @@ class Blockwise(Op):
         infer_shape (MethodNotDefined when that reads its node's inputs, not the shapes)."""
         from workbench.core.graph.basic import ancestors
         from workbench.core.graph.utils import MethodNotDefined
-        from workbench.core.tensor.elemwise import _broadcast_length
+        from workbench.core.tensor.elemwise import broadcast_length
 
         nb = self.batch_ndim(node)
         batch_ndims = [v.type.ndim - len(c) for v, c in zip(node.inputs, self.core_inputs)]
@@ -198,7 +198,7 @@ class Blockwise(Op):
                           zip(node.inputs, input_shapes, batch_ndims)
                           if d >= nb - b and v.type.shape[d - (nb - b)] != 1]
             batch.append(static if static is not None else
-                         _broadcast_length(candidates) if candidates else 1)
+                         broadcast_length(candidates) if candidates else 1)
         core = self._core_node_of(node)
         core_shapes = [tuple(shape[b:]) for shape, b in zip(input_shapes, batch_ndims)]
         core_out = self.core_op.infer_shape(fgraph, core, core_shapes)

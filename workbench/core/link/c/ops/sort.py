@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.shape import _ViewCBase
+from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.tensor.sort import Argsort, SearchSorted, Sort
 
 __all__ = ["ArgsortC", "SearchSortedC", "SortC"]
@@ -32,7 +32,7 @@ if (PyArray_TYPE({z}) != NPY_INT64) {{
 
 
 @register_c_op(Sort)
-class SortC(_ViewCBase):
+class SortC(ViewCBase):
     """A stable ascending sort along the Op's axis (NaN last, as NumPy)."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
@@ -60,7 +60,7 @@ class SortC(_ViewCBase):
 
 
 @register_c_op(Argsort)
-class ArgsortC(_ViewCBase):
+class ArgsortC(ViewCBase):
     """The int64 positions of a stable ascending sort along the Op's axis."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
@@ -78,7 +78,7 @@ if (!{z}) {fail}
 
 
 @register_c_op(SearchSorted)
-class SearchSortedC(_ViewCBase):
+class SearchSortedC(ViewCBase):
     """numpy.searchsorted of the values in the sorted vector (NumPy converts both to
     their common dtype)."""
 
