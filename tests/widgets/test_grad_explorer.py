@@ -233,3 +233,28 @@ def test_titles_name_the_cost_and_count_one_sum_in_the_singular():
     assert "1 sum<" in explorer.title.value and "1 sums" not in explorer.title.value
     unnamed = GradExplorer(x * wt.sin(x), [x], point={x: 0.7})
     assert "d x * sin(x) / d x" in unnamed.title.value
+
+
+def test_a_three_step_rnn_shows_bptt_one_iteration_at_a_time():
+    import workbench as wb
+
+    x = wt.dmatrix("x")
+    w = wt.dmatrix("w")
+    h0 = wt.dvector("h")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(wt.dot(h, w) + xt), sequences=x, outputs_info=h0,
+                    n_steps=3, name="rnn")
+    cost = hs[-1].sum()
+    point = {x: np.full((3, 2), 0.1), w: np.array([[0.5, -0.2], [0.3, 0.8]]),
+             h0: np.array([0.2, -0.4])}
+    explorer = GradExplorer(cost, w, point=point)
+    names = {v.name for v in explorer.values if isinstance(v, wb.Variable) and v.name}
+    assert {"h[0]", "h[1]", "h[2]"} <= names
+    (sum_of_w,) = [a for a in explorer.trace.accumulations if a.variable is w]
+    assert len(sum_of_w.terms) == 3  # one contribution per time step
+    explorer.last()
+    check = explorer.compare()
+    assert check.passed
+    looped = GradExplorer(cost, w, point=point, unroll_loops=0)
+    assert not looped.trace.accumulations  # the loop's own L_op: one step, no sum
+    np.testing.assert_allclose(looped.grad_values[looped.grads[0]],
+                               explorer.grad_values[explorer.grads[0]])

@@ -83,11 +83,14 @@ class GradExplorer(widgets.VBox):
     values of the graph inputs (Variables or their names -> arrays; Variables the
     cost does not use are ignored); None draws random ones (uniform in (0.1, 1),
     seeded by `seed`; free lengths 3). `height`: pixel height of the drawing.
+    `unroll_loops`: loops of at most this many (constant) steps are written out step
+    by step first, so backpropagation through time shows one step per iteration and
+    a weight's gradient as the sum of one contribution per step (0: never).
     """
 
     def __init__(self, cost: Variable, wrt: Variable | Sequence[Variable],
                  point: Mapping[Any, Any] | None = None, *, seed: int = 0,
-                 height: int = 420) -> None:
+                 height: int = 420, unroll_loops: int = 8) -> None:
         if not isinstance(cost, Variable):
             raise TypeError(f"GradExplorer: cost must be a scalar Variable, got "
                             f"{type(cost).__name__} {cost!r}")
@@ -100,6 +103,8 @@ class GradExplorer(widgets.VBox):
             if not isinstance(var, Variable):
                 raise TypeError(f"GradExplorer: wrt[{k}] must be a Variable, got "
                                 f"{type(var).__name__} {var!r}")
+        if unroll_loops > 0:
+            self.cost = cost = _loops_written_out(cost, self.wrt, unroll_loops)
         grads, trace = grad(cost, self.wrt, trace=True)
         self.grads: list[Variable] = list(grads)
         self.trace: BackwardTrace = trace
@@ -531,6 +536,20 @@ class GradExplorer(widgets.VBox):
     def _show_check_error(self, exc: BaseException) -> None:
         self.check_output.value = (f'<div class="wb-check-body" data-ok="error">'
                                    f'<pre class="wb-error">{html.escape(str(exc))}</pre></div>')
+
+
+def _loops_written_out(cost: Variable, wrt: list[Variable], max_steps: int) -> Variable:
+    """`cost` with its short loops written out step by step (core/scan/unroll.py), so the
+    backward pass shows one step per iteration; unchanged if that would lose a `wrt`
+    (one computed inside the written-out part)."""
+    from workbench.core.graph.basic import ancestors
+    from workbench.core.scan import unroll
+
+    written = unroll(cost, max_steps)
+    if written is cost:
+        return cost
+    reached = set(ancestors([written]))
+    return written if all(v in reached for v in wrt) else cost
 
 
 def _has_value(g: Any) -> bool:

@@ -370,3 +370,21 @@ def test_the_profiler_reports_the_time_inside_a_loop_per_body_node():
         text = str(stats)
         assert "Inside Scan{rnn, for} (14 steps" in text
         assert any("tanh" in row.node for row in rows)
+
+
+def test_unroll_writes_a_short_loop_out_with_the_same_values():
+    from workbench.core.scan import unroll
+
+    x = wt.dvector("x")
+    start = wt.dvector("start")
+    outs, _ = wb.scan(lambda xt, a, b: (a * b + xt, xt * 2.0), sequences=x,
+                      outputs_info=[dict(initial=start, taps=[-2, -1]), None], n_steps=4)
+    written = unroll(outs)
+    from workbench.core.graph.basic import io_toposort
+
+    assert not any(isinstance(n.op, Scan) for n in io_toposort([x, start], written))
+    values = (np.array([0.5, 1.0, -1.0, 2.0, 3.0]), np.array([1.0, 2.0]))
+    for a, b in zip(wb.function([x, start], written)(*values),
+                    wb.function([x, start], outs)(*values)):
+        np.testing.assert_allclose(a, b)
+    assert unroll(outs, max_steps=3)[0] is outs[0]  # longer loops stay loops
