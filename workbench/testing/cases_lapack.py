@@ -266,4 +266,106 @@ def _factorization_cases() -> list[Case]:
     ]
 
 
-CASES: list[Case] = [*_solve_cases(), *_triangular_cases(), *_factorization_cases()]
+def _first_row_signs(u: Any) -> Any:
+    """The sign of each column's first entry (per matrix of a stack), as a row."""
+    import workbench.core.tensor as wt
+
+    nd = u.type.ndim
+    return wt.sign(u[(slice(None),) * (nd - 2) + (slice(0, 1),)])
+
+
+def _svd_thin(a: Any) -> Any:
+    """The thin SVD with each singular pair's sign fixed by U's first row."""
+    u, s, vh = _la().svd(a, full_matrices=False)
+    signs = _first_row_signs(u)
+    return u * signs, s, vh * _la().base.transpose(signs)
+
+
+def _svd_thin_ref(a: Any) -> Any:
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    signs = np.sign(u[..., :1, :])
+    return u * signs, s, vh * np.swapaxes(signs, -1, -2)
+
+
+def _svd_full_square(a: Any) -> Any:
+    u, s, vh = _la().svd(a)
+    signs = _first_row_signs(u)
+    return u * signs, s, vh * _la().base.transpose(signs)
+
+
+def _svd_full_square_ref(a: Any) -> Any:
+    u, s, vh = np.linalg.svd(a)
+    signs = np.sign(u[..., :1, :])
+    return u * signs, s, vh * np.swapaxes(signs, -1, -2)
+
+
+def _svd_full_checks(a: Any) -> Any:
+    """Full U and Vh are unique only up to the complement's basis: check that they are
+    orthogonal and rebuild `a`."""
+    import workbench.core.tensor as wt
+
+    u, s, vh = _la().svd(a)
+    k = s.shape[-1]
+    rebuilt = (u[:, :k] * s) @ vh[:k]
+    return rebuilt, u.T @ u, vh @ vh.T, wt.shape(u), wt.shape(vh)
+
+
+def _svd_full_checks_ref(a: Any) -> Any:
+    m, n = a.shape
+    return a, np.eye(m), np.eye(n), np.array([m, m]), np.array([n, n])
+
+
+def _qr(mode: str) -> Callable[..., Any]:
+    def build(a: Any) -> Any:
+        return _la().qr(a, mode=mode)
+
+    return build
+
+
+def _qr_ref(mode: str) -> Callable[..., Any]:
+    def reference(a: Any) -> Any:
+        result = np.linalg.qr(a, mode=mode)
+        return result if mode == "r" else tuple(result)
+
+    return reference
+
+
+FULL_UV = "gradient through U/Vh of full_matrices=True of a non-square matrix: not implemented"
+WIDE_QR = "the QR gradient of a wide matrix (m < n) is not implemented"
+
+
+def _rectangular_cases() -> list[Case]:
+    return [
+        Case("svdvals", _call("svdvals"), _np(np.linalg.svd, compute_uv=False),
+             (Arg((4, 3)),)),
+        Case("svd_values_only_stack", _call("svd", compute_uv=False),
+             _np(np.linalg.svd, compute_uv=False), (Arg((2, 3, 4)),)),
+        Case("svd_thin_tall", _svd_thin, _svd_thin_ref, (Arg((4, 3)),)),
+        Case("svd_thin_wide", _svd_thin, _svd_thin_ref, (Arg((3, 4)),)),
+        Case("svd_thin_stack", _svd_thin, _svd_thin_ref, (Arg((2, 3, 3)),)),
+        Case("svd_full_square", _svd_full_square, _svd_full_square_ref,
+             (Arg((3, 3), static=True),)),
+        Case("svd_full_tall", _svd_full_checks, _svd_full_checks_ref, (Arg((4, 2)),),
+             grad=FULL_UV),
+        Case("svd_static_shapes", _call("svd", full_matrices=False), _np(np.linalg.svd,
+                                                                          full_matrices=False),
+             (Arg((4, 2), static=True, sample=lambda rng, shape, dtype: np.eye(4, 2,
+                                                                                dtype=dtype)),),
+             grad="the identity's singular values are repeated"),
+        Case("svd_empty", _call("svd", compute_uv=False), _np(np.linalg.svd, compute_uv=False),
+             (Arg((0, 3)),), grad=EMPTY),
+        Case("qr_reduced", _qr("reduced"), _qr_ref("reduced"), (Arg((4, 3)),)),
+        Case("qr_complete_square", _qr("complete"), _qr_ref("complete"),
+             (Arg((3, 3), static=True),)),
+        Case("qr_complete_tall", _qr("complete"), _qr_ref("complete"), (Arg((4, 2)),),
+             grad="gradient through Q of mode='complete' of a tall matrix: not implemented"),
+        Case("qr_r", _qr("r"), _qr_ref("r"), (Arg((4, 3)),)),
+        Case("qr_stack", _qr("reduced"), _qr_ref("reduced"), (Arg((2, 3, 3)),)),
+        Case("qr_wide", _qr("reduced"), _qr_ref("reduced"), (Arg((2, 4), static=True),),
+             grad=WIDE_QR),
+        Case("qr_empty", _qr("reduced"), _qr_ref("reduced"), (Arg((0, 3)),), grad=EMPTY),
+    ]
+
+
+CASES: list[Case] = [*_solve_cases(), *_triangular_cases(), *_factorization_cases(),
+                     *_rectangular_cases()]

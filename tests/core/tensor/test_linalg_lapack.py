@@ -10,7 +10,17 @@ import pytest
 import workbench as wb
 import workbench.core.tensor as wt
 from workbench.core.link.c.compiler import has_compiler
-from workbench.core.tensor.linalg import Cholesky, Det, Eigh, Inv, SLogDet, Solve, SolveTriangular
+from workbench.core.tensor.linalg import (
+    QR,
+    SVD,
+    Cholesky,
+    Det,
+    Eigh,
+    Inv,
+    SLogDet,
+    Solve,
+    SolveTriangular,
+)
 
 la = wt.linalg
 rng = np.random.default_rng(42)
@@ -125,6 +135,20 @@ def test_core_signatures_for_blockwise():
     assert SLogDet().gufunc_signature == "(m,m)->(),()"
     assert Eigh().gufunc_signature == "(m,m)->(m),(m,m)"
     assert Eigh(compute_v=False).gufunc_signature == "(m,m)->(m)"
+    assert SVD(full_matrices=False).gufunc_signature == "(m,n)->(m,k),(k),(k,n)"
+    assert SVD(compute_uv=False).gufunc_signature == "(m,n)->(k)"
+    assert QR("complete").gufunc_signature == "(m,n)->(m,m),(m,n)"
+
+
+def test_rectangular_static_shapes_use_the_smaller_side():
+    a = wt.tensor("float64", shape=(2, 5, 3))
+    u, s, vh = la.svd(a, full_matrices=False)
+    assert (u.type.shape, s.type.shape, vh.type.shape) == ((2, 5, 3), (2, 3), (2, 3, 3))
+    u, s, vh = la.svd(a)
+    assert (u.type.shape, vh.type.shape) == ((2, 5, 5), (2, 3, 3))
+    q, r = la.qr(a)
+    assert (q.type.shape, r.type.shape) == ((2, 5, 3), (2, 3, 3))
+    assert la.svdvals(wt.tensor("float64", shape=(None, 4))).type.shape == (None,)
 
 
 def test_printing():
@@ -190,10 +214,10 @@ def test_the_c_linker_runs_lapack_for_every_op():
     sign, logdet = la.slogdet(a)
     w, v = la.eigh(a)
     outs = [la.solve(a, b), la.solve_triangular(a, b), la.cholesky(a), la.inv(a), la.det(a),
-            logdet, w, v]
+            logdet, w, v, la.svdvals(a), *la.qr(a)]
     f = wb.function([a, b], outs, linker="c")
     c_ops = {type(node.op) for node in f.linker.report.c_nodes}
-    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh} <= c_ops
+    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh, SVD, QR} <= c_ops
     values = [np.stack([_spd(3), _spd(3)]), rng.random((3, 2))]
     ref = wb.function([a, b], outs, linker="py")(*values)
     for got, want in zip(f(*values), ref):

@@ -16,9 +16,11 @@ import numpy as np
 from workbench.core.graph.basic import Apply
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
+from workbench.core.tensor.linalg.rectangular import QR, SVD
 from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
 
-__all__ = ["lower_cholesky", "lower_eigh", "lower_solve", "lower_solve_triangular"]
+__all__ = ["lower_cholesky", "lower_eigh", "lower_qr", "lower_solve", "lower_solve_triangular",
+           "lower_svd"]
 
 
 def _symmetrized(torch: Any, a: Any, lower: bool) -> Any:
@@ -154,5 +156,29 @@ def lower_eigh(node: Apply, ctx: LowerContext) -> Kernel:
             w, v = torch.linalg.eigh(a, UPLO=uplo)
             return [w, v]
         return [torch.linalg.eigvalsh(a, UPLO=uplo)]
+
+    return kernel
+
+
+@register_lowering(SVD)
+def lower_svd(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+
+    def kernel(a: Any) -> list[Any]:
+        if not op.compute_uv:
+            return [torch.linalg.svdvals(a)]
+        u, s, vh = torch.linalg.svd(a, full_matrices=op.full_matrices)
+        return [u, s, vh]
+
+    return kernel
+
+
+@register_lowering(QR)
+def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, mode = ctx.torch, node.op.mode
+
+    def kernel(a: Any) -> list[Any]:
+        q, r = torch.linalg.qr(a, mode=mode)
+        return [r] if mode == "r" else [q, r]
 
     return kernel

@@ -59,6 +59,18 @@ def parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[s
     return groups(ins), groups(outs)
 
 
+def min_length(m: Any, n: Any, symbolic: bool) -> Any:
+    """``min(m, n)`` of two core lengths: an int, None (unknown) or, when `symbolic`, an
+    int64 0-d Variable."""
+    if isinstance(m, (int, np.integer)) and isinstance(n, (int, np.integer)):
+        return int(min(m, n))
+    if not symbolic:
+        return 0 if 0 in (m, n) else None
+    from workbench.core.tensor.math import minimum
+
+    return minimum(m, n)
+
+
 def _is_symbolic(var: Any) -> bool:
     return not isinstance(var, (int, np.integer))
 
@@ -132,6 +144,7 @@ class LinalgOp(Op):
             for name, length in zip(core, var.type.shape[var.type.ndim - len(core):]):
                 if lengths.get(name) is None:
                     lengths[name] = length
+        lengths.update(self.derived_lengths(lengths, symbolic=False))
         dtype = inputs[0].type.dtype
         outputs = []
         for k, core in enumerate(outs):
@@ -162,12 +175,19 @@ class LinalgOp(Op):
                 if name not in lengths or (_is_symbolic(lengths[name])
                                            and not _is_symbolic(length)):
                     lengths[name] = length
+        lengths.update(self.derived_lengths(lengths, symbolic=True))
         result = []
         for out, core in zip(node.outputs, outs):
             static_core = out.type.shape[nb:]
             result.append(tuple(batch) + tuple(
                 s if s is not None else lengths[name] for s, name in zip(static_core, core)))
         return result
+
+    def derived_lengths(self, lengths: dict[str, Any], symbolic: bool) -> dict[str, Any]:
+        """Core lengths of the outputs that no input names (e.g. ``k = min(m, n)`` of an
+        SVD), from the known ones: static ints or None when `symbolic` is False,
+        ints or int64 0-d Variables when True."""
+        return {}
 
     def batch_shape(self, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
         """The broadcast batch shape of input values (numpy's error when they do not)."""

@@ -26,6 +26,7 @@ from typing import Any
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
+from workbench.core.tensor.linalg.rectangular import QR, SVD
 from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
 
 __all__ = ["LAPACK_ROUTINES", "lapack_available", "lapack_symbol"]
@@ -46,6 +47,18 @@ LAPACK_ROUTINES: dict[str, tuple[str, int]] = {
     "syevd": ("const char *jobz, const char *uplo, const wb_laint *n, T *a, "
               "const wb_laint *lda, T *w, T *work, const wb_laint *lwork, wb_laint *iwork, "
               "const wb_laint *liwork, wb_laint *info", 2),
+    "getrs": ("const char *trans, const wb_laint *n, const wb_laint *nrhs, const T *a, "
+              "const wb_laint *lda, const wb_laint *ipiv, T *b, const wb_laint *ldb, "
+              "wb_laint *info", 1),
+    "gesdd": ("const char *jobz, const wb_laint *m, const wb_laint *n, T *a, "
+              "const wb_laint *lda, T *s, T *u, const wb_laint *ldu, T *vt, "
+              "const wb_laint *ldvt, T *work, const wb_laint *lwork, wb_laint *iwork, "
+              "wb_laint *info", 1),
+    "geqrf": ("const wb_laint *m, const wb_laint *n, T *a, const wb_laint *lda, T *tau, "
+              "T *work, const wb_laint *lwork, wb_laint *info", 0),
+    "orgqr": ("const wb_laint *m, const wb_laint *n, const wb_laint *k, T *a, "
+              "const wb_laint *lda, const T *tau, T *work, const wb_laint *lwork, "
+              "wb_laint *info", 0),
 }
 
 DTYPES: dict[str, tuple[str, str, str]] = {
@@ -94,6 +107,7 @@ def _declarations(lib: BlasLibrary) -> str:
 _SHARED_C = r"""
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #define WB_LA_NOGIL_FLOPS 65536.0
 
 /* Raises numpy.linalg.LinAlgError (ValueError if numpy.linalg cannot be imported). */
@@ -173,17 +187,40 @@ static int wb_la_out(PyArrayObject **o, int nd, const npy_intp *dims, int typenu
 """
 
 _TYPED_C = r"""
-/* buf (column-major, leading dimension m) = the m x n matrix at p with strides s0, s1. */
+#define WB_LA_TILE 32
+/* buf (column-major, leading dimension m) = the m x n matrix at p with strides s0, s1,
+   copied in tiles so that neither side is read with a long stride for long. */
 static void wb_la_load_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m, npy_intp n,
                            %(ctype)s *buf) {
-  for (npy_intp j = 0; j < n; ++j)
-    for (npy_intp i = 0; i < m; ++i) buf[i + j * m] = *(const %(ctype)s*)(p + i * s0 + j * s1);
+  for (npy_intp i0 = 0; i0 < m; i0 += WB_LA_TILE)
+    for (npy_intp j0 = 0; j0 < n; j0 += WB_LA_TILE) {
+      const npy_intp i1 = i0 + WB_LA_TILE < m ? i0 + WB_LA_TILE : m;
+      const npy_intp j1 = j0 + WB_LA_TILE < n ? j0 + WB_LA_TILE : n;
+      for (npy_intp i = i0; i < i1; ++i)
+        for (npy_intp j = j0; j < j1; ++j)
+          buf[i + j * m] = *(const %(ctype)s*)(p + i * s0 + j * s1);
+    }
+}
+
+/* buf (row-major: the column-major transpose) = the m x n matrix at p. */
+static void wb_la_load_rows_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m,
+                                npy_intp n, %(ctype)s *buf) {
+  for (npy_intp i = 0; i < m; ++i) {
+    const char *row = p + i * s0;
+    if (s1 == (npy_intp)sizeof(%(ctype)s)) memcpy(buf + i * n, row, sizeof(%(ctype)s) * n);
+    else for (npy_intp j = 0; j < n; ++j) buf[i * n + j] = *(const %(ctype)s*)(row + j * s1);
+  }
 }
 
 /* The C-ordered m x n matrix at out = buf (column-major, leading dimension m). */
 static void wb_la_store_%(t)s(%(ctype)s *out, npy_intp m, npy_intp n, const %(ctype)s *buf) {
-  for (npy_intp i = 0; i < m; ++i)
-    for (npy_intp j = 0; j < n; ++j) out[i * n + j] = buf[i + j * m];
+  for (npy_intp i0 = 0; i0 < m; i0 += WB_LA_TILE)
+    for (npy_intp j0 = 0; j0 < n; j0 += WB_LA_TILE) {
+      const npy_intp i1 = i0 + WB_LA_TILE < m ? i0 + WB_LA_TILE : m;
+      const npy_intp j1 = j0 + WB_LA_TILE < n ? j0 + WB_LA_TILE : n;
+      for (npy_intp i = i0; i < i1; ++i)
+        for (npy_intp j = j0; j < j1; ++j) out[i * n + j] = buf[i + j * m];
+    }
 }
 """
 
@@ -223,12 +260,13 @@ class _LapackC(COpAdapter):
         return _lib().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
     # -- the generated function body ----------------------------------------------------
     def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
              body: str, buffers: str, out_cores: list[str], function: str,
-             flops: str = "(double)n * n * n") -> str:
+             flops: str = "(double)n * n * n", square: bool = True, run_if: str = "n > 0",
+             when_empty: str = "") -> str:
         """C for the node: the batch shape of `inputs` (core ranks from the signature),
         the outputs (batch + `out_cores`, C expressions of their core dimensions), the
         work `buffers` (declarations + mallocs, each freed at the end), then `body` run
@@ -248,7 +286,8 @@ class _LapackC(COpAdapter):
             "npy_intp wb_nb = 1;",
             "for (int d = 0; d < wb_bnd; ++d) wb_nb *= wb_bshape[d];",
             f"const npy_intp n = PyArray_DIM({a}, PyArray_NDIM({a}) - 1);",
-            f"if (PyArray_DIM({a}, PyArray_NDIM({a}) - 2) != n) {{",
+            f"const npy_intp m = PyArray_DIM({a}, PyArray_NDIM({a}) - 2); (void)m;",
+            f"if ({'1' if square else '0'} && m != n) {{",
             f"  PyErr_Format(PyExc_ValueError, \"{function}: last 2 dimensions of the array "
             f"must be square, got (%ld, %ld)\", (long)PyArray_DIM({a}, PyArray_NDIM({a}) - 2),"
             " (long)n);",
@@ -272,7 +311,8 @@ class _LapackC(COpAdapter):
             "const wb_laint wb_n = (wb_laint)n, wb_ld = (wb_laint)(n > 1 ? n : 1);",
             "(void)wb_n; (void)wb_ld; (void)wb_sa0; (void)wb_sa1;",
             buffers,
-            "if (wb_status == 0 && n > 0) {",
+            f"if (wb_status == 0 && !({run_if})) {{ {when_empty} }}",
+            f"if (wb_status == 0 && {run_if}) {{",
             f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
             "PyEval_SaveThread() : NULL;",
             "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",
@@ -366,13 +406,14 @@ class _SolveLikeC(_LapackC):
 
     def solve_code(self, node: Any, inputs: list[str], outputs: list[str],
                    sub: dict[str, str], call: str, messages: str, function: str,
-                   prepare: str = "", position: str = "(long)info") -> str:
+                   prepare: str = "", position: str = "(long)info",
+                   load_a: str = "wb_la_load_%(t)s") -> str:
         a, b = inputs
         b_ndim = self.op.b_ndim
         decl, free = _buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * k"),
                               ("wb_ipiv", "wb_laint", "n"))
         body = f"""
-    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
+    {load_a}(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
     wb_la_load_%(t)s(wb_la_at({b}, {b_ndim}, wb_bshape, wb_bnd, wb_i), wb_sb0, wb_sb1, n, k,
                      wb_b);
     {prepare}
@@ -421,6 +462,14 @@ class SolveC(_SolveLikeC):
             call = ("wb_la_%(t)sgesv(&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, "
                     "&info);")
             messages = _messages("Singular matrix: U is exactly zero at pivot ")
+            if op.assume_a == "gen":
+                # the row-major copy of a is a^T in column-major order: factorise that and
+                # solve with its transpose (no transposing copy of a)
+                call = ("wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);\n"
+                        "    if (info == 0) { const char trans = 'T'; wb_la_%(t)sgetrs(&trans, "
+                        "&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info, (size_t)1); }")
+                return self.solve_code(node, inputs, outputs, sub, call, messages, "solve",
+                                       position=position, load_a="wb_la_load_rows_%(t)s")
         return self.solve_code(node, inputs, outputs, sub, call, messages, "solve", prepare,
                                position)
 
@@ -550,3 +599,127 @@ if (wb_status == 0 && n > 0) {{
         free += " free(wb_work); free(wb_iwork);"
         return ("{\n" + _messages("Eigenvalues did not converge: info ") + "\n"
                 + _finish(code, free) + "\n}")
+
+
+def _identity_fill(out: str, rows: str) -> str:
+    """C setting every (rows x rows) matrix of the C-ordered `out` to the identity."""
+    return (f"{{ %(ctype)s *o = (%(ctype)s*)PyArray_DATA({out}); "
+            f"for (npy_intp b = 0; b < wb_nb; ++b) for (npy_intp i = 0; i < {rows}; ++i) "
+            f"for (npy_intp j = 0; j < {rows}; ++j) o[(b * {rows} + i) * {rows} + j] = "
+            "(i == j); }")
+
+
+@register_c_op(SVD)
+class SVDC(_LapackC):
+    """gesdd (numpy's routine), its workspace queried once per call; an empty matrix
+    gives identity singular vectors where numpy gives them."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        op = self.op
+        jobz = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
+        ucol, vrow = ("m", "n") if op.full_matrices else ("k", "k")
+        decl, free = _buffers(("wb_a", "%(ctype)s", "m * n"), ("wb_s", "%(ctype)s", "k"),
+                              ("wb_u", "%(ctype)s", f"m * {ucol}"),
+                              ("wb_vt", "%(ctype)s", f"{vrow} * n"),
+                              ("wb_iwork", "wb_laint", "8 * k"))
+        query = f"""
+const wb_laint wb_m = (wb_laint)m, wb_ldu = (wb_laint)(m > 1 ? m : 1);
+const wb_laint wb_ldvt = (wb_laint)({vrow} > 1 ? {vrow} : 1);
+wb_laint wb_lwork = -1;
+%(ctype)s *wb_work = NULL;
+if (wb_status == 0 && k > 0) {{
+  %(ctype)s wq = 0; wb_laint info = 0; const char jobz = '{jobz}';
+  wb_la_%(t)sgesdd(&jobz, &wb_m, &wb_n, wb_a, &wb_ldu, wb_s, wb_u, &wb_ldu, wb_vt, &wb_ldvt,
+                   &wq, &wb_lwork, wb_iwork, &info, (size_t)1);
+  wb_lwork = (wb_laint)wq;
+  wb_work = (%(ctype)s*)malloc(sizeof(%(ctype)s) * (size_t)(wb_lwork > 0 ? wb_lwork : 1));
+  if (!wb_work) wb_status = -1;
+}}"""
+        if op.compute_uv:
+            u_out, s_out, v_out = outputs
+            store = (f"wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({u_out}) + wb_i * m * {ucol}, "
+                     f"m, {ucol}, wb_u);\n      wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA("
+                     f"{v_out}) + wb_i * {vrow} * n, {vrow}, n, wb_vt);")
+            cores = [f"m, {ucol}", "k", f"{vrow}, n"]
+            empty = (_identity_fill(u_out, "m") + _identity_fill(v_out, "n")
+                     if op.full_matrices else "")
+        else:
+            (s_out,) = outputs
+            store, cores, empty = "", ["k"], ""
+        body = f"""
+    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, m, n, wb_a);
+    const char jobz = '{jobz}'; wb_laint info = 0;
+    wb_la_%(t)sgesdd(&jobz, &wb_m, &wb_n, wb_a, &wb_ldu, wb_s, wb_u, &wb_ldu, wb_vt, &wb_ldvt,
+                     wb_work, &wb_lwork, wb_iwork, &info, (size_t)1);
+    if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
+    else {{
+      %(ctype)s *s = (%(ctype)s*)PyArray_DATA({s_out}) + wb_i * k;
+      for (npy_intp j = 0; j < k; ++j) s[j] = wb_s[j];
+      {store}
+    }}"""
+        head = "const npy_intp k = m < n ? m : n;"
+        code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, "svd",
+                         "(double)4 * m * n * k", square=False, run_if="k > 0",
+                         when_empty=empty)
+        free += " free(wb_work);"
+        code = code.replace("const npy_intp wb_sa0", head + "\nconst npy_intp wb_sa0", 1)
+        return ("{\n" + _messages("SVD did not converge: info ") + "\n" + _finish(code, free)
+                + "\n}")
+
+
+@register_c_op(QR)
+class QRC(_LapackC):
+    """geqrf, then orgqr for Q (numpy's routines); workspaces queried once per call."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        mode = self.op.mode
+        qcols, rrows = {"reduced": ("k", "k"), "complete": ("m", "m"), "r": ("k", "k")}[mode]
+        decl, free = _buffers(("wb_a", "%(ctype)s", "m * (n > m ? n : m)"),
+                              ("wb_tau", "%(ctype)s", "k"))
+        query = f"""
+const wb_laint wb_m = (wb_laint)m, wb_k = (wb_laint)k, wb_lda = (wb_laint)(m > 1 ? m : 1);
+const wb_laint wb_qcols = (wb_laint){qcols};
+wb_laint wb_lwork = -1;
+%(ctype)s *wb_work = NULL;
+if (wb_status == 0 && k > 0) {{
+  %(ctype)s wq = 0, wq2 = 0; wb_laint info = 0;
+  wb_la_%(t)sgeqrf(&wb_m, &wb_n, wb_a, &wb_lda, wb_tau, &wq, &wb_lwork, &info);
+  {"wb_la_%(t)sorgqr(&wb_m, &wb_qcols, &wb_k, wb_a, &wb_lda, wb_tau, &wq2, &wb_lwork, &info);"
+   if mode != "r" else ""}
+  wb_lwork = (wb_laint)(wq > wq2 ? wq : wq2);
+  wb_work = (%(ctype)s*)malloc(sizeof(%(ctype)s) * (size_t)(wb_lwork > 0 ? wb_lwork : 1));
+  if (!wb_work) wb_status = -1;
+}}"""
+        if mode == "r":
+            (r_out,) = outputs
+            q_store, cores, empty = "", [f"{rrows}, n"], ""
+        else:
+            q_out, r_out = outputs
+            q_store = (f"wb_la_%(t)sorgqr(&wb_m, &wb_qcols, &wb_k, wb_a, &wb_lda, wb_tau, "
+                       "wb_work, &wb_lwork, &info);\n"
+                       "    if (info > 0) { wb_status = 1; wb_pos = (long)info; }\n"
+                       f"    else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({q_out}) + "
+                       f"wb_i * m * {qcols}, m, {qcols}, wb_a);")
+            cores = [f"m, {qcols}", f"{rrows}, n"]
+            empty = (_identity_fill(q_out, "m") if mode == "complete" else "")
+        zero_r = (f"{{ %(ctype)s *o = (%(ctype)s*)PyArray_DATA({r_out}); "
+                  f"for (npy_intp j = 0; j < wb_nb * {rrows} * n; ++j) o[j] = 0; }}")
+        body = f"""
+    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, m, n, wb_a);
+    wb_laint info = 0;
+    wb_la_%(t)sgeqrf(&wb_m, &wb_n, wb_a, &wb_lda, wb_tau, wb_work, &wb_lwork, &info);
+    {{
+      %(ctype)s *r = (%(ctype)s*)PyArray_DATA({r_out}) + wb_i * {rrows} * n;
+      for (npy_intp i = 0; i < {rrows}; ++i)
+        for (npy_intp j = 0; j < n; ++j) r[i * n + j] = (i <= j && i < m) ? wb_a[i + j * m] : 0;
+    }}
+    {q_store}"""
+        head = "const npy_intp k = m < n ? m : n;"
+        code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, "qr",
+                         "(double)4 * m * n * k", square=False, run_if="k > 0",
+                         when_empty=empty + zero_r)
+        free += " free(wb_work);"
+        code = code.replace("const npy_intp wb_sa0", head + "\nconst npy_intp wb_sa0", 1)
+        return ("{\n" + _messages("QR failed: info ") + "\n" + _finish(code, free) + "\n}")
