@@ -167,3 +167,21 @@ def test_a_loop_node_expands_into_its_body_and_collapses_again():
     assert view.nx_graph.number_of_nodes() == n_closed
     view.select(next(k for k, d in view.nx_graph.nodes(data=True) if d["obj"] is x))
     assert view.expand_button.layout.display == "none"
+
+
+def test_an_op_from_graph_expands_into_its_inner_graph():
+    x, w, b = wt.dmatrix("x"), wt.dmatrix("w"), wt.dvector("b")
+    dense = wb.OpFromGraph([x, w, b], [wt.tanh(x @ w + b)], name="dense_layer")
+    X, W, B = wt.dmatrix("X"), wt.dmatrix("W"), wt.dvector("B")
+    h = dense(X, W, B)
+    view = GraphView((h ** 2).sum())
+    closed = len(view.nx_graph)
+    view.select(h.owner)
+    assert view.expand_button.description == "expand dense_layer"
+    view.expand_button.click()
+    assert view.expand_button.description == "collapse dense_layer"
+    inner = [d["op"] for _, d in view.nx_graph.nodes(data=True)
+             if d.get("inner_of") and d["kind"] == "apply"]
+    assert sorted(inner) == ["DimShuffle{x,0}", "Dot", "Elemwise{add}", "Elemwise{tanh}"]
+    view.expand_button.click()
+    assert len(view.nx_graph) == closed

@@ -87,7 +87,7 @@ class GraphView(widgets.VBox):
             "wb-values-toggle")
         self.expand_button = styled(widgets.Button(
             description="expand loop", tooltip="draw the selected loop's body (inner graph)",
-            layout=widgets.Layout(width="120px", display="none")), "wb-expand")
+            layout=widgets.Layout(width="auto", min_width="120px", display="none")), "wb-expand")
         self.status = status_label("working…")
         self.canvas = styled(GraphCanvas(self._graph_data(), height=height,
                                          layout=widgets.Layout(flex="1 1 560px")), "wb-graph-svg")

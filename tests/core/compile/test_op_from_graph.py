@@ -142,7 +142,7 @@ def test_a_graph_file_round_trips_it():
 def test_dprint_names_it_and_shows_its_inner_graph():
     inputs, outs = _cost(_dense())
     text = wb.dprint(outs[0], file="str")
-    assert "dense_layer [id" in text and "inner graph of [id" in text and "Dot" in text
+    assert "dense_layer [id" in text and "dense_layer of [id" in text and "Dot" in text
 
 
 def test_errors_name_the_problem():

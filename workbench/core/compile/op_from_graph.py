@@ -59,7 +59,7 @@ class OpFromGraph(InnerGraphOp):
     """
 
     __props__ = ("label", "inline", "lop_overrides", "rop_overrides")
-    inner_graph_title = "inner graph"
+    inner_graph_title = "graph"  # each instance: its name (dprint "dense_layer of [id E]:")
 
     def __init__(self, inputs: Sequence[Variable], outputs: Variable | Sequence[Variable],
                  inline: bool = False, name: str | None = None,
@@ -85,6 +85,7 @@ class OpFromGraph(InnerGraphOp):
         self.fgraph = FunctionGraph(inputs, outputs)
         self.inline = bool(inline)
         self.label = label  # `name` (every Op's) gives it too
+        self.inner_graph_title = label  # the frame's title, GraphView's "expand <name>"
         self.lop_overrides = lop_overrides
         self.rop_overrides = rop_overrides
         self._function: Any = None

@@ -42,6 +42,22 @@ view.canvas.observe(lambda change: setattr(echo, "value", f"kernel: selected {vi
 widgets.VBox([view, echo])
 '''
 
+GRAPH_VIEW_OP_FROM_GRAPH = '''\
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.widgets import GraphView
+
+x, w, b = wt.dmatrix("x"), wt.dmatrix("w"), wt.dvector("b")
+dense_layer = wb.OpFromGraph([x, w, b], [wt.tanh(x @ w + b)], name="dense_layer")
+X, W1, b1, W2 = wt.dmatrix("X"), wt.dmatrix("W1"), wt.dvector("b1"), wt.dmatrix("W2")
+scores = dense_layer(X, W1, b1) @ W2
+cost = (scores ** 2).mean()
+cost.name = "cost"
+view = GraphView(cost)
+view
+'''
+
 PROFILE_PANEL = '''\
 import workbench.tensor as wt
 
@@ -86,6 +102,9 @@ NOTEBOOKS = {
     "graph_view_loop.ipynb": notebook(
         "# GraphView of a loop\nSelect the loop, then expand it into its body.",
         GRAPH_VIEW_LOOP),
+    "graph_view_op_from_graph.ipynb": notebook(
+        "# GraphView of an MLP with a dense_layer box\nSelect it and press expand dense_layer.",
+        GRAPH_VIEW_OP_FROM_GRAPH),
     "profile_panel.ipynb": notebook("# ProfilePanel\nChoose shapes and calls, then Run.",
                                     PROFILE_PANEL),
 }
