@@ -27,6 +27,7 @@ NAMES = [
     "04_compiling_and_profiling",
     "05_your_own_type_and_op",
     "06_dtypes_and_promotion",
+    "07_loops_rnn_and_bptt",
     "08_gaussian_process_regression",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -328,3 +329,22 @@ def test_08_gaussian_process_regression(executed):
                      r"Elemwise\{log\}, Det\n +introduced: +SLogDet", text)
     assert re.search(r"the stepper is at: step \d+: local_inv_dot_to_solve", text)
     assert _widgets_shown(book) == 1  # the RewriteStepper
+
+
+def test_07_loops_rnn_and_bptt(executed):
+    book, texts = executed("07_loops_rnn_and_bptt")
+    _no_errors(book, "07")
+    assert _stray_values(book) == []
+    text = _all_text(texts)
+    assert "hs: TensorType(float64, (?, ?))   predictions: TensorType(float64, (?,))" in text
+    assert " >loop body of [id A]:" in text and " > | | | |x[t]" in text
+    assert "verify_grad: BPTT matches finite differences" in text
+    assert "d cost / d U3 is the sum of 3 contributions, one per time step:" in text
+    assert "equal to the sum: True" in text
+    assert "the loss went down: True" in text
+    assert "scan_push_out_invariants: 1 step(s)" in text
+    assert "rewrite_inner_graph: 2 step(s)" in text
+    assert re.search(r"Inside Scan\{rnn, for\} \(300 steps", text)
+    assert re.search(r"300  (C|Python)  +.*x\[t\]", text)
+    assert "1 loop expanded: collapse loop" in text
+    assert _widgets_shown(book) == 2  # the GradExplorer and the GraphView
