@@ -23,7 +23,8 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from workbench.core.compile.mode import Mode, get_linker, get_mode
+from workbench.core.compile.backends import get_backend, registered_backends
+from workbench.core.compile.mode import Mode, configured_linker, get_linker, get_mode
 from workbench.core.compile.specs import (
     In,
     Out,
@@ -142,9 +143,13 @@ class FunctionMaker:
         self.label = (f"function {name!r}" if name else
                       f"function compiled at {source}" if source else "function")
         self.mode = get_mode(mode)
+        # an explicit linker wins over the mode's, which wins over config.linker
         self.linker_spec = linker if linker is not None else self.mode.linker
+        if self.linker_spec is None:
+            self.linker_spec = configured_linker()
         get_linker(self.linker_spec)  # fail early if unavailable
         self.linker_name = _linker_name(self.linker_spec)
+        self.mode = _with_backend_rewrites(self.mode, self.linker_name)
         self.allow_input_downcast = allow_input_downcast
         self.profile = profile
         self.on_unused_input = on_unused_input
@@ -562,13 +567,16 @@ class Function:
         self._call = self._fast_call(self.linker) or self._call_python
 
     def _fast_call(self, linker: Linker) -> Any:
-        """The C linker's whole-call path (runtime.c's FastCall), or None when this
-        Function needs Python around its run (profiling, output copies, dict results)."""
-        program = getattr(linker, "program", None)
-        if program is None or self.profile is not None or self._alias or \
-                self._kind not in ("single", "list"):
+        """The backend's whole-call path (its record's `fast_call`: the C linker's is
+        runtime.c's FastCall), or None when the backend has none or this Function needs
+        Python around its run (profiling, output copies, dict results)."""
+        name = getattr(linker, "name", None)
+        if name not in registered_backends() or self.profile is not None or self._alias \
+                or self._kind not in ("single", "list"):
             return None
-        from workbench.core.link.c.runtime import runtime
+        fast_call = get_backend(name).fast_call
+        if fast_call is None:
+            return None
         from workbench.core.tensor.type import TensorType
 
         checks = []
@@ -578,8 +586,8 @@ class Function:
             checks.append((int(t.numpy_dtype.num), t.ndim, tuple(t.shape))
                           if type(t) is TensorType else None)
         n_out = self._n_out
-        return runtime().FastCall(
-            program, self._arg_cells, tuple(checks), self._out_cells[:n_out],
+        return fast_call(
+            linker, self._arg_cells, tuple(checks), self._out_cells[:n_out],
             tuple((self._out_cells[k], target) for target, k in self._update_targets),
             self._kind == "single", self.trust_input, self._call_python)
 
@@ -743,6 +751,18 @@ class _Always:
 
 
 _ALWAYS = _Always()
+
+
+def _with_backend_rewrites(mode: Mode, backend: str) -> Mode:
+    """`mode` with the rewrites tagged for `backend` (its record's `rewrite_tag`) added."""
+    from workbench.core.rewrite.db import RewriteQuery
+
+    if backend not in registered_backends() or not isinstance(mode.rewriter, RewriteQuery):
+        return mode
+    tag = get_backend(backend).rewrite_tag
+    if tag is None or tag in mode.rewriter.include:
+        return mode
+    return mode.including(tag)
 
 
 def _linker_name(spec: Any) -> str:

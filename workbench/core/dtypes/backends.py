@@ -45,21 +45,6 @@ _BACKENDS: dict[str, _BackendDtypes] = {}
 _LATER: dict[str, tuple[Callable[[], bool], Callable[[], None]]] = {}
 
 
-#: The modules that declare the built-in backends (c, gpu) with `declare_backend_later`,
-#: imported by name on the first question about backends: `import workbench` is lazy, so
-#: a fresh process that only imports this package must still see every backend.
-_BUILTIN_DECLARATIONS = ("workbench.core.compile.mode",)
-
-
-def _load_builtin_declarations() -> None:
-    import importlib
-    import sys
-
-    for module in _BUILTIN_DECLARATIONS:
-        if module not in sys.modules:
-            importlib.import_module(module)
-
-
 def register_backend_dtypes(
     backend: str,
     supported: Iterable[DtypeLike],
@@ -97,15 +82,14 @@ def unregister_backend_dtypes(backend: str) -> None:
 
 def registered_backends() -> tuple[str, ...]:
     """Names of the backends with a dtype declaration: those declared, and those to be
-    declared on first use (`declare_backend_later`) that can run here."""
-    _load_builtin_declarations()
+    declared on first use (`declare_backend_later`) that can run here. The built-in
+    backends (c, gpu) are declared by their records when workbench's compile layer
+    loads (`workbench.core.compile.backends`)."""
     later = [b for b, (available, _) in _LATER.items() if b not in _BACKENDS and available()]
     return (*_BACKENDS, *later)
 
 
 def _lookup_backend(backend: str) -> _BackendDtypes:
-    if backend not in _BACKENDS:
-        _load_builtin_declarations()
     if backend not in _BACKENDS and backend in _LATER:
         available, declare = _LATER[backend]
         if available():

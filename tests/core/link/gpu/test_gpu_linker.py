@@ -183,19 +183,19 @@ def test_a_user_op_runs_on_the_host_until_it_registers_a_lowering() -> None:
 def test_without_torch_the_linker_is_unavailable_with_the_reason(monkeypatch) -> None:
     import importlib.util
 
-    from workbench.core.compile import mode
+    from workbench.core.compile import backends, mode
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
-    mode._availability.pop("gpu", None)
+    backends.recheck_availability("gpu")
     try:
         assert "gpu" not in available_linkers()
         with pytest.raises(mode.LinkerUnavailableError, match="PyTorch is not installed"):
             get_linker("gpu")
     finally:
         monkeypatch.undo()
-        mode._availability.pop("gpu", None)
+        backends.recheck_availability("gpu")
     assert "gpu" in available_linkers()
 
 

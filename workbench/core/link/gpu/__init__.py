@@ -45,7 +45,6 @@ from workbench.core.link.gpu.transfer import (
     ToHost,
     device_shared,
     keep_on_device,
-    shared_with_target,
 )
 
 __all__ = [
@@ -54,12 +53,3 @@ __all__ = [
     "register_scalar", "register_torch_dtypes", "resolve_device", "scalar_lowering_for",
     "to_device", "to_host", "torch_available",
 ]  # fmt: skip
-
-
-def _install() -> None:
-    from workbench.core.link.shared import shared_constructor
-
-    shared_constructor(shared_with_target)
-
-
-_install()

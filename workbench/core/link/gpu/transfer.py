@@ -9,8 +9,8 @@ The transfer rewrites live with the other rules (`rewrite/rules/transfer.py`), s
 the rewrite database is the same whether or not this package was imported.
 
 Shared variables whose value stays on the device between calls:
-`device_shared(value)` (or `shared(value, target="gpu")` once this package is
-imported) keeps its value as a tensor in a `DeviceCell`; the GPU linker reads
+`device_shared(value)` (or `shared(value, target="gpu")`, through the GPU backend's
+record) keeps its value as a tensor in a `DeviceCell`; the GPU linker reads
 and updates it there, while `get_value` and every other reader see NumPy.
 """
 
@@ -32,7 +32,7 @@ from workbench.core.tensor.transfer import (
 
 __all__ = [
     "DeviceCell", "ToDevice", "ToHost", "device_shared", "is_device_cell", "keep_on_device",
-    "to_device_op", "to_host_op", "transfer",
+    "shared_with_target", "to_device_op", "to_host_op", "transfer",
 ]  # fmt: skip
 
 
