@@ -172,3 +172,17 @@ def test_a_graph_file_stores_an_inner_graph_once():
     document["nodes"][1]["op"] = {"same_op_as": 5}
     with pytest.raises(graph_io.GraphFileError, match=r"nodes\[1\].op.same_op_as"):
         graph_io.from_document(document)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_inner_graph_is_linked_by_the_same_kind_of_linker(linker):
+    dense = _dense()
+    x, w, b = wt.dmatrix("X"), wt.dmatrix("W"), wt.dvector("B")
+    f = wb.function([x, w, b], dense(x, w, b) * 2.0, linker=linker)
+    f(*[RNG.normal(size=(3, 4)), RNG.normal(size=(4, 4)), RNG.normal(size=4)])
+    (kind,) = dense._linked
+    assert kind.split(":")[0] == linker
+    if linker == "gpu":
+        from workbench.core.link.gpu import host_nodes
+
+        assert host_nodes(f) == []  # run on the device, not through perform on the host

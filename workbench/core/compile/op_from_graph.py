@@ -7,9 +7,10 @@
 It is an inner-graph Op (graph/inner_graph.py): `dprint` prints the inner graph
 under its first node, graph files save it, the inspector can open it.
 
-- Running: the inner graph is compiled once, as a unit (rewritten, then linked
-  with the default linker), and `perform` calls it. The py and c linkers run
-  the node through `perform`; the gpu linker runs it on the host.
+- Running: the inner graph is compiled once per kind of linker, as a unit
+  (rewritten, then linked by the same kind of linker as the outer graph: py, c,
+  debug, or gpu on the same device, its values staying there), and called by the
+  node's thunk (`make_linked_thunk`); `perform` uses the default linker.
 - `inline=True`: the rewrite `inline_op_from_graph` (canonicalize) replaces the
   node by its inner graph, which the outer rewrites then see through.
 - Gradients: by default the gradient of the inner graph, itself packaged as an
@@ -89,6 +90,7 @@ class OpFromGraph(InnerGraphOp):
         self.lop_overrides = lop_overrides
         self.rop_overrides = rop_overrides
         self._function: Any = None
+        self._linked: dict[str, Any] = {}
         self._grad_ops: dict[Any, tuple[OpFromGraph | None, list[Variable]]] = {}
 
     def __str__(self) -> str:
@@ -139,6 +141,47 @@ class OpFromGraph(InnerGraphOp):
             self._function = function(list(self.inner_inputs), list(self.inner_outputs),
                                       on_unused_input="ignore", name=self.name)
         return self._function
+
+    def linked(self, linker: Any) -> Any:
+        """The inner graph compiled once per kind of outer linker, by that kind: "py",
+        "c", "debug", or the gpu linker on its device (device tensors in and out)."""
+        name = getattr(linker, "name", None) or "py"
+        key = f"gpu:{linker.device}" if name == "gpu" else name
+        fn = self._linked.get(key)
+        if fn is None:
+            from workbench.core.compile.function import function
+            from workbench.core.compile.mode import Mode, RewriteQuery
+
+            inner_linker: Any = name
+            if name == "gpu":
+                from workbench.core.link.gpu.linker import GpuLinker
+
+                inner_linker = GpuLinker(device=linker.device, device_outputs=True)
+            mode = Mode(linker=inner_linker, rewriter=RewriteQuery(("fast_run",)))
+            fn = self._linked[key] = function(
+                list(self.inner_inputs), list(self.inner_outputs), mode=mode,
+                on_unused_input="ignore", trust_input=True, name=self.label)
+        return fn
+
+    def make_linked_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
+                          no_recycling: Any, linker: Any) -> Any:
+        """The node run by its inner graph compiled as a unit like the outer graph (same
+        linker kind and device; see `linked`)."""
+        from workbench.core.graph.op import Thunk
+
+        fn = self.linked(linker)
+        in_cells = [storage_map[v] for v in node.inputs]
+        out_cells = [storage_map[v] for v in node.outputs]
+        done = [compute_map[v] for v in node.outputs]
+
+        def thunk() -> None:
+            results = fn(*[cell[0] for cell in in_cells])
+            for cell, value in zip(out_cells, results):
+                cell[0] = value
+            for cell in done:
+                cell[0] = True
+
+        return Thunk(thunk, node, in_cells, out_cells, impl=getattr(linker, "name", "py"))
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
