@@ -49,7 +49,7 @@ def _matmul(x: Variable, y: Variable) -> Variable:
 
 
 def _connected(g: Variable | None) -> bool:
-    from workbench.core.grad import is_disconnected
+    from workbench.core.graph.type import is_disconnected
 
     return g is not None and not is_disconnected(g)
 
@@ -92,7 +92,7 @@ class SVD(LinalgOp):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """Townsend's formula (see the module docstring)."""
-        from workbench.core.grad import grad_not_implemented
+        from workbench.core.graph.type import grad_not_implemented
         from workbench.core.tensor import math as tm
         from workbench.core.tensor.creation import zeros_like
 
@@ -187,7 +187,7 @@ class QR(LinalgOp):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """``(gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T`` for m >= n (module docstring)."""
-        from workbench.core.grad import grad_not_implemented
+        from workbench.core.graph.type import grad_not_implemented
         from workbench.core.tensor import math as tm
         from workbench.core.tensor.creation import zeros_like
         from workbench.core.tensor.linalg.solvers import SolveTriangular
