@@ -60,3 +60,16 @@ def test_no_file_refers_to_a_path_outside_the_repository(folder):
         if path.suffix in (".py", ".md", ".ipynb", ".toml") and path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace")
             assert not outside.search(text), f"{path.relative_to(REPO)} points outside the repo"
+
+
+def test_random_draws_op_from_graph_and_vectorize_run_as_written():
+    import numpy as np
+
+    namespace: dict = {}
+    block = code_block("Random draws, OpFromGraph, vectorize")
+    exec(compile(block, "README.md: Random draws", "exec"), namespace)
+    first, second = namespace["pi_hat"](), namespace["pi_hat"]()
+    assert abs(first - np.pi) < 0.03 and first != second
+    assert [str(n.op) for n in (namespace["h"].owner, namespace["h"].owner.inputs[0].owner)
+            ] == ["dense_layer", "dense_layer"]
+    assert namespace["many"].type.ndim == 2
