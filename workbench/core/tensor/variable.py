@@ -192,6 +192,13 @@ class _TensorOperators:
 
         return dot(self, other)
 
+    def norm(self, L: Any, axis: Any = None, keepdims: bool = False) -> Variable:  # noqa: N803
+        """PyTensor's ``x.norm(L, axis)``: the L-norm of the entries over `axis` (all of
+        them when None), i.e. ``wt.linalg.vector_norm(x, L, axis, keepdims)``."""
+        from workbench.core.tensor.linalg.functions import vector_norm
+
+        return vector_norm(self, L, axis, keepdims)
+
     def __matmul__(self, other: Any) -> Any:
         if not _convertible(other):
             return NotImplemented

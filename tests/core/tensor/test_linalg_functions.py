@@ -1,0 +1,56 @@
+"""The composed functions of wt.linalg: numpy's refusals, the top-level names and the
+PyTensor alias ``x.norm(L, axis)`` (values are in the catalogue, cases_linalg_functions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+
+la = wt.linalg
+
+
+def test_invalid_norm_orders_are_refused_like_numpy():
+    with pytest.raises(ValueError, match="invalid norm order 'fro' for vectors"):
+        la.norm(wt.dvector(), "fro")
+    with pytest.raises(ValueError, match="invalid norm order 3 for matrices"):
+        la.norm(wt.dmatrix(), 3)
+    with pytest.raises(ValueError, match="improper number of dimensions"):
+        la.norm(wt.dtensor3(), 1)
+    with pytest.raises(ValueError, match="duplicate axes"):
+        la.norm(wt.dtensor3(), "fro", axis=(1, 1))
+
+
+def test_matrix_power_refusals():
+    with pytest.raises(TypeError, match="exponent must be an integer"):
+        la.matrix_power(wt.dmatrix(), 1.5)
+    with pytest.raises(ValueError, match="square"):
+        la.matrix_power(wt.tensor("float64", shape=(2, 3)), 2)
+
+
+def test_top_level_names_are_numpys():
+    a = wt.dtensor3("a")
+    f = wb.function([a], [wt.trace(a), wt.kron(a, a)])
+    value = np.arange(24.0).reshape(2, 3, 4)
+    trace, kron = f(value)
+    np.testing.assert_allclose(trace, np.trace(value))
+    np.testing.assert_allclose(kron, np.kron(value, value))
+    assert {"trace", "kron", "linalg"} <= set(wt.__all__)
+
+
+def test_the_pytensor_norm_alias():
+    x = wt.dmatrix("x")
+    f = wb.function([x], [x.norm(1), x.norm(2, axis=0), x.norm(np.inf, axis=1, keepdims=True)])
+    value = np.array([[3.0, -4.0], [1.0, 2.0]])
+    l1, l2, linf = f(value)
+    assert l1 == 10.0
+    np.testing.assert_allclose(l2, np.linalg.norm(value, axis=0))
+    np.testing.assert_allclose(linf, [[4.0], [2.0]])
+    wb.verify_grad(lambda v: v.norm(3), [value])
+
+
+def test_block_diag_of_nothing_is_scipys_empty_row():
+    out = la.block_diag()
+    assert wb.function([], out)().shape == (1, 0)
