@@ -243,9 +243,11 @@ def threads_note(threads: int) -> str:
     try:
         from threadpoolctl import threadpool_info
 
-        blas = [f"{i.get('internal_api')} {i.get('num_threads')}" for i in threadpool_info()
-                if i.get("user_api") == "blas"]
+        blas = [f"{i.get('internal_api')} {i.get('num_threads')} ({i.get('architecture')} "
+                f"kernels)" for i in threadpool_info() if i.get("user_api") == "blas"]
         seen = f"BLAS threads seen by threadpoolctl: {', '.join(blas) or 'none'}"
+        if os.environ.get("OPENBLAS_CORETYPE"):
+            seen += f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} forces those kernels"
     except ImportError:
         seen = "threadpoolctl not installed: BLAS threads not checked"
     if threads:
