@@ -9,9 +9,12 @@ index vector computed from the padded positions ``i = -before .. n + after - 1``
 with period ``2 (n - 1)`` (the edge value not repeated), "symmetric" with period
 ``2 n`` (repeated). One gather per axis whatever the widths, even widths larger
 than the axis (which NumPy handles by reflecting again: the same periodic
-extension). Gradients come from the gather (`AdvancedSubtensor`: the pad's
-gradients add into the entries they copy) and from `Join`/`Alloc` (the fill
-value's gradient is the sum over the blocks).
+extension). Where the widths allow it ("edge" always; the others when the axis has a
+static length and each width fits in one reflection or period) the pads are slices of
+the input joined to it instead, which costs a copy rather than a gather. Gradients
+come from the gather (`AdvancedSubtensor`: the pad's gradients add into the entries
+they copy), the slices and `Join`/`Alloc` (the fill value's gradient is the sum over
+the blocks).
 """
 
 from __future__ import annotations
@@ -116,6 +119,41 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
             if n == 0:
                 raise ValueError(f"pad: cannot extend the empty axis {axis} of {x.type} with "
                                  f"mode {mode!r} (only 'constant' can)")
-            positions = _padded_positions(n, before, after, mode)
-            x = x[(slice(None),) * axis + (positions,)]
+            pieces = _border_slices(x, axis, before, after, mode)
+            if pieces is not None:
+                from workbench.core.tensor.join import concatenate
+
+                x = concatenate([p for p in (pieces[0], x, pieces[1]) if p is not None], axis)
+            else:
+                x = x[(slice(None),) * axis + (_padded_positions(n, before, after, mode),)]
     return x
+
+
+def _border_slices(x: Variable, axis: int, before: int, after: int, mode: str
+                   ) -> tuple[Variable | None, Variable | None] | None:
+    """The two pads as slices of `x` (views: cheaper than a gather), where the widths
+    allow it: "edge" always (a length-1 slice broadcast), the others when the axis has a
+    static length and each width stays within one reflection (or one period)."""
+    from workbench.core.tensor.reshape import broadcast_to
+
+    lead = (slice(None),) * axis
+    if mode == "edge":
+        def edge(part: slice, width: int) -> Variable:
+            lengths = list(shape_tuple(x))
+            lengths[axis] = width
+            return broadcast_to(x[lead + (part,)], lengths)
+
+        return (edge(slice(0, 1), before) if before else None,
+                edge(slice(-1, None), after) if after else None)
+    n = x.type.shape[axis]
+    limit = None if n is None else n - 1 if mode == "reflect" else n
+    if limit is None or max(before, after) > limit:
+        return None
+    if mode == "reflect":  # the edge entry not repeated
+        parts = (slice(before, 0, -1), slice(-2, -2 - after, -1))
+    elif mode == "symmetric":
+        parts = (slice(before - 1, None, -1), slice(-1, -1 - after, -1))
+    else:  # wrap
+        parts = (slice(n - before, None), slice(0, after))
+    return (x[lead + (parts[0],)] if before else None,
+            x[lead + (parts[1],)] if after else None)
