@@ -73,3 +73,12 @@ def test_random_draws_op_from_graph_and_vectorize_run_as_written():
     assert [str(n.op) for n in (namespace["h"].owner, namespace["h"].owner.inputs[0].owner)
             ] == ["dense_layer", "dense_layer"]
     assert namespace["many"].type.ndim == 2
+
+
+def test_the_loops_example_runs(capsys):
+    import workbench as wb
+
+    namespace: dict = {}
+    exec(compile(code_block("Loops: scan"), "README.md: Loops: scan", "exec"), namespace)
+    assert " >loop body of [id B]:" in capsys.readouterr().out
+    assert wb.function([], namespace["fib"])().tolist() == [1, 2, 3, 5, 8, 13, 21, 34, 55, 89]
