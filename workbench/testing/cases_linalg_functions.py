@@ -166,4 +166,42 @@ def _lstsq_x_ref(a: Any, b: Any) -> Any:
     return np.linalg.lstsq(a, b)[0]
 
 
-CASES: list[Case] = [*_norm_cases(), *_other_cases()]
+def _expm_taylor(a: Any) -> Any:
+    """The reference matrix exponential: scaled until the 1-norm is below 1/2, a Taylor
+    series of 30 terms, squared back (independent of the Padé method under test)."""
+    a = np.asarray(a, dtype=np.float64)
+    out = np.empty_like(a)
+    for index in np.ndindex(a.shape[:-2]):
+        m = a[index]
+        norm = np.abs(m).sum(axis=0).max() if m.size else 0.0
+        s = max(0, int(np.ceil(np.log2(norm / 0.5)))) if norm > 0.5 else 0
+        m = m / 2.0 ** s
+        term = total = np.eye(m.shape[0])
+        for k in range(1, 30):
+            term = term @ m / k
+            total = total + term
+        for _ in range(s):
+            total = total @ total
+        out[index] = total
+    return out
+
+
+def _expm_cases() -> list[Case]:
+    def scaled(factor: float) -> Callable[..., Any]:
+        def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+            return (factor * rng.uniform(-1, 1, size=shape)).astype(dtype)
+
+        return sample
+
+    expm = _call("expm")
+    return [
+        Case("expm_small_norm", expm, _expm_taylor, (Arg((3, 3), sample=scaled(0.01)),)),
+        Case("expm", expm, _expm_taylor, (Arg((4, 4), sample=scaled(0.5)),)),
+        Case("expm_scaled_and_squared", expm, _expm_taylor, (Arg((3, 3), sample=scaled(4.0)),),
+             rtol=1e-6),
+        Case("expm_stack", expm, _expm_taylor, (Arg((2, 3, 3), sample=scaled(1.0)),)),
+        Case("expm_empty", expm, _expm_taylor, (Arg((0, 0)),), grad=EMPTY),
+    ]
+
+
+CASES: list[Case] = [*_norm_cases(), *_other_cases(), *_expm_cases()]

@@ -54,3 +54,24 @@ def test_the_pytensor_norm_alias():
 def test_block_diag_of_nothing_is_scipys_empty_row():
     out = la.block_diag()
     assert wb.function([], out)().shape == (1, 0)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.2, 1.0, 5.0, 40.0])
+def test_expm_matches_scipy_across_norms(scale):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(int(scale * 1000))
+    value = scale * rng.standard_normal((2, 5, 5))
+    a = wt.dtensor3("a")
+    got = wb.function([a], la.expm(a))(value)
+    np.testing.assert_allclose(got, scipy_linalg.expm(value), rtol=1e-10, atol=1e-12)
+
+
+def test_expm_r_op_is_the_frechet_derivative():
+    rng = np.random.default_rng(0)
+    a, e = wt.dmatrix("a"), wt.dmatrix("e")
+    jvp = wb.function([a, e], wb.Rop(la.expm(a), a, e, use_op_rop_implementation=True))
+    value, direction = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    f = wb.function([a], la.expm(a))
+    eps = 1e-6
+    numeric = (f(value + eps * direction) - f(value - eps * direction)) / (2 * eps)
+    np.testing.assert_allclose(jvp(value, direction), numeric, rtol=1e-6, atol=1e-8)

@@ -16,6 +16,7 @@ import numpy as np
 from workbench.core.graph.basic import Apply
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
+from workbench.core.tensor.linalg.matrix_exp import Expm
 from workbench.core.tensor.linalg.rectangular import QR, SVD
 from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
 
@@ -182,3 +183,9 @@ def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
         return [r] if mode == "r" else [q, r]
 
     return kernel
+
+
+@register_lowering(Expm)
+def lower_expm(node: Apply, ctx: LowerContext) -> Kernel:
+    torch = ctx.torch
+    return lambda a: [torch.linalg.matrix_exp(a)]
