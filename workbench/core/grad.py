@@ -85,14 +85,14 @@ def float_zeros_like(x: Variable) -> Variable:
     Other Types than tensors and scalars give their `grad_zero(x)`.
     """
     from workbench.core.scalar.basic import ScalarType, scalar_constant
-    from workbench.core.tensor.creation import zeros_like
+    from workbench.core.tensor.join import float_zeros_like as tensor_float_zeros_like
     from workbench.core.tensor.type import TensorType
 
     hook = _type_hook(x.type, "grad_zero")
     if hook is not None:
         return _hook_result(hook(x), x, "grad_zero")
     if isinstance(x.type, TensorType):
-        return zeros_like(x, dtype=grad_dtype(x))
+        return tensor_float_zeros_like(x)
     if isinstance(x.type, ScalarType):
         return scalar_constant(0, dtype=grad_dtype(x))
     raise _missing_hook("float_zeros_like: no zero gradient for", x, "grad_zero", "var",

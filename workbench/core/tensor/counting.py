@@ -23,7 +23,8 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
-from workbench.core.tensor.reduction import as_grad_of, zero_grad_of
+from workbench.core.tensor.join import float_zeros_like
+from workbench.core.tensor.reduction import as_grad_of
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -203,7 +204,7 @@ class Bincount(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """With respect to the weights: each weight's bin's gradient, ``gz[x]``."""
-        grads = [zero_grad_of(inputs[0])]
+        grads = [float_zeros_like(inputs[0])]
         if len(inputs) > 1:
             grads.append(as_grad_of(output_grads[0][inputs[0]], inputs[1]))
         return grads
@@ -250,7 +251,7 @@ class Nonzero(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """Integer positions: nothing flows back."""
-        return [zero_grad_of(inputs[0])]
+        return [float_zeros_like(inputs[0])]
 
 
 def nonzero(a: Any) -> list[Variable]:

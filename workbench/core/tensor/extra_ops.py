@@ -22,6 +22,7 @@ from workbench.core.dtypes import as_dtype
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
 from workbench.core.graph.utils import MethodNotDefined
+from workbench.core.tensor.join import float_zeros_like
 from workbench.core.tensor.reduction import (
     accumulate_dtype,
     as_grad_of,
@@ -29,7 +30,6 @@ from workbench.core.tensor.reduction import (
     is_int_like,
     lengths_product,
     normalize_single_axis,
-    zero_grad_of,
 )
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
@@ -107,7 +107,7 @@ class CumOp(Op):
         the flattened input and is reshaped back; integer outputs give zeros."""
         (x,), (out,), (gz,) = inputs, outputs, output_grads
         if is_int_like(out):
-            return [zero_grad_of(x)]
+            return [float_zeros_like(x)]
         if self.axis is None:
             from workbench.core.tensor.reshape import flatten, reshape
             from workbench.core.tensor.shape import shape_tuple

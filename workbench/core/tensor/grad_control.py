@@ -13,8 +13,8 @@ from typing import Any
 
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import disconnected_type, grad_dtype
-from workbench.core.tensor.creation import zeros_like
+from workbench.core.graph.type import disconnected_type
+from workbench.core.tensor.join import float_zeros_like
 from workbench.core.tensor.math import clip
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -22,11 +22,6 @@ __all__ = [
     "DisconnectedGrad", "GradClip", "IdentityGradOp", "ZeroGrad", "consider_constant",
     "disconnected_grad", "grad_clip", "zero_grad",
 ]  # fmt: skip
-
-
-def _zero_gradient(x: Variable) -> Variable:
-    """Zeros like the tensor `x` in its gradient dtype."""
-    return zeros_like(x, dtype=grad_dtype(x))
 
 
 class IdentityGradOp(Op):
@@ -60,11 +55,11 @@ class ZeroGrad(IdentityGradOp):
 
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
-        return [_zero_gradient(inputs[0])]
+        return [float_zeros_like(inputs[0])]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
-        return [None if eval_points[0] is None else _zero_gradient(inputs[0])]
+        return [None if eval_points[0] is None else float_zeros_like(inputs[0])]
 
 
 class DisconnectedGrad(IdentityGradOp):

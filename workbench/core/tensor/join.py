@@ -30,7 +30,7 @@ from workbench.core import dtypes
 from workbench.core.dtypes import int64
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import disconnected_type
+from workbench.core.graph.type import disconnected_type, grad_dtype
 from workbench.core.tensor import math as tm
 from workbench.core.tensor.elemwise import DimShuffle, dimshuffle
 from workbench.core.tensor.shape import (
@@ -207,9 +207,7 @@ def float_zeros_like(x: Variable) -> Variable:
     (seed 003: gradients never carry integer dtypes)."""
     from workbench.core.tensor.creation import zeros_like
 
-    dtype = x.type.dtype if x.type.dtype.is_float or x.type.dtype.is_complex else (
-        dtypes.default_float_dtype())
-    return zeros_like(x, dtype=dtype)
+    return zeros_like(x, dtype=grad_dtype(x))
 
 
 def grad_for(g: Variable, x: Variable) -> Variable:

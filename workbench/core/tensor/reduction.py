@@ -18,7 +18,7 @@ product is exact with zeros; max/min route it to every position equal to the
 extremum (tied positions all receive it, as in PyTensor); integer and bool
 outputs (`All`, `Any`, `Argmax`, integer sums) give float zeros (seed 003).
 mean/var/std are differentiated through their composition. The helpers
-`input_grad_dtype`, `zero_grad_of`, `as_grad_of`, `is_int_like`,
+`input_grad_dtype`, `as_grad_of`, `is_int_like`,
 `conj_if_complex` and `broadcast_back` are shared with special, extra_ops and
 linalg. Complex inputs follow the scalar Ops' convention: each contribution is
 ``gz * conj(derivative)``.
@@ -191,14 +191,6 @@ def input_grad_dtype(x: Variable, fallback: Dtype) -> Dtype:
     return fallback if (fallback.is_float or fallback.is_complex) else default_float_dtype()
 
 
-def zero_grad_of(x: Variable) -> Variable:
-    """Zeros shaped like `x` in a float dtype: the gradient through an integer/bool output
-    (a step function, zero almost everywhere; seed 003)."""
-    from workbench.core.tensor.creation import zeros_like
-
-    return zeros_like(x, dtype=input_grad_dtype(x, default_float_dtype()))
-
-
 def as_grad_of(g: Variable, x: Variable) -> Variable:
     """`g` in the dtype of the gradient of `x` (see `input_grad_dtype`), so each Op returns
     gradients of its input's type (a float32 input never gets a float64 gradient).
@@ -361,7 +353,9 @@ class CAReduce(Op):
         step function: zeros, in a float dtype, whatever the output gradient."""
         (x,), (out,), (gz,) = inputs, outputs, output_grads
         if is_int_like(out):
-            return [zero_grad_of(x)]
+            from workbench.core.tensor.join import float_zeros_like
+
+            return [float_zeros_like(x)]
         axes = _check_axes(self.axis, x)
         op = self.scalar_op
         if isinstance(op, smath.Add):
@@ -507,7 +501,9 @@ class ArgReduce(Op):
              output_grads: Sequence[Variable]) -> list[Variable]:
         """An integer output: zero almost everywhere, so zeros (float) for the input.
         (The axis is a property, so there is no axis input to call undefined.)"""
-        return [zero_grad_of(inputs[0])]
+        from workbench.core.tensor.join import float_zeros_like
+
+        return [float_zeros_like(inputs[0])]
 
 
 class Argmax(ArgReduce):

@@ -24,7 +24,8 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
-from workbench.core.tensor.reduction import as_grad_of, is_int_like, zero_grad_of
+from workbench.core.tensor.join import float_zeros_like
+from workbench.core.tensor.reduction import as_grad_of, is_int_like
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -88,7 +89,7 @@ class Sort(Op):
 
         (x,), (gz,) = inputs, output_grads
         if is_int_like(x):
-            return [zero_grad_of(x)]
+            return [float_zeros_like(x)]
         order = Argsort(self.axis)(x)
         return [as_grad_of(put_along_axis(zeros_like(gz), order, gz, self.axis), x)]
 
@@ -133,7 +134,7 @@ class Argsort(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """Integer positions: nothing flows back."""
-        return [zero_grad_of(inputs[0])]
+        return [float_zeros_like(inputs[0])]
 
 
 def _sorted_input(x: Any, axis: int | None, kind: str | None, func: str
@@ -236,7 +237,7 @@ class TopK(Op):
 
         (x,), gz = inputs[0:1], output_grads[0]
         if is_int_like(x) or is_disconnected(gz):
-            return [zero_grad_of(x)]
+            return [float_zeros_like(x)]
         g = put_along_axis(zeros_like(x, dtype=gz.type.dtype), outputs[1], gz, self.axis)
         return [as_grad_of(g, x)]
 
@@ -305,7 +306,7 @@ class SearchSorted(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """Integer positions: nothing flows back."""
-        return [zero_grad_of(inputs[0]), zero_grad_of(inputs[1])]
+        return [float_zeros_like(inputs[0]), float_zeros_like(inputs[1])]
 
 
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Variable:

@@ -101,16 +101,16 @@ class Dot(Op):
         outer products. An integer product (dot of ints) is a step function: zeros.
         An integer operand of a float product gets the same gradient as a float one
         would, in the float dtype (seed 003)."""
+        from workbench.core.tensor.join import float_zeros_like
         from workbench.core.tensor.reduction import (
             as_grad_of,
             conj_if_complex,
             is_int_like,
-            zero_grad_of,
         )
 
         (x, y), (out,), (gz,) = inputs, outputs, output_grads
         if is_int_like(out):
-            return [zero_grad_of(x), zero_grad_of(y)]
+            return [float_zeros_like(x), float_zeros_like(y)]
         xd, yd = x.type.ndim, y.type.ndim
         x, y = conj_if_complex(x), conj_if_complex(y)  # gz * conj(d out / d input)
         if xd == 1 and yd == 1:  # gz is 0-d
@@ -248,16 +248,16 @@ class MatMul(Op):
         A 1-d operand is promoted as in the forward product (a row for `x`, a column
         for `y`) and the added dimension dropped again. Integer products give zeros.
         """
+        from workbench.core.tensor.join import float_zeros_like
         from workbench.core.tensor.reduction import (
             as_grad_of,
             conj_if_complex,
             is_int_like,
-            zero_grad_of,
         )
 
         (x, y), (out,), (gz,) = inputs, outputs, output_grads
         if is_int_like(out):
-            return [zero_grad_of(x), zero_grad_of(y)]
+            return [float_zeros_like(x), float_zeros_like(y)]
         x2 = x if x.type.ndim >= 2 else dimshuffle(x, ("x", 0))
         y2 = y if y.type.ndim >= 2 else dimshuffle(y, (0, "x"))
         gz2 = gz
