@@ -269,6 +269,8 @@ def _grid_cases() -> list[Case]:
              (Arg((3, 2)), Arg((3, 2)))),
         Case("interp", _call("interp"), _np(np.interp),
              (Arg((3, 4), low=-3, high=4), Arg((6,), sample=_increasing), Arg((6,)))),
+        Case("interp_one_knot", _call("interp"), _np(np.interp),
+             (Arg((4,)), Arg((1,)), Arg((1,))), grad="a single knot: constant in x"),
         Case("interp_left_right", _call("interp", left=-9.0, right=9.0),
              _np(np.interp, left=-9.0, right=9.0),
              (Arg((10,), low=-4, high=6), Arg((5,), sample=_increasing), Arg((5,)))),

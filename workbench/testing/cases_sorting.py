@@ -218,6 +218,11 @@ def _count_cases() -> list[Case]:
              lambda a, w: list(_wt().histogram(a, 4, range=(-1, 1), weights=w, density=True)),
              lambda a, w: list(np.histogram(a, 4, range=(-1, 1), weights=w, density=True)),
              (Arg((20,)), Arg((20,), low=0, high=1)), grad=NOT_DIFFERENTIABLE),
+        Case("histogram_empty", lambda a: list(_wt().histogram(a, 3)),
+             lambda a: list(np.histogram(a, 3)), (Arg((0,)),), grad=NOT_DIFFERENTIABLE),
+        Case("histogram_constant_input", lambda a: list(_wt().histogram(a, 2)),
+             lambda a: list(np.histogram(a, 2)), (Arg((5,), sample=lambda r, s, d: np.full(
+                 s, 1.5, d)),), grad=NOT_DIFFERENTIABLE),
         Case("histogram_edges", lambda a, e: list(_wt().histogram(a, e)),
              lambda a, e: list(np.histogram(a, e)), (Arg((12,)), Arg((4,), sample=_sorted)),
              grad=NOT_DIFFERENTIABLE),

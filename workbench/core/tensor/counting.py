@@ -294,8 +294,16 @@ def _edges(a: Variable, bins: Any, range: Any) -> tuple[Variable, Any]:
                                  f"got {range!r}")
             lo, hi = as_tensor_variable(np.asarray(lo, dtype.numpy)), as_tensor_variable(
                 np.asarray(hi, dtype.numpy))
-        else:
-            lo, hi = min(a).astype(dtype), max(a).astype(dtype)
+        else:  # NumPy's range of an empty `a` is (0, 1): +-inf sentinels keep min/max defined
+            from workbench.core.tensor.join import concatenate
+            from workbench.core.tensor.shape import shape_tuple
+
+            lo = min(concatenate([a.astype(dtype), as_tensor_variable(np.array([np.inf],
+                                                                               dtype.numpy))]))
+            hi = max(concatenate([a.astype(dtype), as_tensor_variable(np.array([-np.inf],
+                                                                                dtype.numpy))]))
+            empty = eq(shape_tuple(a)[0], 0)
+            lo, hi = switch(empty, 0.0, lo), switch(empty, 1.0, hi)
         same = eq(lo, hi)
         lo, hi = switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
         return linspace(lo, hi, int(bins) + 1), int(bins)
@@ -317,9 +325,6 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     except the last, which includes its right edge; values outside the edges are not
     counted. With `weights`, the bins sum them; `density` divides by the total and the
     bin widths. Not differentiable (the counts are piecewise constant in `a`).
-
-    With ``bins`` an int and no `range`, an empty `a` is refused when run (NumPy uses
-    the range (0, 1) there).
     """
     from workbench.core.tensor.basic import cast
     from workbench.core.tensor.creation import zeros

@@ -171,8 +171,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Variable:
     """numpy.interp: the piecewise-linear function through (xp, fp), at `x`.
 
-    `xp` is an increasing 1-d tensor with at least 2 points (not checked; a
-    1-point `xp` is refused when run), `fp` the same length. Below ``xp[0]`` the
+    `xp` is an increasing 1-d tensor (not checked, as in NumPy), `fp` of the same
+    length. Below ``xp[0]`` the
     result is `left` (default ``fp[0]``), above ``xp[-1]`` `right` (default
     ``fp[-1]``). Computed in float64, as NumPy does; `period` is not supported.
     """
@@ -189,6 +189,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     interval = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
     x0, x1, y0, y1 = xp[interval], xp[interval + 1], fp[interval], fp[interval + 1]
     y = y0 + (y1 - y0) / (x1 - x0) * (x - x0)
+    y = switch(eq(x1, x0), y1, y)  # a single knot: its value everywhere
     y = switch(eq(x, xp[-1]), fp[-1], y)
     y = switch(lt(x, xp[0]), fp[0] if left is None else cast(left, "float64"), y)
     return switch(gt(x, xp[-1]), fp[-1] if right is None else cast(right, "float64"), y)
