@@ -86,15 +86,20 @@ def default_updates(exprs: list[Variable], pairs: list[tuple[Any, Variable]]
     `exprs` reads that has a `default_update` (a random generator's next state) and no
     update in `pairs`, the pair (variable, default_update). Repeated over the added
     expressions, which may read more such variables."""
-    from workbench.core.graph.basic import graph_inputs
+    from workbench.core.graph.basic import ancestors, graph_inputs
 
     updated = {getattr(target, "variable", target) for target, _ in pairs}
     found: list[tuple[SharedVariable, Variable]] = []
     frontier = list(exprs)
     while frontier:
         new = []
+        in_graph: set[Variable] | None = None
         for root in graph_inputs(frontier):
             update = getattr(root, "default_update", None)
+            choose = getattr(root, "default_update_in", None)  # the update may depend on
+            if update is not None and choose is not None:     # the graph (random draws)
+                in_graph = in_graph if in_graph is not None else set(ancestors(frontier))
+                update = choose(in_graph)
             if update is not None and isinstance(root, SharedVariable) and root not in updated:
                 updated.add(root)
                 found.append((root, update))

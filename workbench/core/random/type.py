@@ -86,6 +86,19 @@ class RandomGeneratorSharedVariable(SharedVariable):
     def __str__(self) -> str:
         return self.name if self.name is not None else "RNG"
 
+    def default_update_in(self, variables: set[Variable]) -> Variable:
+        """The update `function` gives this generator in a graph of `variables`: its
+        `default_update`, or, when the draw that comes from is not in the graph (the
+        graph holds a copy of it, e.g. vectorized), the next state of the one draw there
+        that reads this generator."""
+        update = self.default_update
+        if update in variables:
+            return update
+        readers = {v.owner for v in variables if v.owner is not None
+                   and self in v.owner.inputs and len(v.owner.outputs) == 2
+                   and v.owner.outputs[0].type == self.type}
+        return readers.pop().outputs[0] if len(readers) == 1 else update
+
 
 @shared_constructor
 def generator_constructor(value: Any, name: str | None = None, strict: bool = False,
