@@ -79,6 +79,26 @@ def _split_result(result: Any, name: str) -> tuple[list[Any], dict[Any, Any], Un
     return rest, dict(updates[0]) if updates else {}, stop[0] if stop else None
 
 
+def _default_updates(exprs: list[Any], given: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """(shared variable, its default_update) for each one `exprs` read that has one and no
+    update in `given`, repeated over the added expressions."""
+    from workbench.core.link.shared import SharedVariable
+
+    found: list[tuple[Any, Any]] = []
+    seen = set(given)
+    frontier = [e for e in exprs if isinstance(e, Variable)]
+    while frontier:
+        added = []
+        for root in graph_inputs(frontier):
+            update = getattr(root, "default_update", None)
+            if update is not None and isinstance(root, SharedVariable) and root not in seen:
+                seen.add(root)
+                found.append((root, update))
+                added.append(update)
+        frontier = added
+    return found
+
+
 class _Sequences:
     """The sequences as the loop reads them: one outer slice and one placeholder per tap."""
 
@@ -120,7 +140,12 @@ class _Recurrent:
                              "of a recurrent output are negative (-1: the previous step)")
         self.taps = tuple(sorted(set(int(t) for t in taps)))
         self.depth = -self.taps[0]
-        if list(self.taps) == [-1] and len(taps) == 1:
+        if not isinstance(initial.type, wt.TensorType):  # a state (a random generator)
+            if self.taps != (-1,):
+                raise ValueError(f"scan {name!r}: {initial} (type {initial.type}) is not a "
+                                 "tensor: it can only be carried from one step to the next")
+            self.outer, state = initial, initial.type
+        elif list(self.taps) == [-1] and len(taps) == 1:
             self.outer = wt.expand_dims(initial, 0)
             state = initial.type
         else:
@@ -233,13 +258,21 @@ def scan(
                          "call scan with return_updates=True and pass the updates to "
                          "function(updates=...)")
 
+    # a shared variable the step reads with a default update (a RandomStream's generator)
+    # moves on at every step, as in a compiled function
+    updates = dict(updates)
+    for target, expr in _default_updates(outputs + list(updates.values())
+                                         + ([stop.condition] if stop else []), updates):
+        updates[target] = expr
     states: list[tuple[Any, Variable]] = []  # (shared variable, its new value) per update
     for target, expr in updates.items():
         if not isinstance(target, SharedVariable):
             raise TypeError(f"scan {name!r}: the step function returned an update for "
                             f"{target}, which is not a shared variable")
         rec = _Recurrent(target, [-1], len(outputs), name)
-        expr = target.type.filter_variable(wt.as_tensor_variable(expr))
+        if isinstance(target.type, wt.TensorType):
+            expr = wt.as_tensor_variable(expr)
+        expr = target.type.filter_variable(expr)
         states.append((rec, expr))
 
     rec_outputs = [_check_recurrent_output(outputs[k], recurrent[k], k, name)
@@ -285,6 +318,7 @@ def scan(
         results[k] = node_outputs[info.n_recurrent + position]
     new_values = {}
     for position, (rec, _) in enumerate(states):
-        new_values[rec.initial] = node_outputs[len(recurrent) + position][-1]
+        final = node_outputs[len(recurrent) + position]
+        new_values[rec.initial] = final[-1] if isinstance(final.type, wt.TensorType) else final
     out: Any = results[0] if len(results) == 1 else results
     return (out, new_values) if return_updates else out

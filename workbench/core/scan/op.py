@@ -125,6 +125,25 @@ class Scan(InnerGraphOp):
         last = ", last rows" if self.keep_last else ""
         return f"Scan{{{self.name}, {kind}{last}}}"
 
+    def is_state(self, k: int) -> bool:
+        """Whether recurrent output k is a *state*: a value that is not a tensor (a random
+        generator updated at each step), carried from step to step, whose outer output
+        is its value after the last step (no rows, no gradient)."""
+        return k < self.info.n_recurrent and not isinstance(
+            self.inner_outputs[k].type, wt.TensorType)
+
+    def has_states(self) -> bool:
+        return any(self.is_state(k) for k in range(self.info.n_recurrent))
+
+    def _no_derivative(self, inputs: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.graph.type import grad_not_implemented
+
+        why = ("it carries a random generator from step to step, whose states are not kept "
+               "for the backward loop; draw the random values outside and pass them as a "
+               "sequence")
+        return [grad_not_implemented(self, i, v, f"loop {self.name!r}: {why}")
+                for i, v in enumerate(inputs)]
+
     def keeps_last(self, k: int) -> bool:
         """Whether outer output k holds only its last row."""
         return bool(self.keep_last) and self.keep_last[k]
@@ -208,14 +227,20 @@ class Scan(InnerGraphOp):
             raise TypeError(f"{self}: n_steps must be an integer scalar, got {n_steps.type}")
         if n_steps.type.dtype != "int64":
             n_steps = wt.cast(n_steps, "int64")
-        inputs = [wt.as_tensor_variable(v) for v in inputs]
+        inputs = [v if isinstance(v, Variable) else wt.as_tensor_variable(v) for v in inputs]
         _, seqs, inits, non_seqs = self.outer_parts([n_steps, *inputs])
         for k, (outer, inner) in enumerate(zip(seqs, self.inner_seqs())):
             if outer.type.ndim < 1 or not _fits(_state_type(outer.type), inner.type):
                 raise TypeError(f"{self}: sequence {k} has type {outer.type}; its rows must "
                                 f"fit the loop body's input {inner} of type {inner.type}")
         for k, (outer, taps) in enumerate(zip(inits, self.tap_inputs_of_outputs())):
-            if outer.type.ndim < 1 or not _fits(_state_type(outer.type), taps[0].type):
+            if self.is_state(k):
+                if outer.type != taps[0].type:
+                    raise TypeError(f"{self}: the initial value of state {k} has type "
+                                    f"{outer.type}; the loop body expects {taps[0].type}")
+                continue
+            if getattr(outer.type, "ndim", 0) < 1 or \
+                    not _fits(_state_type(outer.type), taps[0].type):
                 raise TypeError(f"{self}: the initial value of recurrent output {k} has type "
                                 f"{outer.type}; its rows must fit {taps[0].type}")
         for k, (outer, inner) in enumerate(zip(non_seqs, self.inner_non_seqs())):
@@ -228,6 +253,9 @@ class Scan(InnerGraphOp):
         outputs = []
         for k, (depth, init, out) in enumerate(zip(info.depths, inits,
                                                   self.inner_recurrent_outputs())):
+            if self.is_state(k):
+                outputs.append(init.type())  # its value after the last step
+                continue
             rows = 1 if self.keeps_last(k) else None if steps is None else depth + steps
             row_shape = tuple(a if a is not None else b
                               for a, b in zip(init.type.shape[1:], out.type.shape))
@@ -251,6 +279,9 @@ class Scan(InnerGraphOp):
         n_shape, seq_shapes, init_shapes, _ = self.outer_parts(input_shapes)
         shapes: list[tuple[Any, ...]] = []
         for k, depth in enumerate(info.depths):
+            if self.is_state(k):
+                shapes.append(None)  # (not a tensor)
+                continue
             rows = (wt.as_tensor_variable(1) if self.keeps_last(k)
                     else node.outputs[k].shape[0] if info.as_while
                     else wt.as_tensor_variable(depth) + n_steps)
@@ -307,6 +338,8 @@ class Scan(InnerGraphOp):
              output_grads: Sequence[Variable]) -> list[Variable]:
         from workbench.core.scan.gradient import full_rows_grads, scan_vjp
 
+        if self.has_states():
+            return self._no_derivative(inputs)
         if self.keep_last:  # backpropagation needs every step: the loop keeping all rows
             full = self.with_keep_last(())(*inputs, return_list=True)
             output_grads = full_rows_grads(self, full, list(output_grads))
@@ -317,6 +350,10 @@ class Scan(InnerGraphOp):
              ) -> list[Variable | None]:
         from workbench.core.scan.gradient import scan_jvp
 
+        if self.has_states():
+            raise NotImplementedError(
+                f"R_op of loop {self.name!r}: it carries a random generator from step to "
+                "step; derivatives through such a loop are not implemented")
         if self.keep_last:
             tangents = self.with_keep_last(()).R_op(inputs, eval_points)
             return [t[-1:] if t is not None and self.keeps_last(k) else t

@@ -140,24 +140,29 @@ class LoopRunner:
 
     def _python_steps(self, start: int, stop: int, seq_pairs: list[Any], tap_pairs: list[Any],
                       out_rows: list[Any], nit_cells: list[Any], nits: list[Any],
-                      cond_cell: Any) -> int:
+                      cond_cell: Any, labels: list[str], states: list[Any]) -> int:
         """Run steps start..stop-1 from Python; returns the number of steps done. With
-        `nit_cells`, step `start` allocates the nit-sot buffers `nits`."""
+        `nit_cells`, step `start` allocates the nit-sot buffers `nits`. `labels` name
+        the `out_rows` in errors; `states` are (tap cell, output cell, [value])."""
         op, run_body, rows = self.op, self.run_body, self.rows
         for t in range(start, stop):
             for cell, seq, offset in seq_pairs:
                 cell[0] = seq[offset + t, ...]
             for cell, buf, offset in tap_pairs:
                 cell[0] = buf[(offset + t) % len(buf), ...]
+            for cell, _, holder in states:
+                cell[0] = holder[0]
             try:
                 run_body()
             except Exception as exc:
                 exc.add_note(f"(in loop {op.name!r} at step {t})")
                 raise
+            for _, cell, holder in states:
+                holder[0] = cell[0]
             for j, (cell, buf, offset) in enumerate(out_rows):
                 value = cell[0]
                 if rows.shape(value) != tuple(buf.shape[1:]):
-                    check_step_value(op, self._what(j), t, value, buf.shape[1:])
+                    check_step_value(op, labels[j], t, value, buf.shape[1:])
                 buf[(offset + t) % len(buf)] = value
             for k, cell in enumerate(nit_cells):
                 value = rows.array(cell[0])
@@ -169,14 +174,14 @@ class LoopRunner:
         return stop
 
     def _c_steps(self, n: int, seq_pairs: list[Any], tap_pairs: list[Any],
-                 out_rows: list[Any], cond_cell: Any) -> int:
+                 out_rows: list[Any], cond_cell: Any, labels: list[str]) -> int:
         """Steps 1..n-1 in runtime C (loop.c): no Python frame per step."""
         status, step, output = self.c_loop.run_loop(
             self.run_body, self.op.name, 1, n, tuple(seq_pairs + tap_pairs), tuple(out_rows),
             cond_cell)
         if status:
             cell, buf, _ = out_rows[output]
-            check_step_value(self.op, self._what(output), step, cell[0], buf.shape[1:])
+            check_step_value(self.op, labels[output], step, cell[0], buf.shape[1:])
         return step
 
     def run(self, inputs: Sequence[Any]) -> list[Any]:
@@ -189,8 +194,13 @@ class LoopRunner:
             if seq.shape[0] < n:
                 raise ScanError(f"loop {op.name!r}: sequence {k} has {seq.shape[0]} rows, "
                                 f"fewer than the {n} steps")
-        buffers = []
+        buffers: list[Any] = []
+        holders: dict[int, list[Any]] = {}
         for j, (init, depth) in enumerate(zip(inits, info.depths)):
+            if op.is_state(j):  # (a generator): its value, step to step
+                holders[j] = [init]
+                buffers.append(None)
+                continue
             if init.shape[0] != depth:
                 raise ScanError(f"loop {op.name!r}: recurrent output {j} needs {depth} "
                                 f"initial row(s), got an initial value of shape {init.shape}")
@@ -206,27 +216,33 @@ class LoopRunner:
         for cell, value in zip(cells[first_ns:], non_seqs):
             cell[0] = value
         seq_pairs = [(cell, seq, 0) for cell, seq in zip(cells[:n_seqs], seqs)]
-        tap_pairs = []
+        tap_pairs, states = [], []
+        outs = self.out_cells
         k = n_seqs
         for j, taps in enumerate(info.recurrent_taps):
             for tap in taps:
-                tap_pairs.append((cells[k], buffers[j], info.depths[j] + tap))
+                if j in holders:
+                    states.append((cells[k], outs[j], holders[j]))
+                else:
+                    tap_pairs.append((cells[k], buffers[j], info.depths[j] + tap))
                 k += 1
-        outs = self.out_cells
-        out_rows = [(outs[j], buffers[j], info.depths[j]) for j in range(info.n_recurrent)]
+        kept = [j for j in range(info.n_recurrent) if j not in holders]
+        out_rows = [(outs[j], buffers[j], info.depths[j]) for j in kept]
+        labels = [self._what(j) for j in kept]
+        labels += [self._what(info.n_recurrent + m) for m in range(info.n_nit_sot)]
         nit_cells = outs[info.n_recurrent:info.n_recurrent + info.n_nit_sot]
         nits: list[Any] = [None] * info.n_nit_sot
         cond_cell = outs[-1] if info.as_while else None
         steps = self._python_steps(0, min(n, 1), seq_pairs, tap_pairs, out_rows, nit_cells,
-                                   nits, cond_cell)
+                                   nits, cond_cell, labels, states)
         stopped = cond_cell is not None and steps == 1 and bool(cond_cell[0])
         if n > 1 and not stopped:  # step 0 made the nit-sot buffers: the rest in one go
             out_rows += [(cell, nits[k], 0) for k, cell in enumerate(nit_cells)]
-            if self.c_loop is not None:
-                steps = self._c_steps(n, seq_pairs, tap_pairs, out_rows, cond_cell)
+            if self.c_loop is not None and not states:
+                steps = self._c_steps(n, seq_pairs, tap_pairs, out_rows, cond_cell, labels)
             else:
                 steps = self._python_steps(1, n, seq_pairs, tap_pairs, out_rows, [], [],
-                                           cond_cell)
+                                           cond_cell, labels, states)
         self.steps_run = steps
         for k, out in enumerate(op.inner_nit_sot_outputs()):
             if nits[k] is None:  # no step ran: rows of the static shape (0 where unknown)
@@ -234,7 +250,9 @@ class LoopRunner:
                 nits[k] = self.rows.from_host(np.empty((0, *row), dtype=out.type.numpy_dtype))
         for j, depth in enumerate(info.depths):
             buf = buffers[j]
-            if op.keeps_last(j):
+            if j in holders:
+                buffers[j] = holders[j][0]
+            elif op.keeps_last(j):
                 last = (depth - 1 + steps) % len(buf)
                 buffers[j] = self.rows.copy(buf[last:last + 1])
             elif steps < n:

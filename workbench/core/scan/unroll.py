@@ -28,6 +28,7 @@ def _unrollable(node: Apply, max_steps: int) -> bool:
     op = node.op
     n_steps = node.inputs[0]
     return (isinstance(op, Scan) and not op.info.as_while and not op.keep_last
+            and not op.has_states()
             and isinstance(n_steps, Constant) and 1 <= int(n_steps.data) <= max_steps)
 
 
