@@ -1,5 +1,6 @@
 """(4) One training step of a 784-256-10 MLP (tanh, softmax cross-entropy, SGD updates of
-shared weights, batch 128) in float32 and float64.
+shared weights, batch 128) in float32 and float64; in full runs also the gradient step of
+a 10-layer tanh MLP (deep.py).
 
 References: NumPy with hand-written backpropagation (`workbench.examples.mlp.numpy_step`),
 PyTensor (the same graph, weights in shared variables) and JAX jit (`jax.grad`, the new
@@ -122,6 +123,12 @@ def run(ctx: Context) -> list[Row]:
             except Exception as exc:  # noqa: BLE001
                 case.fail("jax jit", exc)
         rows += case.measure(ctx)
+    if ctx.quick:
+        ctx.note("quick run: no 10-layer MLP gradient step")
+    else:
+        from wb_bench import deep
+
+        rows += deep.run(ctx, pt, jax, dtypes)
     return rows
 
 
