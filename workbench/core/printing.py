@@ -304,7 +304,10 @@ def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tup
     _install_tensor_rules()
     for predicate, rule in _rules:
         if predicate(node):
-            return rule(node, args)
+            text, precedence = rule(node, args)
+            if len(node.outputs) > 1:  # a rule writes the call; the output is picked here
+                return f"{_wrap(text, precedence, _ATOM)}[{var.index}]", _ATOM
+            return text, precedence
     for rule in (_dimshuffle_rule, _scalar_rule):
         result = rule(node, args)
         if result is not None:

@@ -153,9 +153,14 @@ def test_rectangular_static_shapes_use_the_smaller_side():
 
 def test_printing():
     a, b = wt.dmatrix("A"), wt.dvector("b")
-    text = wb.pprint(la.solve(a, b, assume_a="pos"))
-    assert "Solve" in text and "A" in text and "b" in text
-    assert str(Cholesky(lower=False)) == "Cholesky{lower=False}"
+    assert wb.pprint(la.solve(la.cholesky(a), b, assume_a="pos")) == (
+        "solve(cholesky(A), b, assume_a='pos')")
+    assert wb.pprint(la.slogdet(a)[1] + la.svd(a, full_matrices=False)[1].sum()) == (
+        "slogdet(A)[1] + sum(svd(A, full_matrices=False)[1])")
+    assert wb.pprint(la.eigvalsh(a, UPLO="U")) == "eigvalsh(A, UPLO='U')"
+    assert wb.pprint(la.solve_triangular(a, b, lower=True, trans="T")) == (
+        "solve_triangular(A, b, lower=True, trans=True)")
+    assert str(Cholesky(lower=False)) == "Cholesky{lower=False}"  # dprint's name
 
 
 def _spd(n):

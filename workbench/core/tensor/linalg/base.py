@@ -189,6 +189,22 @@ class LinalgOp(Op):
         ints or int64 0-d Variables when True."""
         return {}
 
+    #: props not shown by pprint (implied by the inputs' ranks)
+    pprint_hidden: tuple[str, ...] = ("b_ndim",)
+
+    def pprint_text(self, args: Sequence[str]) -> str:
+        """How pprint writes the node: the function's name, its arguments and the props
+        that differ from the function's defaults (``solve(A, b, assume_a='pos')``)."""
+        import inspect
+
+        defaults = {name: param.default for name, param in
+                    inspect.signature(type(self).__init__).parameters.items()
+                    if param.default is not inspect.Parameter.empty}
+        shown = [f"{name}={getattr(self, name)!r}" for name in self.__props__
+                 if name not in self.pprint_hidden and name in defaults
+                 and getattr(self, name) != defaults[name]]
+        return f"{self.function_name}({', '.join([*args, *shown])})"
+
     def batch_shape(self, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
         """The broadcast batch shape of input values (numpy's error when they do not)."""
         ins, _ = parse_signature(self.gufunc_signature)
@@ -317,3 +333,18 @@ def sum_to_input(g: Variable, x: Variable, core: int) -> Variable:
 
         g = sum_to_shape(g, x, [g])  # a batch length 1 only known at run time
     return g
+
+
+def _pprint_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
+    from workbench.core.printing import _ATOM
+
+    return node.op.pprint_text([text for text, _ in args]), _ATOM
+
+
+def _register_pprint() -> None:
+    from workbench.core.printing import register_pprint
+
+    register_pprint(lambda node: isinstance(node.op, LinalgOp), _pprint_rule)
+
+
+_register_pprint()

@@ -131,6 +131,11 @@ class Eigh(LinalgOp):
 
     __props__ = ("lower", "compute_v")
     function_name = "eigh"
+    pprint_hidden = ("compute_v",)
+
+    def pprint_text(self, args: Sequence[str]) -> str:
+        name = "eigh" if self.compute_v else "eigvalsh"
+        return f"{name}({', '.join(args)}{'' if self.lower else ', UPLO=' + repr('U')})"
 
     def __init__(self, lower: bool = True, compute_v: bool = True) -> None:
         self.lower, self.compute_v = bool(lower), bool(compute_v)
