@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Variable
+from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
 from workbench.core.link.c import bundle, codegen
 from workbench.core.link.c.blas_threads import take_last_threads
@@ -129,10 +130,15 @@ class CLinker(VMLinker):
         missing kinds); records in `report` which nodes run C and which `perform`, why."""
         sources = self.node_sources(order)
         c_nodes = [n for n in order if isinstance(sources[n], codegen.NodeSource)]
+        # the kinds inside inner graphs (a loop's body, linked by this linker later)
+        # compile in the same bundles: one parallel build, then memory hits
+        inner = [(n, src) for n, src in self.node_sources(_inner_nodes(order)).items()
+                 if isinstance(src, codegen.NodeSource)]
         start = time.perf_counter()
         functions, stats = bundle.node_functions(
-            [(n, sources[n]) for n in c_nodes],  # type: ignore[misc]
+            [(n, sources[n]) for n in c_nodes] + inner,  # type: ignore[misc]
             self.cache or default_cache())
+        functions = functions[:len(c_nodes)]
         report.compile_seconds += time.perf_counter() - start
         report.compiled += stats.compiled
         report.disk_hits += stats.disk_hits
@@ -196,6 +202,17 @@ class CLinker(VMLinker):
         report.link_seconds = time.perf_counter() - start
         return (vm.run, [smap[v] for v in fg.inputs], [smap[v] for v in fg.outputs],
                 thunks, order)
+
+
+def _inner_nodes(order: Sequence[Apply]) -> list[Apply]:
+    """The nodes of the inner graphs of `order`'s nodes (nested ones too)."""
+    found: list[Apply] = []
+    pending = [node.op for node in order if isinstance(node.op, InnerGraphOp)]
+    while pending:
+        inner = pending.pop().fgraph.toposort()
+        found += inner
+        pending += [node.op for node in inner if isinstance(node.op, InnerGraphOp)]
+    return found
 
 
 class CProgramVM(VM):
