@@ -207,3 +207,33 @@ def test_trace_attaches_once_and_exposes_itself_on_the_graph():
     assert len(trace) == 0 and text(trace.graph_at(0)) == text(fg)
 
 
+
+
+def test_the_trace_and_history_keep_one_journal_the_graphs():
+    """History's checkpoints and the trace's steps are marks in the graph's one journal; a
+    change reverted to a checkpoint leaves no entry, and the trace still replays."""
+    from workbench.core.graph.features import History
+
+    x = wt.dvector("x")
+    history = History()
+    fg = FunctionGraph([x], [wt.exp(wt.exp(x))], features=[history])
+    early = fg.outputs[0].owner.inputs[0]
+    fg.replace(early, wt.log(fg.inputs[0]), reason="before the trace")  # step 0 has it
+    trace = RewriteTrace()
+    fg.attach_feature(trace)
+    assert trace.journal is fg.journal and len(fg.journal) == 1
+    inner = fg.outputs[0].owner.inputs[0]
+    mark = fg.checkpoint()
+    fg.replace(inner, fg.inputs[0], reason="tried")
+    assert len(fg.journal) == mark + 1
+    fg.revert(mark)
+    assert len(fg.journal) == mark  # undone and gone: the journal is the graph's history
+    fg.replace(inner, wt.sqrt(fg.inputs[0]), reason="kept")
+    trace.close()
+    assert [s.rewrite for s in trace.filter(changed_only=True)][-1] == "kept"
+    first = dprint(trace.graph_at(0), file="str")
+    last = dprint(trace.graph_at(len(trace)), file="str")
+    assert "log" in first and "sqrt" not in first
+    assert "sqrt" in last and "log" not in last
+    fg.remove_feature(history)  # History gone: nobody keeps the journal
+    assert fg.journal is None

@@ -3,7 +3,8 @@
 A feature defines any of the callbacks `on_attach(fgraph)`, `on_detach(fgraph)`,
 `on_import(fgraph, node, reason)`, `on_prune(fgraph, node, reason)`,
 `on_change_input(fgraph, node, i, old_var, new_var, reason)`, `validate(fgraph)`
-and `orderings(fgraph)`. History can undo changes to a checkpoint;
+and `orderings(fgraph)`. History can undo changes to a checkpoint (a mark in the
+graph's one journal, `fgraph.journal`);
 ReplaceValidate replaces variables and undoes the change if a validator objects.
 """
 
@@ -49,43 +50,35 @@ class Feature:
 
 
 class History(Feature):
-    """Records input changes so the graph can `revert` to a `checkpoint`.
+    """`fgraph.checkpoint()` and `fgraph.revert(mark)` over the graph's one journal.
 
-    `fgraph.checkpoint()` returns a mark; `fgraph.revert(mark)` undoes every change
-    made since, most recent first.
+    A checkpoint is a mark in `fgraph.journal` (its length); `revert(mark)` undoes every
+    change made since, most recent first, and removes those entries, so the journal
+    (which a RewriteTrace reads too) describes the graph as it is.
     """
-
-    def __init__(self) -> None:
-        self.history: dict[FunctionGraph, list[tuple[Any, int, Variable, Variable]] | None] = {}
 
     def on_attach(self, fgraph: FunctionGraph) -> None:
         if hasattr(fgraph, "checkpoint") or hasattr(fgraph, "revert"):
             raise AlreadyThere("a History is already attached")
-        self.history[fgraph] = []
-        fgraph.checkpoint = lambda: len(self.history[fgraph])  # type: ignore[attr-defined]
+        fgraph.start_journal()
+        fgraph.checkpoint = lambda: len(fgraph.journal)  # type: ignore[attr-defined,arg-type]
         fgraph.revert = lambda mark: self.revert(fgraph, mark)  # type: ignore[attr-defined]
 
     def on_detach(self, fgraph: FunctionGraph) -> None:
         del fgraph.checkpoint  # type: ignore[attr-defined]
         del fgraph.revert  # type: ignore[attr-defined]
-        del self.history[fgraph]
-
-    def on_change_input(self, fgraph: FunctionGraph, node: Any, i: int, old_var: Variable,
-                        new_var: Variable, reason: str | None) -> None:
-        journal = self.history.get(fgraph)
-        if journal is not None:
-            journal.append((node, i, old_var, new_var))
+        fgraph.stop_journal()
 
     def revert(self, fgraph: FunctionGraph, checkpoint: int) -> None:
-        journal = self.history[fgraph]
+        journal = fgraph.journal
         assert journal is not None
-        self.history[fgraph] = None  # do not record the undo itself
+        fgraph.journal = None  # the undo removes entries instead of adding some
         try:
             while len(journal) > checkpoint:
                 node, i, old_var, new_var = journal.pop()
                 fgraph.change_node_input(node, i, old_var, reason="revert", check=False)
         finally:
-            self.history[fgraph] = journal
+            fgraph.journal = journal
 
 
 class Validator(Feature):

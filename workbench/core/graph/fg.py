@@ -81,7 +81,8 @@ class FunctionGraph:
     `(OUTPUT, i)` when `var` is output i.
 
     What the rewrite passes read from a graph is declared here: `rewrite_trace`,
-    `backend` (and `backend_fallback`), `mutable_inputs` and `rewrite_strict`.
+    `backend` (and `backend_fallback`), `mutable_inputs` and `rewrite_strict`; and
+    `journal`, the one record of its edits.
     """
 
     #: The RewriteTrace recording this graph's edits while one is attached (else None).
@@ -97,6 +98,11 @@ class FunctionGraph:
     mutable_inputs: tuple[Variable, ...] | None = None
     #: While True (DEBUG), a rewrite that raises stops rewriting instead of being skipped.
     rewrite_strict: bool = False
+    #: The graph's one journal of input changes, (node, i, old_var, new_var) in order, kept
+    #: while a feature needs it (`start_journal`): History's checkpoints and the steps of a
+    #: RewriteTrace are marks (lengths) in it. None: not kept.
+    journal: list[tuple[Any, int, Variable, Variable]] | None = None
+    _journal_users = 0
 
     def __init__(
         self,
@@ -253,6 +259,9 @@ class FunctionGraph:
             self.import_var(new_var, reason=reason)
             node.inputs[i] = new_var
         self.clients[new_var].append((node, i))
+        journal = self.journal
+        if journal is not None:
+            journal.append((node, i, old_var, new_var))
         self.execute_callbacks("on_change_input", node, i, old_var, new_var, reason)
         self.remove_client(old_var, (node, i), reason=reason)
 
@@ -272,6 +281,21 @@ class FunctionGraph:
                     ) -> None:
         for var, new_var in pairs:
             self.replace(var, new_var, reason=reason)
+
+    def start_journal(self) -> list[tuple[Any, int, Variable, Variable]]:
+        """Start keeping the journal (or join whoever keeps it already); returns it. Each
+        call is matched by one `stop_journal`."""
+        if self.journal is None:
+            self.journal = []
+        self._journal_users += 1
+        return self.journal
+
+    def stop_journal(self) -> None:
+        """One user of the journal is done; the last one stops it."""
+        self._journal_users -= 1
+        if self._journal_users <= 0:
+            self._journal_users = 0
+            self.journal = None
 
     # -- features ---------------------------------------------------------------
     def attach_feature(self, feature: Feature) -> None:

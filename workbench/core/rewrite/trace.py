@@ -6,7 +6,9 @@ callbacks and groups them into steps opened by the engine (`begin_step` /
 `end_step`); changes made outside an open step form implicit steps named
 after the `reason` given to `fgraph.replace`.
 
-Every input change is journaled as (node, i, old_var, new_var), like History.
+Every input change is in the graph's one journal (`fgraph.journal`, which History's
+checkpoints mark too) as (node, i, old_var, new_var); a step is the span of it
+between two marks.
 `view_at(k)` moves one dedicated copy of the graph (the live view) to step k by
 undoing or replaying journal entries, never by re-running rewrites, so stepping is
 cheap. `graph_at(k)` copies the view at step k into a graph of its own, which stays
@@ -131,7 +133,10 @@ class RewriteTrace(Feature):
 
     def __init__(self) -> None:
         self.steps: list[RewriteStep] = []
+        #: the graph's journal (`fgraph.journal`, shared with History); this trace's steps
+        #: are spans of it from `_journal_start` on
         self.journal: list[tuple[Any, int, Variable, Variable]] = []
+        self._journal_start = 0
         self.current_pass: str | None = None
         self.fgraph: FunctionGraph | None = None
         #: callables (trace, step, fgraph) run after each successful step (DEBUG checks)
@@ -162,6 +167,8 @@ class RewriteTrace(Feature):
             raise ValueError("a RewriteTrace records one graph; make a new one")
         self.fgraph = fgraph
         fgraph.rewrite_trace = self
+        self.journal = fgraph.start_journal()
+        self._journal_start = len(self.journal)
         self._inputs = list(fgraph.inputs)
         for node in fgraph.toposort():
             self._ids[node] = len(self._ids)
@@ -170,6 +177,7 @@ class RewriteTrace(Feature):
     def on_detach(self, fgraph: FunctionGraph) -> None:
         if fgraph.rewrite_trace is self:
             fgraph.rewrite_trace = None
+            fgraph.stop_journal()
 
     def _count(self, op: Any, delta: int) -> None:
         # Ops are counted by kind (class, and scalar-op class for Elemwise): hashing
@@ -182,14 +190,17 @@ class RewriteTrace(Feature):
         else:
             self._op_counts.pop(key, None)
 
-    def _ensure_step(self, reason: Any) -> _Open:
+    def _ensure_step(self, reason: Any, journaled: int = 0) -> _Open:
+        """The open step, or a new implicit one for `reason`, which starts `journaled`
+        entries back (the change being reported is already in the journal)."""
         current = self._open
         if current is not None and (current.implicit_reason is None
                                     or current.implicit_reason is reason):
             return current
         if current is not None:
-            self._finish(current)
+            self._finish(current, journaled=journaled)
         opened = self._new_open(reason, None)
+        opened.journal_start -= journaled
         opened.implicit_reason = reason if reason is not None else "change"
         self._open = opened
         return opened
@@ -221,8 +232,8 @@ class RewriteTrace(Feature):
                         new_var: Variable, reason: Any) -> None:
         if self._frozen is not None:
             return
-        self._ensure_step(reason)
-        self.journal.append((node, i, old_var, new_var))
+        # the graph journaled the change before telling its features (not while reverting)
+        self._ensure_step(reason, journaled=1 if fgraph.journal is not None else 0)
         # a replacement built inside a rewrite has no user source: give it the old one
         if getattr(new_var.tag, "source", None) is None:
             source = getattr(old_var.tag, "source", None)
@@ -280,7 +291,8 @@ class RewriteTrace(Feature):
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self._finish(current, error=text)
 
-    def _finish(self, current: _Open, error: str | None = None) -> RewriteStep:
+    def _finish(self, current: _Open, error: str | None = None, journaled: int = 0
+                ) -> RewriteStep:
         assert self.fgraph is not None
         if self._open is current:
             self._open = None
@@ -300,7 +312,7 @@ class RewriteTrace(Feature):
             nodes_before=current.nodes_before, nodes_after=len(self.fgraph.apply_nodes),
             ops_before=current.ops_before, ops_after=len(self._op_counts), time=elapsed,
             failed=error is not None, error=error, journal_start=current.journal_start,
-            journal_end=len(self.journal), rewriter=rewriter,
+            journal_end=len(self.journal) - journaled, rewriter=rewriter,
         )
         self.steps.append(step)
         return step
@@ -436,7 +448,7 @@ class RewriteTrace(Feature):
         return self._view
 
     def _mark(self, k: int) -> int:
-        return 0 if k == 0 else self.steps[k - 1].journal_end
+        return self._journal_start if k == 0 else self.steps[k - 1].journal_end
 
     def graph_at(self, k: int) -> FunctionGraph:
         """The graph after step k (0: the input graph, len(trace): the result), as a graph
