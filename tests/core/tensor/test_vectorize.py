@@ -9,6 +9,7 @@ import pytest
 import workbench.tensor as wt
 
 import workbench as wb
+from workbench.core.link.c.compiler import has_compiler
 from workbench.core.tensor.blockwise import Blockwise
 from workbench.core.tensor.linalg.products import Dot
 from workbench.testing.catalog import all_cases, op_classes_in
@@ -55,6 +56,33 @@ def test_vectorize_graph_equals_a_loop_of_calls(case):
         assert got[k].shape == want.shape
         np.testing.assert_allclose(got[k], want, rtol=rtol * 10, atol=atol * 10,
                                    err_msg=f"output {k}")
+
+
+def _uses_blockwise(case) -> bool:
+    inputs, outputs, _ = case.graph("float64")
+    batched = [wt.TensorType(x.type.dtype, (None, *x.type.shape))() for x in inputs]
+    vectorized = wb.vectorize_graph(_as_list(outputs), dict(zip(inputs, batched)))
+    return Blockwise in op_classes_in(vectorized)
+
+
+@pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+@pytest.mark.parametrize("case", [c for c in CASES if _uses_blockwise(c)],
+                         ids=lambda c: f"{c.family}.{c.name}")
+def test_the_c_loop_over_the_batch_equals_a_loop_of_calls(case):
+    inputs, outputs, items, batched, stacked = _batched_setup(case)
+    vectorized = wb.vectorize_graph(outputs, dict(zip(inputs, batched)))
+    one = wb.function(inputs, outputs, linker="py", on_unused_input="ignore")
+    many = wb.function(batched, vectorized, linker="c", on_unused_input="ignore")
+    from workbench.core.link.c.ops.blockwise import BlockwiseC
+
+    # every Blockwise whose core Op has C runs as a C loop
+    assert not [n for n, _ in many.linker.report.py_nodes
+                if isinstance(n.op, Blockwise) and BlockwiseC(n.op).c_supports(n)]
+    loop = [one(*item) for item in items]
+    for k, (out, got) in enumerate(zip(outputs, many(*stacked))):
+        rtol, atol = case.tolerance(str(out.type.dtype))
+        np.testing.assert_allclose(got, np.stack([np.asarray(r[k]) for r in loop]),
+                                   rtol=rtol * 10, atol=atol * 10, err_msg=f"output {k}")
 
 
 GRAD_CASES = [c for c in CASES if c.grad is True]

@@ -7,8 +7,10 @@ item is one application of `core_op`. This is what `vectorize_graph` uses for
 an Op that has no batched form of its own.
 
 - Running: `perform` loops over the batch in Python, calling the core Op's
-  `perform` on each item (the C linker runs it through `perform`); the gpu
-  linker maps the core Op's torch kernel over the batch with `torch.vmap`.
+  `perform` on each item; the C linker runs one C loop over the batch calling
+  the core Op's compiled node function on views of each item (link/c/ops/
+  blockwise.py; `perform` when the core Op has no C); the gpu linker maps the
+  core Op's torch kernel over the batch with `torch.vmap`.
 - Gradients: the core Op's gradient graph, vectorized over the same batch;
   inputs that were broadcast along a batch dimension get their gradients summed.
 - Rewrites (rewrite/rules/blockwise.py): a Blockwise whose batch dimensions are

@@ -3,6 +3,7 @@ package registers them all)."""
 
 from workbench.core.link.c.ops import (  # noqa: F401
     blas,
+    blockwise,
     creation,
     elemwise,
     lapack,
