@@ -145,6 +145,10 @@ def _cho_solve_upper(c: Any, b: Any) -> Any:
     return _la().cho_solve((c, False), b)
 
 
+def _cho_factor_solve(a: Any, b: Any) -> Any:
+    return _la().cho_solve(_la().cho_factor(a), b)
+
+
 def _cho_solve_ref(lower: bool) -> Callable[..., Any]:
     def reference(c: Any, b: Any) -> Any:
         t = np.tril(c) if lower else np.triu(c)
@@ -174,6 +178,8 @@ def _triangular_cases() -> list[Case]:
              (Arg((4, 4), sample=_cholesky_factor), Arg((4, 2)))),
         Case("cho_solve_upper", _cho_solve_upper, _cho_solve_ref(False),
              (Arg((3, 3), sample=_upper_factor), Arg((3,)))),
+        Case("cho_factor_then_cho_solve", _cho_factor_solve, _solve_ref(False, "pos"),
+             (spd((4, 4)), Arg((4, 2)))),
     ]
 
 

@@ -56,6 +56,10 @@ FIRING = [
     ("det_cholesky", "local_det_of_triangular", [A], lambda: la.det(la.cholesky(A)), {"Det"}),
     ("log_det_cholesky", "local_det_of_triangular", [A],
      lambda: wt.log(la.det(la.cholesky(A))), {"Det", "SLogDet"}),
+    ("log_det_with_factor", "local_det_from_cholesky", [K, b],
+     lambda: wt.log(la.det(K)).sum() + la.solve(la.cholesky(K), b[:3]).sum(), {"Det", "SLogDet"}),
+    ("det_with_factor", "local_det_from_cholesky", [A],
+     lambda: la.det(A) + la.cholesky(A).sum(), {"Det"}),
     ("solve_factor", "local_solve_triangular_matrix", [A, b], lambda: la.solve(L, b),
      {"Solve"}),
     ("solve_factor_transposed", "local_solve_triangular_matrix", [A, B],
@@ -107,7 +111,8 @@ def test_rules_are_registered_with_their_pass_tags():
                             ("local_det_of_triangular", "specialize"),
                             ("local_solve_triangular_matrix", "specialize"),
                             ("local_solve_diagonal_matrix", "specialize"),
-                            ("local_cholesky_outer_product", "specialize")):
+                            ("local_cholesky_outer_product", "specialize"),
+                            ("local_det_from_cholesky", "specialize")):
         assert name in rules.__all__
         tags = rewrite_db.tags_of(name)
         assert {pass_name, "fast_run"} <= tags, (name, tags)

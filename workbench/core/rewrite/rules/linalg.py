@@ -14,6 +14,10 @@ into zeros -- and ``eye(n) * x`` are diagonal):
 - ``local_det_of_triangular``: ``det(t) -> prod(diagonal(t))`` for a triangular or
   diagonal `t` (so ``det(diag(x)) -> prod(x)`` up to reading the diagonal), and
   ``slogdet(t)`` from the diagonal the same way.
+- ``local_det_from_cholesky``: ``det(a)`` / ``slogdet(a)`` of a matrix the graph also
+  factorises (``cholesky(a)``) from that factor's diagonal: ``prod(diag(L))^2`` and
+  ``(1, 2 sum(log(diag(L))))``, no LU. Exact for the positive-definite matrices the
+  factorisation accepts (it raises for the others, and stays in the graph).
 - ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t`
   becomes `solve_triangular` (a transposed factor through ``trans``, no copy).
 - ``local_solve_diagonal_matrix``: ``solve(d, b) -> b / diagonal(d)`` for a known
@@ -51,7 +55,8 @@ from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, Solve
 from workbench.core.tensor.shape import Shape_i
 
 __all__ = [
-    "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_of_triangular",
+    "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_from_cholesky",
+    "local_det_of_triangular",
     "local_inv_dot_to_solve", "local_log_det_to_slogdet", "local_solve_diagonal_matrix",
     "local_solve_triangular_matrix", "transposed_source", "triangular_structure",
 ]  # fmt: skip
@@ -219,6 +224,34 @@ def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
         return [_cast_like(prod(d, axis=-1), node.outputs[0])]
     sign = prod(tm.sign(d), axis=-1)
     logdet = reduce_sum(tm.log(tm.abs(d)), axis=-1)
+    return [_cast_like(sign, node.outputs[0]), _cast_like(logdet, node.outputs[1])]
+
+
+@register_specialize
+@node_rewriter([Det, SLogDet])
+def local_det_from_cholesky(fgraph: Any, node: Apply) -> Any:
+    """``det(a) -> prod(diag(L))^2``, ``slogdet(a) -> (1, 2 sum(log(diag(L))))`` where the
+    graph also computes ``L = cholesky(a)``.
+
+    Domain: positive-definite `a` (the graph's Cholesky raises for any other)."""
+    from workbench.core.tensor.reduction import prod
+    from workbench.core.tensor.reduction import sum as reduce_sum
+
+    (a,) = node.inputs
+    factor = None
+    for client, _ in (fgraph.clients.get(a, ()) if fgraph is not None else ()):
+        if not isinstance(client, str) and isinstance(client.op, Cholesky):
+            factor = client.outputs[0]
+            break
+    if factor is None:
+        return None
+    d = _diagonal(factor)
+    if isinstance(node.op, Det):
+        return [_cast_like(tm.sqr(prod(d, axis=-1)), node.outputs[0])]
+    logdet = tm.mul(2, reduce_sum(tm.log(d), axis=-1))
+    from workbench.core.tensor.creation import ones_like
+
+    sign = ones_like(logdet)
     return [_cast_like(sign, node.outputs[0]), _cast_like(logdet, node.outputs[1])]
 
 

@@ -41,7 +41,7 @@ from workbench.core.tensor.linalg.base import (
     triangle,
 )
 
-__all__ = ["Cholesky", "Eigh", "cholesky", "eigh", "eigvalsh"]
+__all__ = ["Cholesky", "Eigh", "cho_factor", "cholesky", "eigh", "eigvalsh"]
 
 
 def _matmul(x: Variable, y: Variable) -> Variable:
@@ -212,6 +212,13 @@ def cholesky(a: Any, lower: bool = True) -> Variable:
     ``lower=False`` (scipy.linalg.cholesky's default)."""
     (a,) = as_float_operands("cholesky", a, min_ndims=(2,))
     return Cholesky(lower)(a)
+
+
+def cho_factor(a: Any, lower: bool = False) -> tuple[Variable, bool]:
+    """scipy.linalg.cho_factor: ``(c, lower)`` for `cho_solve`, `c` the Cholesky factor in
+    its `lower` (or upper) triangle (the other triangle is zero here, where scipy leaves
+    whatever `a` had)."""
+    return cholesky(a, lower=lower), bool(lower)
 
 
 def _uplo(uplo: str, function: str) -> bool:
