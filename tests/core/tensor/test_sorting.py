@@ -139,3 +139,13 @@ def test_bad_values_are_refused_when_run() -> None:
     v = wt.dvector("v")
     with pytest.raises(ValueError, match="k=3 is larger"):
         wb.function([v], wt.topk(v, 3), linker="py")(np.ones(2))
+
+
+def test_flops_count_comparisons() -> None:
+    x = wt.dmatrix("x")
+    assert wt.Sort(1).flops([(3, 8)], [(3, 8)]) == 3 * 8 * 3
+    assert wt.Argsort(0).flops([(0, 4)], [(0, 4)]) == 0.0
+    assert wt.TopK(2, 1).flops([(2, 4)], [(2, 2), (2, 2)]) == 2 * 4 * 2
+    assert wt.SearchSorted().flops([(8,), (5,)], [(5,)]) == 5 * 4
+    profile = wb.profile(wb.function([x], wt.sort(x), linker="py"), np.ones((4, 16)), calls=1)
+    assert "Sort" in str(profile)

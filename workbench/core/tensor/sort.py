@@ -17,6 +17,7 @@ among its Python nodes with the reason.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +57,13 @@ def _stable_argsort(x: np.ndarray, axis: int) -> np.ndarray:
     return np.argsort(x, axis=axis, kind="stable")
 
 
+def _comparisons(shape: tuple[int, ...], axis: int) -> float:
+    """About n log2 n comparisons per sorted line of length n along `axis`."""
+    n = shape[axis] if shape else 1
+    lines = math.prod(shape) / n if n else 0
+    return float(lines * n * max(math.log2(n), 1.0)) if n else 0.0
+
+
 class Sort(Op):
     """numpy.sort along `axis` (a non-negative int): ascending, stable, NaN last."""
 
@@ -79,6 +87,10 @@ class Sort(Op):
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
         return [input_shapes[0]]
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        """Comparisons: about n log2 n per sorted line."""
+        return _comparisons(inputs[0], self.axis)
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
@@ -130,6 +142,10 @@ class Argsort(Op):
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[False]]
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        """Comparisons: about n log2 n per sorted line."""
+        return _comparisons(inputs[0], self.axis)
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
@@ -228,6 +244,10 @@ class TopK(Op):
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[True, False]]
 
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        """Comparisons of the sort it runs: about n log2 n per line."""
+        return _comparisons(inputs[0], self.axis)
+
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """The values' gradient scattered into zeros at the chosen positions."""
@@ -302,6 +322,10 @@ class SearchSorted(Op):
 
     def connection_pattern(self, node: Apply) -> list[list[bool]]:
         return [[False], [False]]
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        """Comparisons: a binary search, log2 len(a) + 1, per value."""
+        return float(math.prod(inputs[1]) * (math.log2(max(inputs[0][0], 1)) + 1))
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
