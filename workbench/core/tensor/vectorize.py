@@ -6,7 +6,7 @@ dimensions (like `jax.vmap`, or `numpy.vectorize` with a signature).
 dimensions; every node depending on them is rebuilt batched:
 
 - an Elemwise, DimShuffle or reduction gets the batch dimensions in front of
-  its own (no loop);
+  its own (no loop); a matrix-matrix Dot becomes a MatMul over the stack;
 - an Op with a `gufunc_signature` (the linear algebra of `wt.linalg`, a
   Blockwise) already batches: it is applied to the batched inputs, aligned;
 - any other Op is wrapped in a `Blockwise` over the batch, with every
@@ -26,6 +26,7 @@ from typing import Any
 from workbench.core.graph.basic import Apply, Variable, graph_inputs, io_toposort
 from workbench.core.tensor.blockwise import Blockwise, core_signature_of, parse_gufunc_signature
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise
+from workbench.core.tensor.linalg.products import Dot, MatMul
 from workbench.core.tensor.reduction import CAReduce
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
@@ -129,6 +130,18 @@ def _vectorize_careduce(op: Any, node: Apply, new_inputs: list[Variable],
     batched = copy.copy(op)
     batched.axis = tuple(a + nb for a in axes)
     return [batched(new_inputs[0])]
+
+
+@register_vectorizer(Dot)
+def _vectorize_dot(op: Any, node: Apply, new_inputs: list[Variable],
+                   batch_ndims: list[int]) -> list[Variable]:
+    """A matrix-matrix Dot batches as one MatMul (BLAS over the stack); products with a
+    vector as a Blockwise (a batched vector would read as a matrix)."""
+    if any(v.type.ndim != 2 for v in node.inputs):
+        return _as_blockwise(op, node, new_inputs, batch_ndims)
+    nb = max(batch_ndims)
+    aligned = [_align(v, b, nb, 0, 0) for v, b in zip(new_inputs, batch_ndims)]
+    return [MatMul()(*aligned)]
 
 
 def vectorize_graph(outputs: Variable | Sequence[Variable],
