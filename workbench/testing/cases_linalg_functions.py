@@ -142,6 +142,8 @@ def _other_cases() -> list[Case]:
              float_dtypes=("float64",),  # numpy's default rcond 1e-15 is below float32's
              grad="repeated (zero) singular values"),  # rounding: a tie either way
 
+        Case("pinv_empty_matrices", _call("pinv"), _np(np.linalg.pinv), (Arg((2, 0, 0)),),
+             grad=EMPTY),
         Case("pinv_hermitian", _call("pinv", hermitian=True),
              _np(np.linalg.pinv, hermitian=True),
              (Arg((3, 3), sample=_symmetric),)),

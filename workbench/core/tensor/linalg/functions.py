@@ -290,8 +290,14 @@ def matrix_power(a: Any, n: int) -> Variable:
 
 
 def _cutoff(s: Variable, rcond: Any) -> Variable:
-    """``rcond * max(s)`` per matrix, as a column-broadcastable value."""
-    return _tm().mul(rcond, _red().max(s, axis=-1, keepdims=True))
+    """``rcond * max(s)`` per matrix (0 for an empty matrix), as a column-broadcastable
+    value; `s` holds non-negative values."""
+    from workbench.core.tensor.creation import zeros
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.shape import shape_tuple
+
+    padded = concatenate([s, zeros((*shape_tuple(s)[:-1], 1), s.type.dtype)], axis=-1)
+    return _tm().mul(rcond, _red().max(padded, axis=-1, keepdims=True))
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Variable:
