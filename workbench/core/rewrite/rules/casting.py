@@ -70,7 +70,10 @@ def enforce_backend_dtypes(fgraph: FunctionGraph, backend: str, mode: str | None
             raise dtypes.UnsupportedDtypeError(bad[0], backend, node.op)
         target = {d: dtypes.resolve_unsupported(d, backend, node.op, mode) for d in bad}
         new_inputs = [_converted(var, target, cast) for var in node.inputs]
-        new_node = node.op.make_node(*new_inputs)
+        try:
+            new_node = node.op.make_node(*new_inputs)
+        except (TypeError, ValueError):  # the Op fixes its input types (a loop body's)
+            raise dtypes.UnsupportedDtypeError(bad[0], backend, node.op) from None
         if unsupported_in(new_node, backend):  # the Op itself names the dtype (a cast)
             retyped = retyped_op(node.op, target)
             if retyped is not None:
