@@ -39,6 +39,7 @@ from workbench.core.graph.basic import (
     clone_replace,
     graph_inputs,
 )
+from workbench.core.graph.destroyhandler import view_roots
 from workbench.core.graph.fg import FunctionGraph, MissingInputError
 from workbench.core.graph.utils import SourceLocation, user_source_location
 from workbench.core.link.shared import SharedVariable, reworded_error
@@ -395,7 +396,7 @@ class FunctionMaker:
         input_pos = {var: i for i, var in enumerate(fg.inputs)}
         n_out = len(self.outputs)
         borrowed = [o.borrow for o in self.outputs] + [False] * len(self.updates)
-        out_roots = [_view_roots(v) for v in fg.outputs]
+        out_roots = [frozenset(view_roots(v, through_destroyers=True)) for v in fg.outputs]
         plan = []
         for k, (var, mine) in enumerate(zip(fg.outputs, out_roots)):
             if borrowed[k]:
@@ -467,27 +468,6 @@ class FunctionMaker:
     def _downcast(self, spec: In) -> bool | None:
         return spec.allow_downcast if spec.allow_downcast is not None else \
             self.allow_input_downcast
-
-
-def _view_roots(var: Variable) -> frozenset[Variable]:
-    """The Variables whose memory `var` may share: following view_map / destroy_map
-    declarations back from `var` to values that are not views."""
-    roots: set[Variable] = set()
-    seen: set[Variable] = set()
-    stack = [var]
-    while stack:
-        v = stack.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        node = v.owner
-        if node is not None:
-            viewed = [*node.op.view_map.get(v.index, ()), *node.op.destroy_map.get(v.index, ())]
-            if viewed:
-                stack.extend(node.inputs[i] for i in viewed)
-                continue
-        roots.add(v)
-    return frozenset(roots)
 
 
 class Function:

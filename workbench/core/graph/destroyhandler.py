@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from workbench.core.graph.basic import Apply, Variable
     from workbench.core.graph.fg import FunctionGraph
 
-__all__ = ["DestroyHandler", "InconsistencyError", "view_roots", "is_read_only_view"]
+__all__ = [
+    "DestroyHandler", "InconsistencyError", "is_read_only_view", "memory_walk", "view_roots",
+]  # fmt: skip
 
 
 def is_read_only_view(node: Apply) -> bool:
@@ -41,13 +43,12 @@ def is_read_only_view(node: Apply) -> bool:
     return bool(getattr(op, "read_only_view", False))
 
 
-def _viewed_inputs(node: Apply, index: int) -> list[int]:
-    """Input positions output `index` of `node` aliases through view_map (not destroy_map)."""
-    return list(node.op.view_map.get(index, ()))
-
-
-def view_roots(var: Variable) -> list[Variable]:
-    """The non-view Variables whose memory `var` may share (following view_map back)."""
+def memory_walk(var: Variable, through_destroyers: bool = False
+                ) -> tuple[list[Variable], list[Variable]]:
+    """The one walk along memory declarations: from `var` back through `view_map` (and,
+    with `through_destroyers`, `destroy_map`: an in-place output is its input's memory)
+    to values that are nobody's view. Returns (every Variable passed, the roots)."""
+    passed: list[Variable] = []
     roots: list[Variable] = []
     seen: set[Variable] = set()
     stack = [var]
@@ -56,13 +57,23 @@ def view_roots(var: Variable) -> list[Variable]:
         if v in seen:
             continue
         seen.add(v)
+        passed.append(v)
         node = v.owner
-        viewed = _viewed_inputs(node, v.index) if node is not None else []
+        viewed: list[int] = []
+        if node is not None:
+            viewed = list(node.op.view_map.get(v.index, ()))
+            if through_destroyers:
+                viewed += node.op.destroy_map.get(v.index, ())
         if viewed:
             stack.extend(node.inputs[i] for i in viewed)  # type: ignore[union-attr]
         else:
             roots.append(v)
-    return roots
+    return passed, roots
+
+
+def view_roots(var: Variable, through_destroyers: bool = False) -> list[Variable]:
+    """The non-view Variables whose memory `var` may share (see `memory_walk`)."""
+    return memory_walk(var, through_destroyers)[1]
 
 
 class DestroyHandler(Feature):

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Constant, Variable, io_toposort
+from workbench.core.graph.destroyhandler import memory_walk
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite.engine import GraphRewriter, recording_step, source_of
 
@@ -107,17 +108,9 @@ def _overwritten_variables(nodes: Iterable[Apply]) -> set[Variable]:
     """The Variables some node overwrites in place (destroy_map), directly or through a
     view of them (view_map), computed once per merge from the destroyers upwards."""
     result: set[Variable] = set()
-    stack: list[Variable] = []
     for node in nodes:
         for ins in (getattr(node.op, "destroy_map", None) or {}).values():
-            stack.extend(node.inputs[i] for i in ins)
-    while stack:
-        var = stack.pop()
-        if var in result:
-            continue
-        result.add(var)
-        owner = var.owner
-        view_map = getattr(owner.op, "view_map", None) if owner is not None else None
-        if view_map:
-            stack.extend(owner.inputs[i] for i in view_map.get(var.index, ()))
+            for i in ins:
+                if node.inputs[i] not in result:
+                    result.update(memory_walk(node.inputs[i])[0])
     return result
