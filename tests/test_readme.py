@@ -82,3 +82,17 @@ def test_the_loops_example_runs(capsys):
     exec(compile(code_block("Loops: scan"), "README.md: Loops: scan", "exec"), namespace)
     assert " >loop body of [id B]:" in capsys.readouterr().out
     assert wb.function([], namespace["fib"])().tolist() == [1, 2, 3, 5, 8, 13, 21, 34, 55, 89]
+
+
+def test_the_linear_algebra_block_runs_and_compiles_inv_into_solve(capsys):
+    import numpy as np
+
+    namespace: dict = {}
+    exec(compile(code_block("Linear algebra: wt.linalg"), "README.md: Linear algebra",
+                 "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "solve(K, y)"
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((4, 4))
+    k = m @ m.T + 4 * np.eye(4)
+    value, gradient = namespace["f"](k, np.ones(4))
+    assert np.isfinite(value) and gradient.shape == (4, 4)
