@@ -47,6 +47,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"comma-separated families among {', '.join(FAMILIES)}")
     parser.add_argument("--no-pytensor", action="store_true", help="do not time PyTensor")
     parser.add_argument("--no-jax", action="store_true", help="do not time JAX")
+    parser.add_argument("--pattern", choices=("blocks", "calls"), default="blocks",
+                        help="how implementations take turns: 'blocks' of calls per repeat "
+                             "(default; also counts the threads each one ran) or one 'calls' "
+                             "each in turn")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads for every library alike: BLAS, OpenMP, workbench's "
                              "row kernels and BLAS calls, XLA (default 1: per-core figures; "
@@ -91,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     if not has_compiler():
         print("error: no C compiler found: the benchmarks measure the C linker", file=sys.stderr)
         return 1
-    ctx = Context.make(args.quick, args.repeats, not args.no_pytensor, not args.no_jax)
+    ctx = Context.make(args.quick, args.repeats, not args.no_pytensor, not args.no_jax,
+                       pattern=args.pattern)
+    ctx.note("implementations take turns " + (
+        "call by call (--pattern calls)" if args.pattern == "calls" else
+        "in blocks: each repeat is a run of calls of one implementation (--pattern blocks)"))
     ctx.note(threads_note(args.threads))
     rows = []
     start = time.perf_counter()

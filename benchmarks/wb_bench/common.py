@@ -36,6 +36,9 @@ class Row:
     #: median process CPU seconds per call (every thread of this process): the work done,
     #: which neither the machine's other load nor a library's extra threads hide
     cpu_seconds: float | None = None
+    #: the most threads of this process that got CPU time during one repeat of this
+    #: implementation (Linux, "blocks" pattern; None when not known)
+    threads_run: int | None = None
 
 
 @dataclass
@@ -48,13 +51,16 @@ class Context:
     pytensor: bool = True
     jax: bool = True
     notes: list[str] = field(default_factory=list)
+    #: how implementations take turns: "blocks" (each repeat: `number` calls of one
+    #: implementation, then the next) or "calls" (one call of each in turn)
+    pattern: str = "blocks"
 
     @classmethod
     def make(cls, quick: bool, repeats: int | None = None, pytensor: bool = True,
-             jax: bool = True) -> Context:
+             jax: bool = True, pattern: str = "blocks") -> Context:
         if quick:
-            return cls(True, repeats or 3, 0.02, pytensor, jax)
-        return cls(False, repeats or 7, 0.1, pytensor, jax)
+            return cls(True, repeats or 3, 0.02, pytensor, jax, pattern=pattern)
+        return cls(False, repeats or 7, 0.1, pytensor, jax, pattern=pattern)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -84,6 +90,27 @@ class _Entry:
     error: BaseException | None = None
     times: list[float] = field(default_factory=list)
     cpu_times: list[float] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
+
+
+def _thread_ticks() -> dict[str, int]:
+    """CPU clock ticks (user + system) of each thread of this process (Linux; else {})."""
+    ticks: dict[str, int] = {}
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                ticks[tid] = int(fields[11]) + int(fields[12])
+            except (OSError, IndexError, ValueError):
+                continue
+    except OSError:
+        return {}
+    return ticks
+
+
+def _threads_run(before: dict[str, int], after: dict[str, int]) -> int:
+    return sum(1 for tid, t in after.items() if t > before.get(tid, 0))
 
 
 class Case:
@@ -119,6 +146,23 @@ class Case:
                 live.append(entry)
             except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
                 entry.error = exc
+        if ctx.pattern == "calls":
+            self._measure_call_by_call(ctx, live)
+        else:
+            self._measure_blocks(ctx, live)
+        rows = []
+        for entry in self.entries:
+            if entry.error is not None or not entry.times:
+                rows.append(failed_row(self.name, entry.impl, entry.error or
+                                       RuntimeError("not measured")))
+            else:
+                rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
+                                entry.note, cpu_seconds=statistics.median(entry.cpu_times),
+                                threads_run=max(entry.threads) if entry.threads else None))
+        return rows
+
+    def _measure_blocks(self, ctx: Context, live: list[_Entry]) -> None:
+        """Each repeat: `number` calls of one implementation, then the next one's."""
         clock = time.perf_counter
         was_enabled = gc.isenabled()
         for _ in range(ctx.repeats):
@@ -127,26 +171,50 @@ class Case:
                 gc.collect()
                 gc.disable()
                 try:
+                    ticks = _thread_ticks()
                     cpu, start = time.process_time(), clock()
                     for _ in range(number):
                         fn()  # type: ignore[misc]
                     entry.times.append((clock() - start) / number)
                     entry.cpu_times.append((time.process_time() - cpu) / number)
+                    if ticks:
+                        entry.threads.append(_threads_run(ticks, _thread_ticks()))
                 except Exception as exc:  # noqa: BLE001
                     entry.error = exc
                     live.remove(entry)
                 finally:
                     if was_enabled:
                         gc.enable()
-        rows = []
-        for entry in self.entries:
-            if entry.error is not None or not entry.times:
-                rows.append(failed_row(self.name, entry.impl, entry.error or
-                                       RuntimeError("not measured")))
-            else:
-                rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
-                                entry.note, cpu_seconds=statistics.median(entry.cpu_times)))
-        return rows
+
+    def _measure_call_by_call(self, ctx: Context, live: list[_Entry]) -> None:
+        """Each repeat: the implementations take turns call by call (each timed alone),
+        until each has made its `number` calls."""
+        clock = time.perf_counter
+        was_enabled = gc.isenabled()
+        for _ in range(ctx.repeats):
+            wall = {id(e): 0.0 for e in live}
+            cpu = {id(e): 0.0 for e in live}
+            gc.collect()
+            gc.disable()
+            try:
+                for k in range(max((e.number or 1) for e in live) if live else 0):
+                    for entry in list(live):
+                        if k >= (entry.number or 1):
+                            continue
+                        try:
+                            c0, t0 = time.process_time(), clock()
+                            entry.fn()  # type: ignore[misc]
+                            wall[id(entry)] += clock() - t0
+                            cpu[id(entry)] += time.process_time() - c0
+                        except Exception as exc:  # noqa: BLE001
+                            entry.error = exc
+                            live.remove(entry)
+            finally:
+                if was_enabled:
+                    gc.enable()
+            for entry in live:
+                entry.times.append(wall[id(entry)] / (entry.number or 1))
+                entry.cpu_times.append(cpu[id(entry)] / (entry.number or 1))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -284,7 +352,7 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-HEADER = ("case", "implementation", "median", "cpu per call", "ratio", "note")
+HEADER = ("case", "implementation", "median", "cpu per call", "threads run", "ratio", "note")
 
 
 def format_table(rows: list[Row], notes: list[str]) -> str:
@@ -297,6 +365,7 @@ def format_table(rows: list[Row], notes: list[str]) -> str:
     for row in rows:
         cells.append((row.case if row.case != previous else "", row.impl,
                       format_seconds(row.seconds), format_seconds(row.cpu_seconds),
+                      "-" if row.threads_run is None else str(row.threads_run),
                       "-" if row.ratio is None else f"{row.ratio:.2f}", row.note))
         previous = row.case
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
@@ -310,7 +379,9 @@ def format_table(rows: list[Row], notes: list[str]) -> str:
              "(above 1: workbench is faster). median: wall-clock time per call; cpu per "
              "call: this process's CPU time per call, all its threads together (the work "
              "done: on a loaded machine, or for a library using more threads than asked, "
-             "the fairer per-core figure; spin-waiting threads inflate it).")
+             "the fairer per-core figure; spin-waiting threads inflate it); threads run: "
+             "the most threads of this process that got CPU time during one repeat of the "
+             "implementation (its own, and any still spinning from the one before).")
     if notes:
         text += "\n" + "\n".join(f"- {n}" for n in notes)
     return text

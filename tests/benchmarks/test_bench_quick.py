@@ -23,7 +23,8 @@ def parse_table(text: str) -> list[dict[str, str]]:
     """The rows of the Markdown table (a blank case cell repeats the previous case)."""
     lines = [line for line in text.splitlines() if line.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    assert header == ["case", "implementation", "median", "cpu per call", "ratio", "note"]
+    assert header == ["case", "implementation", "median", "cpu per call", "threads run", "ratio",
+                      "note"]
     assert set(lines[1]) <= {"|", "-"}
     rows, case = [], None
     for line in lines[2:]:
@@ -68,6 +69,7 @@ def test_quick_suite_prints_a_table_of_ratios(quick_run):
         assert seconds(mine[0]["median"]) is not None, mine[0]  # measured, not failed
         if not case.startswith(("compile", "chain")):  # timed in this process: CPU too
             assert seconds(mine[0]["cpu per call"]) is not None, mine[0]
+            assert mine[0]["threads run"] == "-" or int(mine[0]["threads run"]) >= 1
         assert mine[0]["ratio"] == "1.00"
         for row in members:
             value = seconds(row["median"])
