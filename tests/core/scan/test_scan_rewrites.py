@@ -107,3 +107,32 @@ def test_gradients_and_tangents_of_a_loop_that_keeps_only_its_last_row():
     np.testing.assert_allclose(value, reference(0.3, 1.1))
     np.testing.assert_allclose(gradient, numeric, rtol=1e-6)
     np.testing.assert_allclose(tangent, numeric, rtol=1e-6)
+
+
+def test_two_loops_over_the_same_sequence_become_one():
+    x = wt.dvector("x")
+    doubled, _ = wb.scan(lambda xt: xt * 2.0, sequences=x, name="double")
+    sums, _ = wb.scan(lambda xt, acc: acc + xt, sequences=x, outputs_info=np.float64(0),
+                      name="sum")
+    other = wt.dvector("other")
+    mixed, _ = wb.scan(lambda xt, o: o.sum() * xt, sequences=x, non_sequences=other,
+                       name="mix")
+    values = (np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]))
+    for linker in ("py", "c"):
+        f = wb.function([x, other], [doubled, sums, mixed], linker=linker)
+        assert f.maker.rewrite_trace.rewrites_used().get("scan_merge") == 2
+        (node,) = _scan_nodes(f)
+        assert node.op.info.n_seqs == 1  # x read once for the three bodies
+        got = f(*values)
+        np.testing.assert_allclose(got[0], [2.0, 4.0, 6.0])
+        np.testing.assert_allclose(got[1], [1.0, 3.0, 6.0])
+        np.testing.assert_allclose(got[2], [15.0, 30.0, 45.0])
+
+
+def test_a_loop_that_reads_another_loop_is_not_merged_with_it():
+    x = wt.dvector("x")
+    first, _ = wb.scan(lambda xt: xt * 2.0, sequences=x)
+    second, _ = wb.scan(lambda xt, f: xt + f.sum(), sequences=x, non_sequences=first)
+    f = wb.function([x], second, linker="py")
+    assert len(_scan_nodes(f)) == 2
+    np.testing.assert_allclose(f(np.array([1.0, 2.0])), [7.0, 8.0])

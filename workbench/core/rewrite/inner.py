@@ -16,6 +16,7 @@ from typing import Any
 
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.inner_graph import InnerGraphOp, inner_graph_nodes
+from workbench.core.rewrite.engine import recording_step
 from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = ["InnerGraphRewrite", "rewrite_inner_graphs"]
@@ -59,8 +60,10 @@ def rewrite_inner_graphs(fgraph: FunctionGraph, rewriter: Any,
             fgraph.replace_all(list(zip(node.outputs, new_node.outputs)), reason=_INNER_REWRITE)
             continue
         outer_pass, trace.current_pass = trace.current_pass, "inner graphs"
-        trace.begin_step(_INNER_REWRITE, node)
-        fgraph.replace_all(list(zip(node.outputs, new_node.outputs)), reason=_INNER_REWRITE)
-        trace.end_step()
-        trace.current_pass = outer_pass
+        try:
+            with recording_step(fgraph, _INNER_REWRITE, node):
+                fgraph.replace_all(list(zip(node.outputs, new_node.outputs)),
+                                   reason=_INNER_REWRITE)
+        finally:
+            trace.current_pass = outer_pass
         trace.steps[-1].inner_trace = inner_trace

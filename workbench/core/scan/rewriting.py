@@ -7,6 +7,9 @@
 - `scan_keep_last_row` (specialize): an output used only through its last row
   (``ys[-1]``, a shared variable's update) is stored as that row alone: the loop keeps
   a ring of the rows its taps read instead of n_steps rows.
+- `scan_merge` (in the fusion pass): two loops of the same number of steps
+  reading a same sequence, neither using the other, become one loop running both bodies
+  (one pass over the sequence, one loop overhead).
 
 The body itself is rewritten with the outer rewriter after the passes (rewrite/inner.py).
 """
@@ -15,15 +18,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.graph.basic import Apply, Constant, Variable, ancestors, clone_replace
+from workbench.core.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    ancestors,
+    clone_replace,
+)
 from workbench.core.graph.fg import OUTPUT
-from workbench.core.rewrite.db import register_canonicalize, register_specialize
-from workbench.core.rewrite.engine import node_rewriter
+from workbench.core.rewrite.db import register_canonicalize, register_fusion, register_specialize
+from workbench.core.rewrite.engine import GraphRewriter, node_rewriter, recording_step
 from workbench.core.scan.op import Scan
 from workbench.core.tensor.indexing import SliceEntry
 from workbench.core.tensor.subtensor import Subtensor
 
-__all__ = ["scan_keep_last_row", "scan_push_out_invariants"]
+__all__ = ["ScanMerge", "scan_keep_last_row", "scan_merge", "scan_push_out_invariants"]
 
 
 def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non_seqs: int,
@@ -143,3 +152,94 @@ def scan_keep_last_row(fgraph: Any, node: Apply) -> Any:
             replacements[node.outputs[k]] = new_outs[k]
     return {old: new for old, new in replacements.items() if old in fgraph.variables}
 
+
+def _mergeable(node: Apply) -> bool:
+    op = node.op
+    return not op.info.as_while and not op.keep_last and not op.has_states()
+
+
+def _uses(node: Apply, other: Apply) -> bool:
+    """Whether `node` depends on an output of `other`."""
+    return any(v.owner is other for v in ancestors(list(node.inputs)))
+
+
+def _same_count(a: Apply, b: Apply) -> bool:
+    n, m = a.inputs[0], b.inputs[0]
+    if n is m:
+        return True
+    return isinstance(n, Constant) and isinstance(m, Constant) and int(n.data) == int(m.data)
+
+
+def _merged(a: Apply, b: Apply) -> tuple[list[Variable], list[Variable], list[Variable]]:
+    """One loop running the bodies of `a` and `b`: (its outputs standing for a's, for b's,
+    unused)."""
+    opa, opb = a.op, b.op
+    ia, ib = opa.info, opb.info
+    n_steps, seqs_a, inits_a, ns_a = opa.outer_parts(a.inputs)
+    _, seqs_b, inits_b, ns_b = opb.outer_parts(b.inputs)
+    given: dict[Variable, Variable] = {}
+    extra_seqs, extra_inner = [], []
+    for outer, inner in zip(seqs_b, opb.inner_seqs()):
+        if outer in seqs_a:  # the same sequence: the same row in the merged body
+            given[inner] = opa.inner_seqs()[seqs_a.index(outer)]
+        else:
+            given[inner] = inner.type(inner.name)
+            extra_seqs.append(outer)
+            extra_inner.append(given[inner])
+    for inner in [*opb.inner_taps(), *opb.inner_non_seqs()]:
+        given[inner] = inner.type(inner.name)
+    outs_b = [given.get(v, v) for v in clone_replace(list(opb.inner_outputs), given)]
+    inputs = [*opa.inner_seqs(), *extra_inner, *opa.inner_taps(),
+              *[given[v] for v in opb.inner_taps()], *opa.inner_non_seqs(),
+              *[given[v] for v in opb.inner_non_seqs()]]
+    rec_a, nit_a = opa.inner_outputs[:ia.n_recurrent], opa.inner_nit_sot_outputs()
+    rec_b, nit_b = outs_b[:ib.n_recurrent], outs_b[ib.n_recurrent:ib.n_recurrent + ib.n_nit_sot]
+    info = ia._replace(n_seqs=ia.n_seqs + len(extra_inner),
+                       recurrent_taps=ia.recurrent_taps + ib.recurrent_taps,
+                       n_nit_sot=ia.n_nit_sot + ib.n_nit_sot,
+                       n_non_seqs=ia.n_non_seqs + ib.n_non_seqs)
+    op = Scan(inputs, [*rec_a, *rec_b, *nit_a, *nit_b], info, f"{opa.name}+{opb.name}",
+              opa.truncate_gradient)
+    outs = op(n_steps, *seqs_a, *extra_seqs, *inits_a, *inits_b, *ns_a, *ns_b,
+              return_list=True)
+    ra, rb = ia.n_recurrent, ib.n_recurrent
+    for_a = outs[:ra] + outs[ra + rb:ra + rb + ia.n_nit_sot]
+    for_b = outs[ra:ra + rb] + outs[ra + rb + ia.n_nit_sot:]
+    return for_a, for_b, []
+
+
+class ScanMerge(GraphRewriter):
+    """Merge loops of the same length over a same sequence (see the module docstring)."""
+
+    name = "scan_merge"
+    tags = ("fast_run", "scan")
+
+    def apply(self, fgraph: Any) -> None:
+        merged = True
+        while merged:
+            merged = False
+            loops = [n for n in fgraph.toposort() if isinstance(n.op, Scan) and _mergeable(n)]
+            for i, a in enumerate(loops):
+                for b in loops[i + 1:]:
+                    if self._try(fgraph, a, b):
+                        merged = True
+                        break
+                if merged:
+                    break
+
+    def _try(self, fgraph: Any, a: Apply, b: Apply) -> bool:
+        if a.op.truncate_gradient != b.op.truncate_gradient or not _same_count(a, b):
+            return False
+        seqs_a = a.op.outer_parts(a.inputs)[1]
+        if not any(s in seqs_a for s in b.op.outer_parts(b.inputs)[1]):
+            return False
+        if _uses(a, b) or _uses(b, a):
+            return False
+        with recording_step(fgraph, self, a):
+            for_a, for_b, _ = _merged(a, b)
+            fgraph.replace_all([*zip(a.outputs, for_a), *zip(b.outputs, for_b)], reason=self)
+        return True
+
+
+scan_merge = ScanMerge()
+register_fusion(scan_merge, "scan")
