@@ -3,7 +3,9 @@
 `dprint` labels every Apply output and input with an id (`[id A]`), indents
 children under `|`, and prints a node reached a second time without its
 children, so shared subgraphs are visible as shared. `pprint` writes the graph
-as an infix expression such as `exp(x) * y`.
+as an infix expression such as `exp(x) * y`: a rule registered with
+`register_pprint` writes a node, else the Op's own `pprint_text(args)` if it has
+one (so an Op below this layer needs no import of it), else the Op's name as a call.
 """
 
 from __future__ import annotations
@@ -308,6 +310,10 @@ def _format_node(node: Apply, var: Variable, args: list[tuple[str, int]]) -> tup
             if len(node.outputs) > 1:  # a rule writes the call; the output is picked here
                 return f"{_wrap(text, precedence, _ATOM)}[{var.index}]", _ATOM
             return text, precedence
+    own_text = getattr(node.op, "pprint_text", None)
+    if callable(own_text):  # the Op writes itself (as the linalg Ops do): a call
+        text = own_text([t for t, _ in args])
+        return (f"{text}[{var.index}]" if len(node.outputs) > 1 else text), _ATOM
     for rule in (_dimshuffle_rule, _scalar_rule):
         result = rule(node, args)
         if result is not None:

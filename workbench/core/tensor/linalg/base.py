@@ -333,18 +333,3 @@ def sum_to_input(g: Variable, x: Variable, core: int) -> Variable:
 
         g = sum_to_shape(g, x, [g])  # a batch length 1 only known at run time
     return g
-
-
-def _pprint_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
-    from workbench.core.printing import _ATOM
-
-    return node.op.pprint_text([text for text, _ in args]), _ATOM
-
-
-def _register_pprint() -> None:
-    from workbench.core.printing import register_pprint
-
-    register_pprint(lambda node: isinstance(node.op, LinalgOp), _pprint_rule)
-
-
-_register_pprint()
