@@ -1,6 +1,8 @@
 """Settings, each readable from an environment variable at import time.
 
-`workbench.config.linker = "py"` or `WORKBENCH_LINKER=py`; dtype-related settings
+`workbench.config.linker = "py"` or `WORKBENCH_LINKER=py` (the linker of a function that
+names none, nor its mode), `config.mode` or `WORKBENCH_MODE` (the mode of a function that
+names none); an argument given to `function` always wins. Dtype-related settings
 are kept by `workbench.core.dtypes` and only mirrored here so there is one
 place to look for every knob.
 """
@@ -16,14 +18,13 @@ from workbench.core import dtypes
 from workbench.core.graph import utils as graph_utils
 from workbench.core.link import settings as link_settings
 
-_LINKERS = ("auto", "py", "c", "gpu")
-
 
 class Config:
     """The process-wide settings. Use `config.change(name=value)` for a temporary change."""
 
     def __init__(self) -> None:
         self._linker = "auto"
+        self._mode = "FAST_RUN"
         self.linker = os.environ.get("WORKBENCH_LINKER", "auto")
         self.mode = os.environ.get("WORKBENCH_MODE", "FAST_RUN")
         if "WORKBENCH_FLOATX" in os.environ:
@@ -33,14 +34,28 @@ class Config:
 
     @property
     def linker(self) -> str:
-        """'auto' (the fastest available), 'py', 'c' or 'gpu'."""
+        """The linker `function` uses when neither it nor its mode names one: 'auto' (the
+        fastest available) or a backend's name ('py', 'c', 'gpu', or one registered with
+        `register_backend`; an unknown name is refused when a function is compiled)."""
         return self._linker
 
     @linker.setter
     def linker(self, value: str) -> None:
-        if value not in _LINKERS:
-            raise ValueError(f"config.linker must be one of {_LINKERS}, got {value!r}")
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"config.linker must be 'auto' or a linker name, got {value!r}")
         self._linker = value
+
+    @property
+    def mode(self) -> str:
+        """The mode `function` uses when none is given (FAST_RUN unless set; an unknown
+        name is refused when a function is compiled)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"config.mode must be a mode name, got {value!r}")
+        self._mode = value
 
     @property
     def cache_dir(self) -> Any:

@@ -575,11 +575,10 @@ def compile_(
 def _compile_info(source: Any, fn: Any, elapsed: float) -> dict[str, Any]:
     """What `compile` reports: linker, node count, rewrite steps, timings, the C linker's
     compile report (C and Python nodes, modules compiled, cache hits, seconds)."""
-    trace = getattr(fn.maker, "rewrite_trace", None)
     info: dict[str, Any] = {
         "graph": source.name, "linker": fn.maker.linker_name, "seconds": elapsed,
         "nodes": len(fn.maker.fgraph.apply_nodes),
-        "rewrite_steps": len(trace) if trace is not None else None,
+        "rewrite_steps": len(fn.maker.rewrite_trace),
     }
     report = getattr(fn.linker, "report", None)
     if report is not None and hasattr(report, "as_dict"):

@@ -119,3 +119,13 @@ def test_the_environment_variables_are_honoured(variable, value, expected):
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [*expected, explicit, "FAST_RUN"]
+
+
+def test_config_takes_any_registered_linker_and_refuses_unknown_ones_at_compile(toy_backend):
+    x = wt.dvector("x")
+    with config.change(linker="toy"):
+        assert wb.function([x], x * 2).maker.linker_name == "toy"
+    with config.change(linker="fortran"), pytest.raises(ValueError, match="unknown linker"):
+        wb.function([x], x * 2)
+    with pytest.raises(ValueError, match="config.linker"):
+        config.linker = ""
