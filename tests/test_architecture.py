@@ -204,3 +204,22 @@ def later():
                      "workbench.core.link.vm"}
     assert layer_of("workbench/core/tensor/shape_feature.py", layer_table()) \
         == layer_of("workbench/core/tensor/basic.py", layer_table())
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name shared across modules is public: `from x import _name` is refused (a private
+    submodule such as `widgets._common` is fine; its names are public)."""
+    modules = module_files()
+    found = []
+    for path in modules.values():
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"), filename=path)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not (node.level or (
+                    node.module or "").startswith("workbench")):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{node.module}.{alias.name}" not in modules:
+                    found.append(f"{path}:{node.lineno} imports {alias.name} from {node.module}")
+    assert not found, "private names imported across modules (make them public):\n  " + \
+        "\n  ".join(found)
