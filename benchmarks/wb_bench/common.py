@@ -37,7 +37,8 @@ class Row:
     #: which neither the machine's other load nor a library's extra threads hide
     cpu_seconds: float | None = None
     #: the most threads of this process that got CPU time during one repeat of this
-    #: implementation (Linux, "blocks" pattern; None when not known)
+    #: implementation (Linux, "blocks" pattern; None when not known, or when repeats are
+    #: too short for the kernel's 10 ms CPU-time ticks to tell)
     threads_run: int | None = None
 
 
@@ -158,7 +159,7 @@ class Case:
             else:
                 rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
                                 entry.note, cpu_seconds=statistics.median(entry.cpu_times),
-                                threads_run=max(entry.threads) if entry.threads else None))
+                                threads_run=max(entry.threads, default=0) or None))
         return rows
 
     def _measure_blocks(self, ctx: Context, live: list[_Entry]) -> None:
