@@ -66,6 +66,14 @@ FIRING = [
      lambda: la.solve(L.T, B), {"Solve"}),
     ("solve_upper_factor", "local_solve_triangular_matrix", [A, B],
      lambda: la.solve(la.cholesky(A, lower=False), B), {"Solve"}),
+    ("solve_tril", "local_solve_triangular_matrix", [A, b], lambda: la.solve(wt.tril(A), b),
+     {"Solve"}),
+    ("solve_triu_transposed", "local_solve_triangular_matrix", [A, B],
+     lambda: la.solve(wt.triu(A).T, B), {"Solve"}),
+    ("solve_tril_offset", "local_solve_triangular_matrix", [A, b],
+     lambda: la.solve(wt.triu(A, 0), b),
+     {"Solve"}),
+    ("det_tril", "local_det_of_triangular", [A], lambda: la.det(wt.tril(A)), {"Det"}),
     ("solve_diag", "local_solve_diagonal_matrix", [v, B], lambda: la.solve(wt.diag(v), B),
      {"Solve", "AdvancedIncSubtensor"}),
     ("solve_diag_vector", "local_solve_diagonal_matrix", [v, b],
@@ -91,6 +99,9 @@ def test_an_inverse_used_elsewhere_is_kept():
 def test_solve_of_a_general_matrix_stays_general():
     f = wb.function([A, b], la.solve(A, b))
     assert "Solve" in _op_names(f) and "SolveTriangular" not in _op_names(f)
+    # tril with a positive offset is not triangular
+    f = wb.function([A, b], la.solve(wt.tril(A, 1), b))
+    assert "local_solve_triangular_matrix" not in f.maker.rewrite_trace.rewrites_used()
 
 
 def test_l_times_l_is_not_an_outer_product():

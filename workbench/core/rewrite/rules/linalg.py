@@ -18,8 +18,10 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   factorises (``cholesky(a)``) from that factor's diagonal: ``prod(diag(L))^2`` and
   ``(1, 2 sum(log(diag(L))))``, no LU. Exact for the positive-definite matrices the
   factorisation accepts (it raises for the others, and stays in the graph).
-- ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t`
-  becomes `solve_triangular` (a transposed factor through ``trans``, no copy).
+- ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t` (a
+  Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
+  `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
+  read as x's lower triangle, without the mask).
 - ``local_solve_diagonal_matrix``: ``solve(d, b) -> b / diagonal(d)`` for a known
   diagonal `d`. A zero on the diagonal then gives inf/NaN instead of LinAlgError.
 - ``local_cholesky_outer_product``: ``L @ L^T -> a`` (the symmetric matrix the
@@ -56,9 +58,9 @@ from workbench.core.tensor.shape import Shape_i
 
 __all__ = [
     "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_from_cholesky",
-    "local_det_of_triangular",
-    "local_inv_dot_to_solve", "local_log_det_to_slogdet", "local_solve_diagonal_matrix",
-    "local_solve_triangular_matrix", "transposed_source", "triangular_structure",
+    "local_det_of_triangular", "local_inv_dot_to_solve", "local_log_det_to_slogdet",
+    "local_solve_diagonal_matrix", "local_solve_triangular_matrix", "masked_triangle",
+    "transposed_source", "triangular_structure",
 ]  # fmt: skip
 
 
@@ -131,16 +133,68 @@ def diag_vector(var: Variable) -> Variable | None:
     return v if is_length(rows) and is_length(cols) else None
 
 
+def _index_grid(var: Variable, order: tuple[Any, ...]) -> bool:
+    """Whether `var` is ``arange(n)`` (start 0, step 1) laid out by a DimShuffle `order`."""
+    from workbench.core.tensor.creation import ARange
+
+    node = var.owner
+    if node is None or not isinstance(node.op, DimShuffle) or tuple(node.op.new_order) != order:
+        return False
+    inner = node.inputs[0].owner
+    return (inner is not None and isinstance(inner.op, ARange)
+            and is_constant_value(inner.inputs[0], 0) and is_constant_value(inner.inputs[2], 1))
+
+
+def masked_triangle(var: Variable) -> tuple[Variable, bool, int] | None:
+    """``(x, lower, k)`` when `var` is ``tril(x, k)`` (lower) or ``triu(x, k)`` as
+    wt.tril/wt.triu build them: ``switch(row + k >= col, x, 0)`` (for triu the negation of
+    ``row + k - 1 >= col``), for a 2-d mask of row and column indices."""
+    node = var.owner
+    if node is None or not isinstance(node.op, Elemwise) or not isinstance(
+            node.op.scalar_op, smath.Switch):
+        return None
+    cond, x, other = node.inputs
+    if not is_constant_value(other, 0) or x.type.ndim < 2:
+        return None
+    flipped = transposed_source(cond)  # the transpose lifted into the switch's inputs
+    if flipped is not None and flipped.type.ndim == 2:
+        cond = flipped
+    negated = owner_scalar_op(cond, smath.Invert) is not None
+    if negated:
+        cond = cond.owner.inputs[0]
+    if owner_scalar_op(cond, smath.GE) is None:
+        return None
+    rows, cols = cond.owner.inputs
+    k = 0
+    if owner_scalar_op(rows, smath.Add) is not None:
+        first, second = rows.owner.inputs
+        offset = constant_data(second)
+        if offset is None or offset.size != 1:
+            return None
+        rows, k = first, int(offset.reshape(-1)[0])
+    if not (_index_grid(rows, (0, "x")) and _index_grid(cols, ("x", 0))):
+        return None
+    lower, k = (False, k + 1) if negated else (True, k)  # not (row + k >= col): triu k + 1
+    if flipped is not None:  # tril(m, k)^T = triu(m^T, -k)
+        lower, k = not lower, -k
+    return x, lower, k
+
+
 def triangular_structure(var: Variable) -> tuple[Variable, bool, bool] | None:
     """``(t, lower, transposed)`` when `var` is known triangular: `t` is a Cholesky factor
-    (lower or upper) or a diagonal matrix, and `var` is `t` or its transpose. A diagonal
-    matrix counts as lower."""
+    (lower or upper), a ``tril``/``triu`` result or a diagonal matrix, and `var` is `t` or
+    its transpose. A diagonal matrix counts as lower."""
     transposed = False
     source = transposed_source(var)
     if source is not None:
         var, transposed = source, True
     if var.owner is not None and isinstance(var.owner.op, Cholesky):
         return var, var.owner.op.lower, transposed
+    masked = masked_triangle(var)
+    if masked is not None:
+        _, lower, k = masked
+        if (lower and k <= 0) or (not lower and k >= 0):
+            return var, lower, transposed
     if diagonal_matrix(var):
         return var, True, transposed
     return None
@@ -270,8 +324,9 @@ def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
     if found is None or diagonal_matrix(found[0]):
         return None
     t, lower, transposed = found
-    if t.owner is None or not isinstance(t.owner.op, Cholesky):
-        return None
+    masked = masked_triangle(t)
+    if masked is not None and masked[2] == 0:
+        t = masked[0]  # tril(x) / triu(x): the solve reads that triangle of x itself
     return [SolveTriangular(lower, transposed, False, op.b_ndim)(t, b)]
 
 
