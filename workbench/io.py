@@ -170,6 +170,8 @@ def encode_value(value: Any) -> Any:
         return _encode_array(value)
     if isinstance(value, np.generic):
         return {"scalar": _encode_array(np.asarray(value))}
+    if isinstance(value, np.random.Generator):  # a random draw's constant state
+        return {"generator": encode_value(value.bit_generator.state)}
     if isinstance(value, IndexMarker):
         return {"marker": f"{type(value).__module__}.{value.name}"}
     if isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -382,6 +384,25 @@ def _read_npy(data: bytes, where: str) -> np.ndarray:
     return array.reshape(shape, order="F" if fortran_order else "C").copy()
 
 
+#: The bit generators a file's numpy.random.Generator may use.
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
+
+
+def _decode_generator(spec: Any, where: str) -> np.random.Generator:
+    """A numpy.random.Generator in the saved state of one of BIT_GENERATORS."""
+    state = _decode_value(spec, where)
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if name not in BIT_GENERATORS:
+        raise GraphFileError(where, f"unknown bit generator {_shown(name)} (known: "
+                                    f"{', '.join(BIT_GENERATORS)})")
+    bits = getattr(np.random, name)()
+    try:
+        bits.state = state
+    except (TypeError, ValueError, KeyError) as exc:
+        raise GraphFileError(where, f"not a valid {name} state: {exc}") from None
+    return np.random.Generator(bits)
+
+
 def decode_value(spec: Any, where: str) -> Any:
     """The value a JSON description stands for (the inverse of `encode_value`)."""
     with _refused_at(where):
@@ -412,6 +433,8 @@ def _decode_value(spec: Any, where: str) -> Any:
         return _decode_array(spec, where)
     if tag == "scalar":
         return _decode_array(spec["scalar"], where)[()]
+    if tag == "generator":
+        return _decode_generator(spec["generator"], f"{where}.generator")
     if tag in ("tuple", "list"):
         items = [decode_value(v, f"{where}[{i}]") for i, v in enumerate(spec[tag])]
         return tuple(items) if tag == "tuple" else items
