@@ -1,6 +1,6 @@
 """Every edit of a compiled graph is a step of its trace: the graph at the end of the
 RewriteTrace is exactly the graph the linker runs, for every case of the catalogue,
-with FAST_RUN and FAST_COMPILE on each linker and with a casting mode.
+with FAST_RUN and FAST_COMPILE on each linker, DEBUG, and with a casting mode.
 
 The casting pass (`backend_dtypes`) and `protect_inputs` are passes of the rewrite
 database that run inside the trace; before, the casts a casting mode inserted appeared
@@ -104,6 +104,13 @@ def test_the_trace_ends_at_the_graph_each_compiled_linker_gets(mode, linker):
     differences, refused = _differences(mode, linker, link=False)
     assert len(refused) < len(CASES) * 0.1  # gpu: the unsigned dtypes torch lacks
     assert differences == []
+
+
+@pytest.mark.filterwarnings("ignore:DEBUG mode cannot check")
+def test_the_trace_ends_at_the_graph_the_debug_linker_gets():
+    """DEBUG: FAST_RUN's rewrites, each step checked numerically, for the checking linker."""
+    differences, refused = _differences("DEBUG", "debug", link=False)
+    assert refused == [] and differences == []
 
 
 @pytest.mark.parametrize("linker", ["c", "gpu"])
