@@ -11,8 +11,9 @@ under its first node, graph files save it, the inspector can open it.
   (rewritten, then linked by the same kind of linker as the outer graph: py, c,
   debug, or gpu on the same device, its values staying there), and called by the
   node's thunk (`make_linked_thunk`); `perform` uses the default linker.
-- `inline=True`: the rewrite `inline_op_from_graph` (canonicalize) replaces the
-  node by its inner graph, which the outer rewrites then see through.
+- `inline=True`: the rewrite `inline_op_from_graph` (canonicalize,
+  rewrite/rules/inline.py) replaces the node by its inner graph, which the outer
+  rewrites then see through.
 - Gradients: by default the gradient of the inner graph, itself packaged as an
   OpFromGraph named ``grad_<name>``; `lop_overrides(inputs, outputs,
   output_grads)` returns the gradients instead (a callable, or an OpFromGraph
@@ -36,8 +37,7 @@ from workbench.core.graph.basic import (
 from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.link.shared import SharedVariable
-from workbench.core.rewrite.db import register_canonicalize
-from workbench.core.rewrite.engine import node_rewriter
+from workbench.core.rewrite.rules.inline import inline_op_from_graph
 
 __all__ = ["OpFromGraph", "inline_op_from_graph"]
 
@@ -264,13 +264,3 @@ class OpFromGraph(InnerGraphOp):
         if not pairs:
             return [None] * len(outs)
         return list(Rop(outs, [x for x, _ in pairs], [v for _, v in pairs]))
-
-
-@register_canonicalize
-@node_rewriter([OpFromGraph])
-def inline_op_from_graph(fgraph: Any, node: Apply) -> Any:
-    """An OpFromGraph made with inline=True is replaced by its inner graph."""
-    if not node.op.inline:
-        return None
-    return clone_replace(list(node.op.inner_outputs),
-                         dict(zip(node.op.inner_inputs, node.inputs)))

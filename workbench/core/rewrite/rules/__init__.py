@@ -5,6 +5,7 @@ from workbench.core.rewrite.rules import (  # noqa: F401
     canonicalize,
     casting,
     fusion,
+    inline,
     inplace,
     linalg,
     shape,
