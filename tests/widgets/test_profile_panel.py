@@ -119,3 +119,20 @@ def test_run_from_another_thread_like_a_jupyterlab_subshell():
     worker.join(timeout=60)
     assert panel.status.value == "done"
     assert panel.chart.value[:4] == b"\x89PNG" and "By Op class" in panel.tables.value
+
+
+def test_a_loop_shows_the_time_inside_it_per_body_node():
+    x = wt.dmatrix("x")
+    w = wt.dmatrix("w")
+    hs, _ = wb.scan(lambda xt, h, w_: wt.tanh(wt.dot(h, w_) + xt), sequences=x,
+                    outputs_info=wt.zeros(3), non_sequences=w, name="rnn")
+    linkers = [name for name in ("py", "c") if name in available_linkers()]
+    panel = ProfilePanel(hs, linkers=linkers, calls=2,
+                         input_shapes={"x": (5, 3), "w": (3, 3)})
+    panel.run_button.click()
+    assert panel.status.value == "done"
+    tables = panel.tables.value
+    assert tables.count("Inside Scan{rnn, for}") == len(linkers)
+    for linker in linkers:
+        (inner,) = panel.stats[linker].inner().values()
+        assert inner.calls == 10  # 5 steps x 2 calls

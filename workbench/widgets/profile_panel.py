@@ -246,6 +246,12 @@ class ProfilePanel(widgets.VBox):
                                 [(r.node[:60], r.backend, r.per_call * 1e6, r.calls)
                                  for r in sorted(st.by_node(), key=lambda r: -r.time)[:15]],
                                 css="wb-table wb-by-node", caption="By Apply node (top 15)")]
+            for node, inner in st.inner().items():  # a loop: the time per body node
+                parts.append(html_table(
+                    ["body node", "backend", "per step (us)", "steps", "time (ms)"],
+                    [(r.node[:60], r.backend, r.per_call * 1e6, r.calls, r.time * 1e3)
+                     for r in sorted(inner.by_node(), key=lambda r: -r.time)[:15]],
+                    css="wb-table wb-inside-loop", caption=f"Inside {node.op}"))
             memory = st.memory()
             parts.append(html_table(["", "bytes"], [
                 ("peak, freeing intermediates", memory.peak_with_gc),

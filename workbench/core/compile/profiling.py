@@ -122,7 +122,7 @@ class ProfileStats:
         result = {}
         for node in self.order:
             get = getattr(node.op, "inner_profile", None)
-            stats = get() if get is not None else None
+            stats = get(self.linker) if get is not None else None
             if stats is not None:
                 result[node] = stats
         return result

@@ -131,9 +131,10 @@ class InnerGraphOp(Op):
         tensors on the gpu linker); or None: the linker then runs the node as any Op."""
         return None
 
-    def inner_profile(self) -> Any:
-        """The ProfileStats of the inner graph's last profiled runs (None if none): the
-        profiler reports the time inside the node per inner node."""
+    def inner_profile(self, linker: str | None = None) -> Any:
+        """The ProfileStats of the inner graph's profiled runs on `linker` (a linker name;
+        None: the last profiled), or None: the profiler reports the time inside the node
+        per inner node."""
         return None
 
     # -- identity ----------------------------------------------------------------

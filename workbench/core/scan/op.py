@@ -390,8 +390,9 @@ class Scan(InnerGraphOp):
             impl += "+profile"
         return self.make_thunk(node, storage_map, compute_map, no_recycling, impl=impl)
 
-    def inner_profile(self) -> Any:
-        profiled = [r for impl, r in self._runners.items() if impl.endswith("+profile")]
+    def inner_profile(self, linker: str | None = None) -> Any:
+        profiled = [r for key, r in self._runners.items() if key.endswith("+profile")
+                    and (linker is None or r.impl == linker)]
         return profiled[-1].body.profile if profiled else None
 
     def make_thunk(self, node: Apply, storage_map: StorageMap, compute_map: ComputeMap,
