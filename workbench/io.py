@@ -123,6 +123,8 @@ def registry() -> dict[str, Any]:
                 module.__name__.startswith("workbench.core.scalar.")
             ):
                 found[_qualified(value)] = value  # dtype rules of scalar ops
+            elif isinstance(value, Op) and type(value).__module__ == module.__name__:
+                found[_qualified(type(value))] = type(value)  # a declared Op's class
             elif isinstance(value, IndexMarker):
                 found[f"{module.__name__}.{value.name}"] = value
     _registry = found

@@ -68,7 +68,16 @@ SMOOTH_BINARY = {
 SMOOTH_BINARY.update({op.name: (getattr(wt, op.name),
                                 (lambda d: lambda: tuple(uniform(lo, hi) for lo, hi in d))(
                                     op.domain))
-                      for op in ps.DECLARED_OPS if op.nin == 2})
+                      for op in ps.DECLARED_OPS if op.nin == 2 and not op.fixed_inputs})
+#: declared binary Ops with a fixed first input (polygamma's order, gammainc's a): the
+#: gradient in the other input, the fixed one a constant from its domain
+def _in_second_input(op):
+    return (lambda x: getattr(wt, op.name)(op.domain[0][0], x),
+            lambda: uniform(*op.domain[1]))
+
+
+SMOOTH_UNARY.update({op.name: _in_second_input(op) for op in ps.DECLARED_OPS
+                     if op.nin == 2 and op.fixed_inputs == (0,)})
 
 MASK = np.array([[True, False, True, False]] * 3)
 TERNARY = {

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Variable
-from workbench.core.graph.type import NullType, grad_not_implemented
+from workbench.core.graph.type import NullType, grad_not_implemented, grad_undefined
 from workbench.core.scalar.basic import (
     ScalarOp,
     cast,
@@ -103,7 +103,7 @@ class DeclaredOp(ScalarOp):
 
     numpy: Callable[..., Any] | None = None
     c_function: str | None = None
-    torch_function: str | None = None
+    torch_function: str | Callable[..., Any] | None = None
     complex_ok = False
     derivative: Derivative | None = None
     #: (low, high) per input: where the function is defined and smooth (tests draw there)
@@ -111,8 +111,11 @@ class DeclaredOp(ScalarOp):
     #: the test reference on NumPy arrays (None: `numpy`); a "module.function" string is
     #: imported by the test catalogue when a test runs (e.g. "scipy.special.gammaln")
     reference: Callable[..., Any] | str | None = None
-    #: gradient check tolerances in the test catalogue, or a reason it has no gradient
+    #: True, or the reason the test catalogue checks no gradient
     grad_note: bool | str = True
+    #: inputs that are parameters held fixed by the tests (an integer order, say):
+    #: the derivative gives None for them (undefined)
+    fixed_inputs: tuple[int, ...] = ()
 
     def impl(self, *inputs: Any) -> Any:
         numpy = type(self).numpy
@@ -133,7 +136,9 @@ class DeclaredOp(ScalarOp):
         parts = derivative(*xs, z)
         if self.nin == 1:
             parts = (parts,)
-        return [d if isinstance(d.type, NullType) else chain_rule(gz, d) for d in parts]
+        return [grad_undefined(self, k, x, f"{self.name} is not differentiable in input {k}")
+                if d is None else d if isinstance(d.type, NullType) else chain_rule(gz, d)
+                for k, (x, d) in enumerate(zip(inputs, parts))]
 
 
 def _numpy_kernel(numpy: str | Callable[..., Any]) -> Callable[..., Any]:
@@ -157,7 +162,7 @@ def _domains(domain: Any, nin: int) -> tuple[tuple[float, float], ...]:
 
 def declare(class_name: str, name: str, doc: str, *, numpy: str | Callable[..., Any],
             derivative: Derivative | None, nin: int = 1, c: str | None = None,
-            torch: str | None = None, complex_ok: bool = False,
+            torch: str | Callable[..., Any] | None = None, complex_ok: bool = False,
             domain: Any = None, reference: Callable[..., Any] | str | None = None,
             grad: bool | str = True, module: str | None = None,
             **attributes: Any) -> DeclaredOp:
@@ -168,7 +173,8 @@ def declare(class_name: str, name: str, doc: str, *, numpy: str | Callable[..., 
     the NumPy function (its name, or a function of arrays), `c` the C function (called
     as ``c`` for double, ``c + "f"`` for float), `torch` the torch function's path,
     `derivative(x, z)` the derivative f'(x) as a scalar graph given the output z (for
-    two inputs: `derivative(x, y, z)` returns the two partial derivatives).
+    two inputs: `derivative(x, y, z)` returns the two partial derivatives; None for one
+    means undefined there). `torch` may also be a function ``(torch, *tensors)``.
     `domain` ((low, high), or one per input) and `reference` serve the test
     catalogue; `grad` is True or the reason the gradient is not tested.
     The class belongs to the calling module (as `namedtuple` does), so graph files
@@ -188,7 +194,7 @@ def declare(class_name: str, name: str, doc: str, *, numpy: str | Callable[..., 
         "numpy": staticmethod(_numpy_kernel(numpy)),
         "nfunc": numpy if isinstance(numpy, str) else None,
         "c_function": c,
-        "torch_function": torch,
+        "torch_function": staticmethod(torch) if callable(torch) else torch,
         "complex_ok": complex_ok,
         "derivative": None if derivative is None else staticmethod(derivative),
         "default_preference": staticmethod(rule),

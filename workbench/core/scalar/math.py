@@ -680,6 +680,8 @@ imag = Imag(name="imag")
 conj = Conj(name="conj")
 angle = Angle(name="angle")
 
+from workbench.core.scalar.special import *  # noqa: E402,F403  (gammaln, erfinv, ...)
+
 #: Every shared scalar Op instance by name (used by tests and by the tensor layer).
 ALL_OPS: dict[str, ScalarOp] = {
     op.name: op for op in globals().copy().values() if isinstance(op, ScalarOp)

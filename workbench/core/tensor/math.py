@@ -161,6 +161,8 @@ def elemwise_function(scalar_op: ScalarOp, name: str | None = None,
 #: The tensor functions of the declared Ops (exp, log, erf, ...), by name.
 DECLARED_FUNCTIONS = {op.name: elemwise_function(op) for op in smath.DECLARED_OPS}
 globals().update(DECLARED_FUNCTIONS)
+log1pexp = DECLARED_FUNCTIONS["softplus"]  # SciPy's / PyTensor's names for the same Op
+expit = DECLARED_FUNCTIONS["sigmoid"]
 
 floor = _unary(smath.floor, "floor", "Largest integer <= x, elementwise, in x's dtype.")
 ceil = _unary(smath.ceil, "ceil", "Smallest integer >= x, elementwise, in x's dtype.")
@@ -179,5 +181,6 @@ __all__ = [
     "maximum", "minimum", "sqr", "square", "reciprocal", "sign", "identity",
     "eq", "neq", "lt", "gt", "le", "ge", "and_", "or_", "xor", "invert", "switch", "where",
     "clip", "floor", "ceil", "round_half_to_even", "isnan", "isinf", "isfinite", "real", "imag",
-    "conj", "angle", "elemwise_function", *DECLARED_FUNCTIONS,
+    "conj", "angle", "elemwise_function", "log1pexp", "expit",
+    *DECLARED_FUNCTIONS,
 ]  # fmt: skip

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.core.dtypes import as_dtype, result_type
+from workbench.core.link.c.special_math import SPECIAL_C, support_code
 from workbench.core.link.c.types import c_type_name, scalar_literal
 from workbench.core.scalar import math as sm
 from workbench.core.scalar.basic import Cast
@@ -26,7 +27,7 @@ from workbench.core.scalar.composite import Composite
 from workbench.core.scalar.declared import backend_entry, declared_attribute
 
 __all__ = ["NoScalarC", "VECTOR_MATH_DECLARATIONS", "SCALAR_SUPPORT", "scalar_c_code",
-           "scalar_op_has_c", "vector_math_functions"]
+           "scalar_c_support", "scalar_op_has_c", "vector_math_functions"]
 
 
 class NoScalarC(Exception):
@@ -382,6 +383,8 @@ def _declared_template(op_class: type) -> Template | None:
     if fname is None:
         return None
     if fname.startswith("wb_"):
+        if fname not in SPECIAL_C and f"{fname}_##NAME" not in SCALAR_SUPPORT:
+            return None  # a helper this backend does not have: the node runs `perform`
         def helper(a: list[str], t: str, out: str) -> str:
             if _kind(t) != "float":
                 raise NoScalarC(f"{fname} of {t}")
@@ -500,6 +503,14 @@ def _has_complex_c(op: Any) -> bool:
         return True
     fname = declared_attribute(type(op), "c_function")
     return fname in _COMPLEX_FUNCS
+
+
+def scalar_c_support(op: Any) -> str:
+    """The C of the special functions (`special_math`) that `op` (a Composite: its
+    steps) calls; empty when it calls none."""
+    ops = [inner for inner, _ in op._steps] if _built_in(op) == "composite" else [op]
+    return support_code(name for name in (declared_attribute(type(o), "c_function")
+                                          for o in ops) if name is not None)
 
 
 def scalar_op_has_c(op: Any) -> bool:

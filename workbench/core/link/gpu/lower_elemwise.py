@@ -148,10 +148,18 @@ def scalar_kernel(op: Any) -> Any:
 
 def declared_kernel(op: Any) -> Any:
     """The torch kernel of a declared Op: its `torch_function` (a dotted path in torch,
-    e.g. "special.erfinv") called on the input tensors; None if it declares none."""
+    e.g. "special.erfinv", or a function of the torch module and the tensors) called on
+    the input tensors; None if it declares none."""
     path = declared_attribute(type(op), "torch_function")
     if path is None:
         return None
+    if isinstance(path, staticmethod):
+        expression = path.__func__
+
+        def computed(op: Any, *xs: Any) -> Any:
+            return expression(import_torch(), *xs)
+
+        return computed
 
     def kernel(op: Any, *xs: Any) -> Any:
         fn = import_torch()

@@ -24,6 +24,7 @@ from workbench.core.link.c.scalar_c import (
     VECTOR_MATH_DECLARATIONS,
     NoScalarC,
     scalar_c_code,
+    scalar_c_support,
 )
 from workbench.core.link.c.types import c_type_name, type_num
 from workbench.core.tensor.elemwise import Elemwise
@@ -73,7 +74,7 @@ class ElemwiseC(COpAdapter):
         from workbench.core.link.c.compiler import vector_math_libraries
 
         decls = VECTOR_MATH_DECLARATIONS if vector_math_libraries() else ""
-        return decls + SCALAR_SUPPORT
+        return decls + SCALAR_SUPPORT + scalar_c_support(self.op.scalar_op)
 
     def c_libraries(self) -> list[str]:
         from workbench.core.link.c.compiler import vector_math_libraries

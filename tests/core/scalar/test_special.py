@@ -1,0 +1,250 @@
+"""Special functions (`workbench.core.scalar.special`): accuracy against SciPy over wide
+ranges on the py and c linkers (the bound of each function asserted and written in
+ACCURACY), values on the gpu linker (torch on the CPU), special values, float32, and
+gradients by verify_grad.
+
+The error measure is |got - want| / max(|want|, floor): relative error, with an absolute
+floor where a function crosses zero (the floor is stated per function).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
+from workbench.core.gradcheck import verify_grad
+
+sp = pytest.importorskip("scipy.special")
+mpmath = pytest.importorskip("mpmath")
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HOST_LINKERS = [name for name in ("py", "c") if name in available_linkers()]
+RNG = np.random.default_rng(20261127)
+
+
+def _grid(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.ravel(p) for p in parts])
+
+
+POSITIVE = _grid(np.geomspace(1e-300, 1e300, 3000))
+NEGATIVE = _grid(-np.geomspace(1e-3, 1e3, 2000) + 1e-4)  # off the poles
+
+
+def _mp(fn, *arrays):
+    """An mpmath function on arrays, at 40 digits, as float64."""
+    mpmath.mp.dps = 40
+    out = np.frompyfunc(lambda *xs: float(fn(*(mpmath.mpf(float(x)) for x in xs))),
+                        len(arrays), 1)(*arrays)
+    return out.astype(np.float64)
+
+
+# name -> (inputs (arrays broadcast together), reference, max relative error, floor)
+ACCURACY = {
+    "gammaln": ((_grid(POSITIVE, NEGATIVE),), sp.gammaln, 1e-12, 1e-14),
+    "gamma": ((_grid(np.geomspace(1e-8, 170, 2000), -np.geomspace(1e-3, 150, 2000) + 3e-4),),
+              sp.gamma, 1e-13, 0.0),
+    "digamma": ((_grid(np.geomspace(1e-8, 1e10, 3000)),), sp.digamma, 1e-13, 1e-15),
+    "digamma_negative": ((np.linspace(-50, 0.5, 2001) + 1e-4,), sp.digamma, 1e-11, 1.0),
+    "polygamma": ((np.arange(1.0, 11.0)[:, None], np.geomspace(1e-8, 1e6, 400)[None, :]),
+                  sp.polygamma, 1e-14, 0.0),
+    "betaln": ((np.geomspace(1e-3, 50, 150)[:, None], np.geomspace(1e-3, 50, 150)[None, :]),
+               sp.betaln, 2e-13, 0.1),
+    # scipy's betaln loses digits for one small and one large argument (7.5e-11 at
+    # a = 0.22, b = 831; 6e-8 at a = 0.15, b = 2.9e5): 40-digit mpmath is the reference
+    # there. Where |betaln| < 0.1 (near B(a, b) = 1, where lgamma terms cancel, and for a
+    # small, b large) the bound is absolute: 1e-14.
+    "betaln_large": ((np.geomspace(1e-3, 1e6, 25)[:, None], np.geomspace(1e-3, 1e6, 25)[None, :]),
+                     lambda a, b: _mp(lambda x, y: mpmath.log(mpmath.beta(x, y)), a, b),
+                     1e-13, 0.1),
+    "beta": ((np.geomspace(1e-2, 50, 100)[:, None], np.geomspace(1e-2, 50, 100)[None, :]),
+             sp.beta, 1e-13, 0.0),
+    "erfinv": ((_grid(np.linspace(-1, 1, 4001)[1:-1], 1 - np.geomspace(1e-16, 0.5, 1000),
+                      -1 + np.geomspace(1e-16, 0.5, 1000), np.geomspace(1e-300, 1e-3, 500)),),
+               sp.erfinv, 2e-15, 0.0),
+    "erfcinv": ((_grid(np.geomspace(1e-300, 1, 3000), 2 - np.geomspace(1e-16, 1, 1000),
+                       np.linspace(0, 2, 2001)[1:-1]),), sp.erfcinv, 2e-15, 0.0),
+    "erfcx": ((_grid(np.linspace(-26, 30, 5001), np.geomspace(30, 1e300, 1000)),), sp.erfcx,
+              5e-15, 0.0),
+    # scipy has no log1mexp: 40-digit mpmath
+    "log1mexp": ((-np.geomspace(1e-300, 700, 600),),
+                 lambda x: _mp(lambda t: mpmath.log(-mpmath.expm1(t)) if t > -1
+                               else mpmath.log1p(-mpmath.exp(t)), x), 1e-15, 0.0),
+    "logit": ((_grid(np.geomspace(1e-300, 0.5, 2000), 1 - np.geomspace(1e-16, 0.5, 2000)),),
+              sp.logit, 1e-15, 0.0),
+    "xlogy": ((RNG.uniform(-10, 10, 2000), np.geomspace(1e-300, 1e300, 2000)), sp.xlogy,
+              1e-15, 0.0),
+    "xlog1py": ((RNG.uniform(-10, 10, 2000), _grid(-1 + np.geomspace(1e-16, 1, 1000),
+                                                   np.geomspace(1e-300, 1e300, 1000))),
+                sp.xlog1py, 1e-15, 0.0),
+    "logaddexp2": ((RNG.uniform(-1e3, 1e3, 2000), RNG.uniform(-1e3, 1e3, 2000)), np.logaddexp2,
+                   1e-15, 0.0),
+    "i0": ((_grid(np.linspace(-700, 700, 5001), np.geomspace(1e-300, 1e2, 500)),), sp.i0,
+           5e-15, 0.0),
+    "i1": ((_grid(np.linspace(-700, 700, 5001), np.geomspace(1e-300, 1e2, 500)),), sp.i1,
+           5e-15, 0.0),
+    "i0e": ((_grid(np.linspace(-1e4, 1e4, 5001), np.geomspace(1e-300, 1e300, 500)),), sp.i0e,
+            5e-15, 0.0),
+    "i1e": ((_grid(np.linspace(-1e4, 1e4, 5001), np.geomspace(1e-300, 1e300, 500)),), sp.i1e,
+            5e-15, 0.0),
+    # the series / continued fraction of the prefactor exp(a ln x - x - lgamma(a)) lose
+    # digits as a grows: 2e-11 up to a = 1000
+    "gammainc": ((np.geomspace(1e-3, 1e3, 100)[:, None], np.geomspace(1e-3, 1e3, 100)[None, :]),
+                 sp.gammainc, 2e-11, 1e-290),
+    "gammaincc": ((np.geomspace(1e-3, 1e3, 100)[:, None],
+                   np.geomspace(1e-3, 1e3, 100)[None, :]), sp.gammaincc, 2e-11, 1e-290),
+}
+
+
+def _function_name(name: str) -> str:
+    return name.removesuffix("_negative").removesuffix("_large")
+
+
+def _compiled(name: str, nin: int, linker: str, dtype: str = "float64"):
+    xs = [wt.tensor(dtype, shape=(None, None)) for _ in range(nin)]
+    return wb.function(xs, getattr(wt, _function_name(name))(*xs), linker=linker)
+
+
+def _relative_error(got: np.ndarray, want: np.ndarray, floor: float) -> float:
+    finite = np.isfinite(want)
+    same_specials = (got[~finite] == want[~finite]) | (np.isnan(got[~finite])
+                                                       & np.isnan(want[~finite]))
+    assert same_specials.all(), (
+        f"non-finite values differ: got {got[~finite][~same_specials][:5]}, "
+        f"want {want[~finite][~same_specials][:5]}")
+    error = np.abs(got[finite] - want[finite]) / np.maximum(np.abs(want[finite]), floor
+                                                            if floor else 1e-300)
+    return float(error.max())
+
+
+def _inputs(arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    return [np.atleast_2d(a) for a in np.broadcast_arrays(*arrays)]
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+@pytest.mark.parametrize("name", sorted(ACCURACY))
+def test_accuracy_against_scipy(name: str, linker: str) -> None:
+    arrays, reference, bound, floor = ACCURACY[name]
+    values = _inputs(arrays)
+    with np.errstate(all="ignore"):
+        want = np.asarray(reference(*values), dtype=np.float64)
+    got = _compiled(name, len(values), linker)(*values)
+    error = _relative_error(got, want, floor)
+    assert error <= bound, f"{name} on {linker}: max relative error {error:.3g} > {bound:g}"
+
+
+@pytest.mark.skipif(not HAS_TORCH or "gpu" not in available_linkers(),
+                    reason="the gpu linker (torch) is not available")
+@pytest.mark.parametrize("name", sorted(ACCURACY))
+def test_values_on_the_gpu_linker(name: str) -> None:
+    """torch.special's kernels (or the host, for polygamma): a looser bound, since
+    torch's algorithms are not ours (betaln there is lgamma(a) + lgamma(b) - lgamma(a+b),
+    whose cancellation the bound of the moderate grid allows)."""
+    arrays, reference, _, floor = ACCURACY[name]
+    if name == "betaln_large":
+        pytest.skip("torch's betaln has the lgamma cancellation (stated in special.py)")
+    values = _inputs(arrays)
+    with np.errstate(all="ignore"):
+        want = np.asarray(reference(*values), dtype=np.float64)
+    finite = np.all([np.isfinite(v) for v in values], axis=0) & np.isfinite(want)
+    finite &= np.abs(want) < 1e300  # torch's exp(lgamma) forms overflow earlier
+    got = _compiled(name, len(values), "gpu")(*values)
+    error = _relative_error(got[finite], want[finite], max(floor, 1e-30))
+    assert error <= 1e-6, f"{name} on gpu: max relative error {error:.3g}"
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+def test_float32_is_correctly_rounded_from_float64(linker: str) -> None:
+    x = np.linspace(0.05, 0.95, 101, dtype=np.float32)[None, :]
+    for name, ref in (("gammaln", sp.gammaln), ("digamma", sp.digamma),
+                      ("erfinv", sp.erfinv), ("logit", sp.logit), ("i0e", sp.i0e),
+                      ("erfcx", sp.erfcx)):
+        got = _compiled(name, 1, linker, "float32")(x)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-7, atol=1e-30,
+                                   err_msg=name)
+
+
+SPECIAL_VALUES = {
+    "gammaln": ([0.0, -1.0, np.inf, np.nan], [np.inf, np.inf, np.inf, np.nan]),
+    "gamma": ([0.0, -0.0, -1.0, np.inf, 172.0], [np.inf, -np.inf, np.nan, np.inf, np.inf]),
+    "digamma": ([0.0, -0.0, -1.0, np.inf], [-np.inf, np.inf, np.nan, np.inf]),
+    "erfinv": ([-1.0, 1.0, 0.0, 1.5], [-np.inf, np.inf, 0.0, np.nan]),
+    "erfcinv": ([0.0, 2.0, 1.0, -1.0], [np.inf, -np.inf, 0.0, np.nan]),
+    "erfcx": ([np.inf, -np.inf, 0.0], [0.0, np.inf, 1.0]),
+    "log1mexp": ([0.0, -np.inf, 1.0], [-np.inf, 0.0, np.nan]),
+    "logit": ([0.0, 1.0, 0.5, 2.0], [-np.inf, np.inf, 0.0, np.nan]),
+    "i0": ([np.inf, -np.inf, 0.0], [np.inf, np.inf, 1.0]),
+    "i1e": ([np.inf, -np.inf, 0.0], [0.0, -0.0, 0.0]),
+}
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+@pytest.mark.parametrize("name", sorted(SPECIAL_VALUES))
+def test_special_values(name: str, linker: str) -> None:
+    x, want = (np.array([v]) for v in SPECIAL_VALUES[name])
+    got = _compiled(name, 1, linker)(x)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+def test_binary_special_values(linker: str) -> None:
+    x = wt.dvector("x")
+    y = wt.dvector("y")
+    f = wb.function([x, y], [wt.xlogy(x, y), wt.xlog1py(x, y), wt.gammainc(x, y),
+                             wt.gammaincc(x, y), wt.polygamma(x, y)], linker=linker)
+    xlogy, xlog1py, p, q, poly = f(np.array([0.0, 0.0, 1.0, 0.5]),
+                                   np.array([0.0, -1.0, 0.0, np.inf]))
+    np.testing.assert_array_equal(xlogy, [0.0, 0.0, -np.inf, np.inf])
+    np.testing.assert_array_equal(xlog1py, [0.0, 0.0, 0.0, np.inf])
+    np.testing.assert_array_equal(p, [np.nan, np.nan, 0.0, 1.0])
+    np.testing.assert_array_equal(q, [np.nan, np.nan, 1.0, 0.0])
+    assert np.isnan(poly[3])  # a non-integer order
+
+
+# -- gradients ----------------------------------------------------------------------------
+
+UNARY_GRADIENTS = {
+    "gammaln": (0.1, 8), "gamma": (0.3, 4), "digamma": (0.3, 8), "erfinv": (-0.95, 0.95),
+    "erfcinv": (0.05, 1.95), "erfcx": (-2, 8), "log1mexp": (-8, -0.05), "logit": (0.02, 0.98),
+    "i0": (-6, 6), "i1": (-6, 6), "i0e": (-6, 6), "i1e": (-6, 6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_GRADIENTS))
+def test_unary_gradients(name: str) -> None:
+    low, high = UNARY_GRADIENTS[name]
+    verify_grad(getattr(wt, name), [RNG.uniform(low, high, (4, 3))], rng=RNG)
+
+
+@pytest.mark.parametrize(("name", "domains"), [
+    ("betaln", ((0.2, 30), (0.2, 30))), ("beta", ((0.3, 4), (0.3, 4))),
+    ("xlogy", ((-3, 3), (0.1, 5))), ("xlog1py", ((-3, 3), (-0.9, 5))),
+    ("logaddexp2", ((-5, 5), (-5, 5))),
+])
+def test_binary_gradients(name: str, domains) -> None:
+    verify_grad(getattr(wt, name), [RNG.uniform(lo, hi, (4, 3)) for lo, hi in domains],
+                rng=RNG)
+
+
+@pytest.mark.parametrize(("name", "fixed"), [("polygamma", 0.0), ("polygamma", 2.0),
+                                             ("gammainc", 2.5), ("gammaincc", 0.7)])
+def test_gradients_in_x_with_a_fixed_first_argument(name: str, fixed: float) -> None:
+    verify_grad(lambda x: getattr(wt, name)(fixed, x), [RNG.uniform(0.2, 6, (4, 3))], rng=RNG)
+
+
+@pytest.mark.parametrize("name", ["polygamma", "gammainc", "gammaincc"])
+def test_no_gradient_in_the_fixed_argument(name: str) -> None:
+    a, x = wt.dvector("a"), wt.dvector("x")
+    with pytest.raises(Exception, match=r"not differentiable in input 0"):
+        wb.grad(getattr(wt, name)(a, x).sum(), a)
+
+
+def test_aliases_and_printing() -> None:
+    x = wt.dvector("x")
+    assert wt.expit is wt.sigmoid and wt.log1pexp is wt.softplus
+    assert wb.pprint(wt.betaln(x, 2.0) + wt.erfinv(x)) == "betaln(x, 2.0) + erfinv(x)"

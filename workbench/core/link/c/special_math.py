@@ -1,0 +1,332 @@
+"""C for the special functions that the C library lacks, by C function name.
+
+A declared scalar Op names its C function (`DeclaredOp.c_function`); names starting
+with ``wb_`` are written here: ``wb_<name>_float64`` (and ``_float32``, which computes
+in double) as static inline functions, each the same algorithm as its NumPy kernel in
+`workbench.core.scalar.special_kernels` (read that module's docstring for the
+methods and their sources). `support_code(names)` returns the C of the functions a
+module uses, with the functions they call, so a module compiles only what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["SPECIAL_C", "support_code"]
+
+_PRELUDE = r"""
+#ifndef WB_SPECIAL_PRELUDE
+#define WB_SPECIAL_PRELUDE
+#define WB_PI 3.14159265358979323846
+#define WB_SQRT_PI 1.77245385090551602730
+#define WB_LN_SQRT_2PI 0.91893853320467274178
+#define WB_LN2 0.69314718055994530942
+#define WB_FLOAT32_OF(NAME) \
+static inline float NAME##_float32(float x) { return (float)NAME##_float64((double)x); }
+#define WB_FLOAT32_OF2(NAME) \
+static inline float NAME##_float32(float x, float y) { \
+  return (float)NAME##_float64((double)x, (double)y); }
+#endif
+"""
+
+#: name -> (C source, names of the functions it calls)
+SPECIAL_C: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+
+def _define(name: str, source: str, *needs: str) -> None:
+    SPECIAL_C[name] = (source, needs)
+
+
+_define("wb_digamma", r"""
+static inline double wb_digamma_float64(double x) {
+  static const double c[7] = {1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132,
+                              -691.0 / 32760, 1.0 / 12};
+  if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
+  if (isinf(x)) return x > 0 ? x : NAN;
+  if (x < 0 && x == floor(x)) return NAN;
+  double total = 0, y = x;
+  if (x < 0.5) { total = -WB_PI / tan(WB_PI * x); y = 1 - x; }
+  while (y < 10) { total -= 1 / y; y += 1; }
+  double inv2 = 1 / (y * y), s = 0;
+  for (int k = 6; k >= 0; k--) s = (s + c[k]) * inv2;
+  return total + log(y) - 0.5 / y - s;
+}
+WB_FLOAT32_OF(wb_digamma)
+""")
+
+_define("wb_hurwitz_zeta", r"""
+static inline double wb_hurwitz_zeta_float64(double s, double q) {
+  /* Euler-Maclaurin: terms while q + k < 10 (at least 9), then 12 Bernoulli corrections */
+  static const double em[12] = {
+    1.0 / 6 / 2, -1.0 / 30 / 24, 1.0 / 42 / 720, -1.0 / 30 / 40320, 5.0 / 66 / 3628800,
+    -691.0 / 2730 / 479001600, 7.0 / 6 / 87178291200.0, -3617.0 / 510 / 20922789888000.0,
+    43867.0 / 798 / 6402373705728000.0, -174611.0 / 330 / 2432902008176640000.0,
+    854513.0 / 138 / 1.1240007277776077e21, -236364091.0 / 2730 / 6.204484017332394e23};
+  if (q <= 0 && q == floor(q)) return INFINITY;
+  double total = 0, w = q;
+  for (int k = 0; k < 9 || w < 10; k++) { total += pow(w, -s); w += 1; }
+  total += pow(w, 1 - s) / (s - 1) + 0.5 * pow(w, -s);
+  double factor = s * pow(w, -s - 1);
+  for (int j = 1; j <= 12; j++) {
+    total += em[j - 1] * factor;
+    factor *= (s + 2 * j - 1) * (s + 2 * j) / (w * w);
+  }
+  return total;
+}
+""")
+
+_define("wb_polygamma", r"""
+static inline double wb_polygamma_float64(double n, double x) {
+  if (!(n >= 0) || n != floor(n)) return NAN;
+  if (n == 0) return wb_digamma_float64(x);
+  double sign = fmod(n, 2.0) == 1.0 ? 1.0 : -1.0;
+  return sign * tgamma(n + 1) * wb_hurwitz_zeta_float64(n + 1, x);
+}
+WB_FLOAT32_OF2(wb_polygamma)
+""", "wb_digamma", "wb_hurwitz_zeta")
+
+_define("wb_stirling", r"""
+static inline double wb_stirling_float64(double x) {
+  /* lgamma(x) - ((x - 1/2) ln x - x + ln sqrt(2 pi)) for x >= 10 */
+  static const double c[7] = {1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188,
+                              -691.0 / 360360, 1.0 / 156};
+  double inv2 = 1 / (x * x), s = 0;
+  for (int k = 6; k >= 1; k--) s = (s + c[k]) * inv2;
+  return (s + c[0]) / x;
+}
+""")
+
+_define("wb_betaln", r"""
+static inline double wb_betaln_float64(double a, double b) {
+  double small = a < b ? a : b, large = a < b ? b : a;
+  if (!(large >= 10) || !(small > 0) || isinf(large))
+    return lgamma(a) + lgamma(b) - lgamma(a + b);
+  double ratio = small / large;
+  double corr_large = wb_stirling_float64(large);
+  double corr_sum = wb_stirling_float64(large + small);
+  if (small >= 10)
+    return WB_LN_SQRT_2PI - 0.5 * log(large) + (small - 0.5) * log(ratio)
+           - (small + large - 0.5) * log1p(ratio)
+           + wb_stirling_float64(small) + corr_large - corr_sum;
+  double bracket = small * log(large) + (small + large - 0.5) * log1p(ratio) - small
+                   + corr_sum - corr_large;
+  return lgamma(small) - bracket;
+}
+WB_FLOAT32_OF2(wb_betaln)
+""", "wb_stirling")
+
+_define("wb_beta", r"""
+static inline double wb_gamma_sign(double x) {
+  return (x > 0 || fmod(floor(-x), 2.0) == 1.0) ? 1.0 : -1.0;
+}
+static inline double wb_beta_float64(double a, double b) {
+  double sign = wb_gamma_sign(a) * wb_gamma_sign(b) * wb_gamma_sign(a + b);
+  return sign * exp(wb_betaln_float64(a, b));
+}
+WB_FLOAT32_OF2(wb_beta)
+""", "wb_betaln")
+
+_define("wb_erfcx", r"""
+static inline double wb_erfcx_float64(double x) {
+  if (x < 5) return exp(x * x) * erfc(x);
+  if (isinf(x)) return 0;
+  if (isnan(x)) return x;
+  /* erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))) */
+  double fraction = x;
+  for (int k = 60; k >= 1; k--) fraction = x + (k / 2.0) / fraction;
+  return 1 / (WB_SQRT_PI * fraction);
+}
+WB_FLOAT32_OF(wb_erfcx)
+""")
+
+_define("wb_erfinv_parts", r"""
+static inline double wb_winitzki(double log_1_minus_y2) {
+  const double a = 0.147, t = 2 / (WB_PI * a) + 0.5 * log_1_minus_y2;
+  return sqrt(sqrt(t * t - log_1_minus_y2 / a) - t);
+}
+static inline double wb_erfinv_small(double y) {  /* |y| <= 1/2: Halley on erf(x) - y */
+  double x = (y > 0 ? 1 : (y < 0 ? -1 : 0)) * wb_winitzki(log1p(-y * y));
+  for (int i = 0; i < 3; i++) {
+    double f = erf(x) - y, slope = (2 / WB_SQRT_PI) * exp(-x * x);
+    x -= f / (slope + x * f);
+  }
+  return x;
+}
+static inline double wb_erfcinv_tail(double q) {  /* 0 < q <= 1/2: Halley on ln erfc */
+  double log_q = log(q), x = wb_winitzki(log_q + log1p(1.0 - q));
+  for (int i = 0; i < 3; i++) {
+    double e = wb_erfcx_float64(x);
+    double g = log(e) - x * x - log_q, slope = -(2 / WB_SQRT_PI) / e;
+    double curvature = slope * (-2 * x - slope);
+    x -= g / (slope - g * curvature / (2 * slope));
+  }
+  return x;
+}
+""", "wb_erfcx")
+
+_define("wb_erfinv", r"""
+static inline double wb_erfinv_float64(double y) {
+  double a = fabs(y);
+  if (!(a <= 1)) return NAN;
+  if (a == 1) return y > 0 ? INFINITY : -INFINITY;
+  if (a <= 0.5) return wb_erfinv_small(y);
+  return (y > 0 ? 1 : -1) * wb_erfcinv_tail(1.0 - a);
+}
+WB_FLOAT32_OF(wb_erfinv)
+""", "wb_erfinv_parts")
+
+_define("wb_erfcinv", r"""
+static inline double wb_erfcinv_float64(double q) {
+  if (!(q >= 0 && q <= 2)) return NAN;
+  if (q == 0) return INFINITY;
+  if (q == 2) return -INFINITY;
+  double lower = q < 2 - q ? q : 2 - q, sign = q <= 1 ? 1 : -1;
+  if (lower <= 0.5) return sign * wb_erfcinv_tail(lower);
+  return wb_erfinv_small(1.0 - q);
+}
+WB_FLOAT32_OF(wb_erfcinv)
+""", "wb_erfinv_parts")
+
+_define("wb_log1mexp", r"""
+static inline double wb_log1mexp_float64(double x) {
+  return x > -WB_LN2 ? log(-expm1(x)) : log1p(-exp(x));
+}
+WB_FLOAT32_OF(wb_log1mexp)
+""")
+
+_define("wb_logit", r"""
+static inline double wb_logit_float64(double p) {
+  if (p >= 0.25 && p <= 0.75) return log1p((2 * p - 1) / (1 - p));
+  return log(p) - log1p(-p);
+}
+WB_FLOAT32_OF(wb_logit)
+""")
+
+_define("wb_xlogy", r"""
+static inline double wb_xlogy_float64(double x, double y) {
+  return (x == 0 && !isnan(y)) ? 0.0 : x * log(y);
+}
+WB_FLOAT32_OF2(wb_xlogy)
+""")
+
+_define("wb_xlog1py", r"""
+static inline double wb_xlog1py_float64(double x, double y) {
+  return (x == 0 && !isnan(y)) ? 0.0 : x * log1p(y);
+}
+WB_FLOAT32_OF2(wb_xlog1py)
+""")
+
+_define("wb_logaddexp2", r"""
+static inline double wb_logaddexp2_float64(double x, double y) {
+  /* as NumPy's npy_logaddexp2: equal arguments give x + 1 */
+  if (x == y) return x + 1;
+  double d = x - y;
+  if (d > 0) return x + log1p(exp2(-d)) / WB_LN2;
+  if (d <= 0) return y + log1p(exp2(d)) / WB_LN2;
+  return d;  /* NaN */
+}
+WB_FLOAT32_OF2(wb_logaddexp2)
+""")
+
+_define("wb_bessel", r"""
+/* I0, I1: power series below 30, asymptotic expansion above; `scaled`: times exp(-|x|) */
+static inline double wb_bessel_i(int order, double x, int scaled) {
+  if (isnan(x)) return x;
+  double ax = fabs(x), value;
+  if (ax < 30) {
+    double q = 0.25 * ax * ax, term = order == 0 ? 1.0 : 0.5 * ax, total = term;
+    for (int k = 1; k < 80; k++) { term *= q / (k * (k + order)); total += term; }
+    value = scaled ? total * exp(-ax) : total;
+  } else if (isinf(ax)) {
+    value = scaled ? 0.0 : INFINITY;
+  } else {
+    double mu = 4.0 * order * order, term = 1, total = 1;
+    for (int k = 1; k < 30; k++) {
+      term = -term * (mu - (double)(2 * k - 1) * (2 * k - 1)) / (k * 8.0 * ax);
+      total += term;
+    }
+    total /= sqrt(2 * WB_PI * ax);
+    value = scaled ? total : total * exp(ax < 800 ? ax : 800);
+  }
+  return (order == 1 && x < 0) ? -value : value;
+}
+static inline double wb_i0_float64(double x) { return wb_bessel_i(0, x, 0); }
+static inline double wb_i1_float64(double x) { return wb_bessel_i(1, x, 0); }
+static inline double wb_i0e_float64(double x) { return wb_bessel_i(0, x, 1); }
+static inline double wb_i1e_float64(double x) { return wb_bessel_i(1, x, 1); }
+WB_FLOAT32_OF(wb_i0)
+WB_FLOAT32_OF(wb_i1)
+WB_FLOAT32_OF(wb_i0e)
+WB_FLOAT32_OF(wb_i1e)
+""")
+for _bessel in ("wb_i0", "wb_i1", "wb_i0e", "wb_i1e"):
+    SPECIAL_C[_bessel] = ("", ("wb_bessel",))
+
+_define("wb_gammainc_both", r"""
+/* P(a, x) (upper = 0) or Q(a, x) (upper = 1): series for x < a + 1, else the continued
+   fraction for Q by the modified Lentz method */
+static inline double wb_gammainc_both(double a, double x, int upper) {
+  if (isnan(a) || isnan(x) || a <= 0 || x < 0) return NAN;
+  if (x == 0) return upper ? 1.0 : 0.0;
+  if (isinf(x)) return upper ? 0.0 : 1.0;
+  if (isinf(a)) return upper ? 1.0 : 0.0;
+  double log_prefactor = a * log(x) - x - lgamma(a);
+  if (x < a + 1) {
+    double term = 1 / a, total = term, denominator = a;
+    for (int i = 0; i < 2000; i++) {
+      denominator += 1; term *= x / denominator; total += term;
+      if (fabs(term) <= fabs(total) * 1e-17) break;
+    }
+    double p = exp(log_prefactor) * total;
+    return upper ? 1 - p : p;
+  }
+  const double tiny = 1e-300;
+  double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+  for (int i = 1; i < 2000; i++) {
+    double an = -i * (i - a);
+    b += 2;
+    d = an * d + b; if (fabs(d) < tiny) d = tiny;
+    c = b + an / c; if (fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    double delta = d * c;
+    h *= delta;
+    if (fabs(delta - 1) <= 1e-16) break;
+  }
+  double q = exp(log_prefactor) * h;
+  return upper ? q : 1 - q;
+}
+static inline double wb_gammainc_float64(double a, double x) {
+  return wb_gammainc_both(a, x, 0);
+}
+static inline double wb_gammaincc_float64(double a, double x) {
+  return wb_gammainc_both(a, x, 1);
+}
+WB_FLOAT32_OF2(wb_gammainc)
+WB_FLOAT32_OF2(wb_gammaincc)
+""")
+SPECIAL_C["wb_gammainc"] = ("", ("wb_gammainc_both",))
+SPECIAL_C["wb_gammaincc"] = ("", ("wb_gammainc_both",))
+
+
+def support_code(names: Iterable[str]) -> str:
+    """The C defining the special functions `names` (unknown names are skipped) and the
+    functions they call, each once, callees first."""
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered or name not in SPECIAL_C:
+            return
+        for need in SPECIAL_C[name][1]:
+            visit(need)
+        ordered.append(name)
+
+    for name in sorted(set(names)):
+        visit(name)
+    if not ordered:
+        return ""
+    # each function guarded, so modules that bundle several nodes define it once
+    guarded = []
+    for name in ordered:
+        guard = f"{name.upper()}_DEFINED"
+        guarded.append(f"#ifndef {guard}\n#define {guard}\n{SPECIAL_C[name][0]}\n#endif\n")
+    return _PRELUDE + "".join(guarded)

@@ -1,0 +1,183 @@
+"""Special functions as declared scalar Ops (SciPy's names and conventions).
+
+One `declare` per function: NumPy kernel (`special_kernels`, no SciPy at run time), C
+function (the C library's where it has one, else the backend's own ``wb_*`` of
+`workbench.core.link.c.special_math`), torch function (`torch.special`, or a small
+torch expression), derivative, test domain and SciPy reference (used by tests only).
+
+Gradients: every function of x has its derivative; polygamma is not differentiable in
+its integer order n; betaln/beta in both arguments; gammainc/gammaincc in x only (the
+derivative in a is not implemented: no gradient flows to a, the graph says why).
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+from typing import Any
+
+import numpy as np
+
+from workbench.core.scalar import math as sm
+from workbench.core.scalar import special_kernels as kernels
+from workbench.core.scalar.declared import declare
+
+_SQRT_PI_OVER_2 = _pymath.sqrt(_pymath.pi) / 2
+_TWO_OVER_SQRT_PI = 2 / _pymath.sqrt(_pymath.pi)
+_LN2 = _pymath.log(2.0)
+
+
+def _torch_betaln(torch: Any, a: Any, b: Any) -> Any:
+    return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+
+
+def _torch_gamma_sign(torch: Any, x: Any) -> Any:
+    odd = torch.remainder(torch.floor(-x), 2) == 1
+    return torch.where((x > 0) | odd, torch.ones_like(x), -torch.ones_like(x))
+
+
+def _torch_gamma(torch: Any, x: Any) -> Any:
+    return _torch_gamma_sign(torch, x) * torch.exp(torch.lgamma(x))
+
+
+def _torch_beta(torch: Any, a: Any, b: Any) -> Any:
+    sign = (_torch_gamma_sign(torch, a) * _torch_gamma_sign(torch, b)
+            * _torch_gamma_sign(torch, a + b))
+    return sign * torch.exp(_torch_betaln(torch, a, b))
+
+
+def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
+    """torch's polygamma takes one integer order: one call per distinct order present."""
+    n, x = torch.broadcast_tensors(n, x)
+    out = torch.full_like(x, float("nan"))
+    for order in torch.unique(n).tolist():
+        if order >= 0 and order == int(order):
+            where = n == order
+            out[where] = torch.special.polygamma(int(order), x[where])
+    return out
+
+
+def _torch_erfcinv(torch: Any, q: Any) -> Any:
+    return torch.special.ndtri(q / 2) * (-1 / _pymath.sqrt(2.0))
+
+
+def _torch_log1mexp(torch: Any, x: Any) -> Any:
+    return torch.where(x > -_LN2, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+def _i1_derivative(x: Any, z: Any) -> Any:
+    """I1'(x) = I0(x) - I1(x) / x, 1/2 at 0."""
+    return sm.switch(sm.eq(x, 0), 0.5, i0(x) - z / x)
+
+
+def _i1e_derivative(x: Any, z: Any) -> Any:
+    """(e^-|x| I1)' = I0e - I1e (sign(x) + 1/x), 1/2 at 0."""
+    return sm.switch(sm.eq(x, 0), 0.5, i0e(x) - z * (sm.sign(x) + 1 / x))
+
+
+gammaln = declare(
+    "GammaLn", "gammaln", "log |Gamma(x)| (SciPy's gammaln); +inf at the poles.",
+    numpy=kernels.gammaln, c="lgamma", torch="special.gammaln",
+    derivative=lambda x, z: digamma(x), domain=(0.1, 10), reference="scipy.special.gammaln")
+gamma = declare(
+    "Gamma", "gamma", "The gamma function; +-inf at +-0, NaN at the negative integers.",
+    numpy=kernels.gamma, c="tgamma", torch=_torch_gamma,
+    derivative=lambda x, z: z * digamma(x), domain=(0.2, 5), reference="scipy.special.gamma")
+digamma = declare(
+    "Digamma", "digamma", "psi(x) = Gamma'(x) / Gamma(x) (SciPy's digamma / psi).",
+    numpy=kernels.digamma, c="wb_digamma", torch="special.digamma",
+    derivative=lambda x, z: polygamma(1.0, x), domain=(0.1, 10),
+    reference="scipy.special.digamma")
+polygamma = declare(
+    "PolyGamma", "polygamma", "The n-th derivative of digamma at x (n = 0, 1, 2, ...; "
+    "NaN for other n).", nin=2, numpy=kernels.polygamma, c="wb_polygamma",
+    torch=_torch_polygamma,
+    derivative=lambda n, x, z: (None, polygamma(n + 1.0, x)),
+    domain=((1, 1), (0.5, 5)), reference="scipy.special.polygamma",
+    grad="not differentiable in the integer order n (x: tests/core/scalar/test_special.py)",
+    fixed_inputs=(0,))
+betaln = declare(
+    "BetaLn", "betaln", "log |B(a, b)|, accurate for large a and b.", nin=2,
+    numpy=kernels.betaln, c="wb_betaln", torch=_torch_betaln,
+    derivative=lambda a, b, z: (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)),
+    domain=((0.5, 5), (0.5, 5)), reference="scipy.special.betaln")
+beta = declare(
+    "Beta", "beta", "The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b).", nin=2,
+    numpy=kernels.beta, c="wb_beta", torch=_torch_beta,
+    derivative=lambda a, b, z: (z * (digamma(a) - digamma(a + b)),
+                                z * (digamma(b) - digamma(a + b))),
+    domain=((0.5, 5), (0.5, 5)), reference="scipy.special.beta")
+erfinv = declare(
+    "ErfInv", "erfinv", "The inverse of erf on (-1, 1).",
+    numpy=kernels.erfinv, c="wb_erfinv", torch="special.erfinv",
+    derivative=lambda x, z: sm.exp(z * z) * _SQRT_PI_OVER_2, domain=(-0.9, 0.9),
+    reference="scipy.special.erfinv")
+erfcinv = declare(
+    "ErfcInv", "erfcinv", "The inverse of erfc on (0, 2).",
+    numpy=kernels.erfcinv, c="wb_erfcinv", torch=_torch_erfcinv,
+    derivative=lambda x, z: sm.exp(z * z) * -_SQRT_PI_OVER_2, domain=(0.1, 1.9),
+    reference="scipy.special.erfcinv")
+erfcx = declare(
+    "Erfcx", "erfcx", "exp(x ** 2) * erfc(x), without overflow for large x.",
+    numpy=kernels.erfcx, c="wb_erfcx", torch="special.erfcx",
+    derivative=lambda x, z: 2 * x * z - _TWO_OVER_SQRT_PI, domain=(-2, 5),
+    reference="scipy.special.erfcx")
+log1mexp = declare(
+    "Log1mExp", "log1mexp", "log(1 - exp(x)) for x <= 0 (PyTensor's log1mexp), accurate "
+    "near 0 and for large -x.", numpy=kernels.log1mexp, c="wb_log1mexp",
+    torch=_torch_log1mexp, derivative=lambda x, z: -1 / sm.expm1(-x), domain=(-5, -0.1),
+    reference=lambda x: np.log(-np.expm1(x)))  # accurate on the domain; SciPy has none
+logit = declare(
+    "Logit", "logit", "log(p / (1 - p)), the inverse of sigmoid (expit).",
+    numpy=kernels.logit, c="wb_logit", torch="special.logit",
+    derivative=lambda x, z: 1 / (x * (1 - x)), domain=(0.05, 0.95),
+    reference="scipy.special.logit")
+xlogy = declare(
+    "XLogY", "xlogy", "x * log(y), 0 where x == 0 (unless y is NaN).", nin=2,
+    numpy=kernels.xlogy, c="wb_xlogy", torch="special.xlogy",
+    derivative=lambda x, y, z: (sm.log(y), x / y), domain=((-2, 2), (0.1, 5)),
+    reference="scipy.special.xlogy")
+xlog1py = declare(
+    "XLog1pY", "xlog1py", "x * log1p(y), 0 where x == 0 (unless y is NaN).", nin=2,
+    numpy=kernels.xlog1py, c="wb_xlog1py", torch="special.xlog1py",
+    derivative=lambda x, y, z: (sm.log1p(y), x / (y + 1)), domain=((-2, 2), (-0.9, 5)),
+    reference="scipy.special.xlog1py")
+logaddexp2 = declare(
+    "LogAddExp2", "logaddexp2", "log2(2 ** x + 2 ** y), without overflow (NumPy's "
+    "logaddexp2).", nin=2, numpy="logaddexp2", c="wb_logaddexp2", torch="logaddexp2",
+    derivative=lambda x, y, z: (sm.sigmoid((x - y) * _LN2), sm.sigmoid((y - x) * _LN2)),
+    domain=((-4, 4), (-4, 4)))
+i0 = declare(
+    "I0", "i0", "The modified Bessel function of the first kind of order 0.",
+    numpy=kernels.i0, c="wb_i0", torch="special.i0", derivative=lambda x, z: i1(x),
+    domain=(-5, 5), reference="scipy.special.i0")
+i1 = declare(
+    "I1", "i1", "The modified Bessel function of the first kind of order 1.",
+    numpy=kernels.i1, c="wb_i1", torch="special.i1", derivative=_i1_derivative,
+    domain=(-5, 5), reference="scipy.special.i1")
+i0e = declare(
+    "I0e", "i0e", "exp(-|x|) * i0(x), without overflow.",
+    numpy=kernels.i0e, c="wb_i0e", torch="special.i0e",
+    derivative=lambda x, z: i1e(x) - sm.sign(x) * z, domain=(-5, 5),
+    reference="scipy.special.i0e")
+i1e = declare(
+    "I1e", "i1e", "exp(-|x|) * i1(x), without overflow.",
+    numpy=kernels.i1e, c="wb_i1e", torch="special.i1e", derivative=_i1e_derivative,
+    domain=(-5, 5), reference="scipy.special.i1e")
+gammainc = declare(
+    "GammaInc", "gammainc", "The regularized lower incomplete gamma function P(a, x) "
+    "(a > 0, x >= 0).", nin=2, numpy=kernels.gammainc, c="wb_gammainc",
+    torch="special.gammainc",
+    derivative=lambda a, x, z: (None, sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),
+    domain=((0.5, 5), (0.1, 5)), reference="scipy.special.gammainc",
+    grad="no gradient in a (x: tests/core/scalar/test_special.py)", fixed_inputs=(0,))
+gammaincc = declare(
+    "GammaIncc", "gammaincc", "The regularized upper incomplete gamma function "
+    "Q(a, x) = 1 - P(a, x).", nin=2, numpy=kernels.gammaincc, c="wb_gammaincc",
+    torch="special.gammaincc",
+    derivative=lambda a, x, z: (None, -sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),
+    domain=((0.5, 5), (0.1, 5)), reference="scipy.special.gammaincc",
+    grad="no gradient in a (x: tests/core/scalar/test_special.py)", fixed_inputs=(0,))
+
+__all__ = ["beta", "betaln", "digamma", "erfcinv", "erfcx", "erfinv", "gamma", "gammainc",
+           "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp", "logaddexp2",
+           "logit", "polygamma", "xlog1py", "xlogy"]
