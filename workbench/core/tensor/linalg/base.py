@@ -20,7 +20,6 @@ on every linker.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,11 +28,12 @@ import numpy as np
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Variable
 from workbench.core.graph.op import Op
+from workbench.core.tensor.blockwise import parse_gufunc_signature
 from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_shapes, dimshuffle
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["LinAlgError", "LinalgOp", "as_float_operands", "linalg_error", "parse_signature"]
+__all__ = ["LinAlgError", "LinalgOp", "as_float_operands", "linalg_error"]
 
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
 LinAlgError = np.linalg.LinAlgError
@@ -47,16 +47,6 @@ def linalg_error(function: str, message: str, batch_index: int | None = None) ->
     of a stack failed)."""
     where = f" (matrix {batch_index} of the stack)" if batch_index is not None else ""
     return LinAlgError(f"{function}: {message}{where}")
-
-
-def parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
-    """The core dimension names of the inputs and outputs of a gufunc signature:
-    ``"(m,m),(m)->(m)"`` gives ``([("m", "m"), ("m",)], [("m",)])``."""
-    def groups(text: str) -> list[tuple[str, ...]]:
-        return [tuple(d for d in g.split(",") if d) for g in re.findall(r"\(([^)]*)\)", text)]
-
-    ins, outs = signature.replace(" ", "").split("->")
-    return groups(ins), groups(outs)
 
 
 def min_length(m: Any, n: Any, symbolic: bool) -> Any:
@@ -93,12 +83,12 @@ class LinalgOp(Op):
 
     @property
     def core_ndims(self) -> tuple[list[int], list[int]]:
-        ins, outs = parse_signature(self.gufunc_signature)
+        ins, outs = parse_gufunc_signature(self.gufunc_signature)
         return [len(c) for c in ins], [len(c) for c in outs]
 
     def check_inputs(self, inputs: Sequence[Variable]) -> None:
         """Ranks, dtypes and static core lengths against the signature."""
-        ins, _ = parse_signature(self.gufunc_signature)
+        ins, _ = parse_gufunc_signature(self.gufunc_signature)
         if len(inputs) != len(ins):
             raise TypeError(f"{self.function_name} takes {len(ins)} inputs, got {len(inputs)}")
         dtype = inputs[0].type.dtype
@@ -131,7 +121,7 @@ class LinalgOp(Op):
     def make_node(self, *inputs: Any) -> Apply:
         inputs = [as_tensor_variable(v) for v in inputs]
         self.check_inputs(inputs)
-        ins, outs = parse_signature(self.gufunc_signature)
+        ins, outs = parse_gufunc_signature(self.gufunc_signature)
         batches = [v.type.shape[:v.type.ndim - len(c)] for v, c in zip(inputs, ins)]
         nb = max(len(b) for b in batches)
         batch = broadcast_static_shapes([(1,) * (nb - len(b)) + b for b in batches])
@@ -155,7 +145,7 @@ class LinalgOp(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
-        ins, outs = parse_signature(self.gufunc_signature)
+        ins, outs = parse_gufunc_signature(self.gufunc_signature)
         nb = node.outputs[0].type.ndim - len(outs[0])
         batch: list[Any] = []
         for d in range(nb):
@@ -207,7 +197,7 @@ class LinalgOp(Op):
 
     def batch_shape(self, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
         """The broadcast batch shape of input values (numpy's error when they do not)."""
-        ins, _ = parse_signature(self.gufunc_signature)
+        ins, _ = parse_gufunc_signature(self.gufunc_signature)
         try:
             return np.broadcast_shapes(*(v.shape[:v.ndim - len(c)] for v, c in zip(inputs, ins)))
         except ValueError as exc:
