@@ -239,11 +239,24 @@ def probes_not_kept() -> Iterator[None]:
         _keep_probes.reset(token)
 
 
+#: One lock per probe question: threads asking the same question at once (the C linker's
+#: toolchain threads start together on a cold cache) run the compiler once.
+_probe_locks: dict[str, threading.Lock] = {}
+_probe_locks_guard = threading.Lock()
+
+
 def _probed(command: Sequence[str], question: tuple[Any, ...], compute: Any,
             expected: type) -> Any:
     """The remembered answer to `question` about this compiler, else `compute()` (kept).
     A remembered answer that is not an `expected` (a damaged probes.json) is asked again."""
     key = _probe_key(command, *question)
+    with _probe_locks_guard:
+        lock = _probe_locks.setdefault(key, threading.Lock())
+    with lock:
+        return _probed_locked(key, compute, expected)
+
+
+def _probed_locked(key: str, compute: Any, expected: type) -> Any:
     known = _probe_load()
     if isinstance(known.get(key), expected):
         return known[key]
