@@ -137,3 +137,16 @@ def test_moments_on_1e5_draws(name, build, mean, var):
 def test_permutation_is_a_permutation():
     p = wb.function([], wb.random.RandomStream(0).permutation(50))()
     np.testing.assert_array_equal(np.sort(p), np.arange(50))
+
+
+def test_debug_mode_checks_a_graph_with_draws():
+    import warnings
+
+    srng = wb.random.RandomStream(seed=0)
+    x = wt.dvector("x")
+    y = (x * srng.normal(size=(3,))).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "cannot check the rewrites" warning
+        f = wb.function([x], [y, wb.grad(y, x)], mode="DEBUG")
+    first, second = f(np.ones(3)), f(np.ones(3))
+    assert first[0] != second[0]

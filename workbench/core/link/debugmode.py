@@ -54,6 +54,9 @@ def random_value(var_type: Any, rng: np.random.Generator, unknown: tuple[int, ..
     """A random value of a TensorType: values in (0.1, 1) for floats, 1..4 for ints."""
     from workbench.core.tensor.type import TensorType
 
+    own = getattr(var_type, "random_value", None)  # a Type may say how (a generator state)
+    if own is not None:
+        return own(rng)
     if not isinstance(var_type, TensorType):
         raise TypeError(f"DEBUG mode cannot make random values of type {var_type}")
     shape = tuple(s if s is not None else unknown[axis % len(unknown)]

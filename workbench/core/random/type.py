@@ -48,6 +48,10 @@ class RandomGeneratorType(Type):
     def get_size(self, shape_info: Any) -> int:
         return 0
 
+    def random_value(self, rng: np.random.Generator) -> np.random.Generator:
+        """A generator in a random state (what DEBUG mode feeds a graph to check it)."""
+        return np.random.default_rng(int(rng.integers(2**63)))
+
     def __str__(self) -> str:
         return "RandomGeneratorType"
 
