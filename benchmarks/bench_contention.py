@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (str(ROOT), str(ROOT / "benchmarks")):  # workbench, and wb_bench
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
-LEARNING_RATE = 0.1
 #: the background load: a Python loop that ends by itself at a deadline
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
@@ -76,13 +76,13 @@ def load() -> str:
 
 def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(the step under the thread policy, the same step on the BLAS's own threads)."""
-    import workbench as wb
-    from workbench.core.link.c import blas_threads
-    from workbench.examples import mlp
+    from wb_bench import mlp as bench_mlp
 
-    source = mlp.build_source(dtype=dtype, learning_rate=LEARNING_RATE)
-    fn = wb.function(source.inputs, source.outputs[0], updates=source.updates, linker="c")
-    x, labels = mlp.make_batch(dtype=dtype)
+    from workbench.core.link.c import blas_threads
+    from workbench.examples.mlp import make_batch
+
+    fn = bench_mlp.workbench_step(dtype)  # the suite's step: same graph, learning rate
+    x, labels = make_batch(dtype=dtype)
     fn(x, labels)
     saved = blas_threads.policy()
 
@@ -101,27 +101,18 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
 
 
 def jax_step(dtype: str) -> Callable[[], Any] | None:
+    """JAX's step (`wb_bench.mlp.jax_step`: value_and_grad, donated buffers), or None."""
     try:
         import jax
-        import jax.numpy as jnp
     except ImportError:
         return None
+    from wb_bench import mlp as bench_mlp
+
     from workbench.examples.mlp import initial_params, make_batch
 
     if dtype == "float64":
         jax.config.update("jax_enable_x64", True)
-
-    def cost_fn(params: Any, x: Any, labels: Any) -> Any:
-        w1, b1, w2, b2 = params
-        hidden = jnp.tanh(x @ w1 + b1)
-        log_p = jax.nn.log_softmax(hidden @ w2 + b2, axis=-1)
-        return -(labels * log_p).sum(axis=1).mean()
-
-    def step(params: Any, x: Any, labels: Any) -> Any:
-        cost, grads = jax.value_and_grad(cost_fn)(params, x, labels)
-        return cost, tuple(p - LEARNING_RATE * g for p, g in zip(params, grads))
-
-    jitted = jax.jit(step, donate_argnums=(0,))
+    jitted = bench_mlp.jax_step(jax)
     state = [tuple(jax.device_put(p) for p in initial_params(dtype=dtype))]
     x, labels = (jax.device_put(v) for v in make_batch(dtype=dtype))
 
