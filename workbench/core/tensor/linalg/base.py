@@ -299,6 +299,14 @@ def symmetric_from_triangle_grad(g: Variable, lower: bool) -> Variable:
     return tm.sub(triangle(tm.add(g, transpose(g)), lower), diagonal_part(g))
 
 
+def eye_like(w: Variable) -> Variable:
+    """The identity matrix of w's dtype, as long as w's last dimension."""
+    from workbench.core.tensor.creation import eye
+    from workbench.core.tensor.shape import shape_tuple
+
+    return eye(shape_tuple(w)[-1], dtype=w.type.dtype)
+
+
 def batched_outer(u: Variable, v: Variable) -> Variable:
     """``u[..., :, None] * v[..., None, :]``."""
     from workbench.core.tensor import math as tm

@@ -35,19 +35,16 @@ from workbench.core.tensor.linalg.base import (
     add_axis,
     as_float_operands,
     diagonal_part,
+    eye_like,
     linalg_error,
     symmetric_from_triangle_grad,
     transpose,
     triangle,
 )
+from workbench.core.tensor.linalg.products import matmul
 
 __all__ = ["Cholesky", "Eigh", "cho_factor", "cholesky", "eigh", "eigvalsh"]
 
-
-def _matmul(x: Variable, y: Variable) -> Variable:
-    from workbench.core.tensor.linalg.products import matmul
-
-    return matmul(x, y)
 
 
 class Cholesky(LinalgOp):
@@ -87,7 +84,7 @@ class Cholesky(LinalgOp):
         (factor,), (g,) = outputs, output_grads
         low = factor if self.lower else transpose(factor)
         g_low = g if self.lower else transpose(g)
-        inner = _matmul(transpose(low), g_low)
+        inner = matmul(transpose(low), g_low)
         phi = tm.sub(triangle(inner, lower=True), tm.mul(0.5, diagonal_part(inner)))
         # P = L^-T phi L^-1, as two triangular solves with L^T
         left = SolveTriangularT(low, phi)
@@ -113,7 +110,7 @@ class Cholesky(LinalgOp):
         x = SolveTriangular(True, False, False, 2)(low, ds)  # L^-1 dS
         m = transpose(SolveTriangular(True, False, False, 2)(low, transpose(x)))  # .. L^-T
         phi = tm.sub(triangle(m, lower=True), tm.mul(0.5, diagonal_part(m)))
-        dl = _matmul(low, phi)
+        dl = matmul(low, phi)
         return [dl if self.lower else transpose(dl)]
 
 
@@ -186,21 +183,14 @@ class Eigh(LinalgOp):
         if w_connected:
             terms.append(tm.mul(add_axis(gw, -2), v))  # V diag(gw)
         if v_connected:
-            eye = _eye_like(w)
+            eye = eye_like(w)
             diff = tm.sub(add_axis(w, -2), add_axis(w, -1))  # w_j - w_i
             f = tm.true_div(tm.sub(1, eye), tm.add(diff, eye))  # 1/(w_j - w_i), 0 on the diagonal
-            terms.append(_matmul(v, tm.mul(f, _matmul(transpose(v), gv))))
+            terms.append(matmul(v, tm.mul(f, matmul(transpose(v), gv))))
         inner = terms[0] if len(terms) == 1 else tm.add(*terms)
-        full = _matmul(inner, transpose(v))
+        full = matmul(inner, transpose(v))
         return [symmetric_from_triangle_grad(full, self.lower)]
 
-
-def _eye_like(w: Variable) -> Variable:
-    """The identity matrix of w's dtype, as long as w's last dimension."""
-    from workbench.core.tensor.creation import eye
-    from workbench.core.tensor.shape import shape_tuple
-
-    return eye(shape_tuple(w)[-1], dtype=w.type.dtype)
 
 
 # -- functions ---------------------------------------------------------------------------

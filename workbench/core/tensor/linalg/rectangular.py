@@ -31,21 +31,18 @@ from workbench.core.tensor.linalg.base import (
     LinalgOp,
     add_axis,
     as_float_operands,
+    eye_like,
     linalg_error,
     min_length,
     transpose,
     triangle,
 )
+from workbench.core.tensor.linalg.products import matmul
 
 __all__ = ["QR", "SVD", "qr", "svd", "svdvals"]
 
 QR_MODES = ("reduced", "complete", "r")
 
-
-def _matmul(x: Variable, y: Variable) -> Variable:
-    from workbench.core.tensor.linalg.products import matmul
-
-    return matmul(x, y)
 
 
 def _connected(g: Variable | None) -> bool:
@@ -116,40 +113,34 @@ class SVD(LinalgOp):
         v = transpose(vh)
         inner = []
         if s_on:
-            inner.append(tm.mul(add_axis(gs, -2), _eye_like(s)))  # diag(gs)
+            inner.append(tm.mul(add_axis(gs, -2), eye_like(s)))  # diag(gs)
         terms = []
         if u_on or v_on:
             s2 = tm.sqr(s)
-            eye = _eye_like(s)
+            eye = eye_like(s)
             diff = tm.sub(add_axis(s2, -2), add_axis(s2, -1))  # s_j^2 - s_i^2
             f = tm.true_div(tm.sub(1, eye), tm.add(diff, eye))
             s_row = add_axis(s, -2)  # X * s_row scales X's columns: X S
             s_col = add_axis(s, -1)  # s_col * X scales X's rows: S X
         if u_on:
-            utgu = _matmul(transpose(u), gu)
+            utgu = matmul(transpose(u), gu)
             inner.append(tm.mul(tm.mul(f, tm.sub(utgu, transpose(utgu))), s_row))
             # (I - U U^T) gU S^-1 V^T
-            rest = tm.sub(gu, _matmul(u, utgu))
-            terms.append(_matmul(tm.true_div(rest, s_row), vh))
+            rest = tm.sub(gu, matmul(u, utgu))
+            terms.append(matmul(tm.true_div(rest, s_row), vh))
         if v_on:
             gv = transpose(gvh)
-            vtgv = _matmul(transpose(v), gv)
+            vtgv = matmul(transpose(v), gv)
             inner.append(tm.mul(s_col, tm.mul(f, tm.sub(vtgv, transpose(vtgv)))))
             # U S^-1 gV^T (I - V V^T)
-            rest = tm.sub(gvh, _matmul(_matmul(gvh, v), vh))
-            terms.append(_matmul(u, tm.true_div(rest, s_col)))
+            rest = tm.sub(gvh, matmul(matmul(gvh, v), vh))
+            terms.append(matmul(u, tm.true_div(rest, s_col)))
         middle = inner[0] if len(inner) == 1 else tm.add(*inner)
-        total = _matmul(_matmul(u, middle), vh)
+        total = matmul(matmul(u, middle), vh)
         for term in terms:
             total = tm.add(total, term)
         return [total]
 
-
-def _eye_like(w: Variable) -> Variable:
-    from workbench.core.tensor.creation import eye
-    from workbench.core.tensor.shape import shape_tuple
-
-    return eye(shape_tuple(w)[-1], dtype=w.type.dtype)
 
 
 class QR(LinalgOp):
@@ -211,12 +202,12 @@ class QR(LinalgOp):
             return [zeros_like(a)]
         terms = []
         if r_on:
-            terms.append(_matmul(r, transpose(gr)))
+            terms.append(matmul(r, transpose(gr)))
         if q_on:
-            terms.append(tm.neg(_matmul(transpose(gq), q)))
+            terms.append(tm.neg(matmul(transpose(gq), q)))
         big_m = terms[0] if len(terms) == 1 else tm.add(*terms)
         copyltu = tm.add(triangle(big_m, True), transpose(triangle(big_m, True, strict=True)))
-        left = _matmul(q, copyltu)
+        left = matmul(q, copyltu)
         if q_on:
             left = tm.add(gq, left)
         # left R^-T = (R^-1 left^T)^T

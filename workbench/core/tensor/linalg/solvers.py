@@ -47,6 +47,7 @@ from workbench.core.tensor.linalg.base import (
     transpose,
     triangle,
 )
+from workbench.core.tensor.linalg.products import matmul
 
 __all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "cho_solve", "det", "inv",
            "slogdet", "solve", "solve_triangular"]
@@ -55,11 +56,6 @@ __all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "cho_solve", "de
 ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
             "pos": "pos", "positive definite": "pos", "tri": "tri", "triangular": "tri"}
 
-
-def _matmul(x: Variable, y: Variable) -> Variable:
-    from workbench.core.tensor.linalg.products import matmul
-
-    return matmul(x, y)
 
 
 def symmetrized(a: np.ndarray, lower: bool) -> np.ndarray:
@@ -171,7 +167,7 @@ class Solve(LinalgOp):
         if self.b_ndim == 1:
             ga = -batched_outer(gb, x)
         else:
-            ga = -_matmul(gb, transpose(x))
+            ga = -matmul(gb, transpose(x))
         ga = self.grad_of_matrix(a, ga)
         return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
 
@@ -186,9 +182,9 @@ class Solve(LinalgOp):
         if ea is not None:
             ea = self._effective(ea)
             if self.b_ndim == 1:
-                prod = drop_axis(_matmul(ea, add_axis(x, -1)), -1)
+                prod = drop_axis(matmul(ea, add_axis(x, -1)), -1)
             else:
-                prod = _matmul(ea, x)
+                prod = matmul(ea, x)
             rhs = -prod if rhs is None else rhs - prod
         return [self(a, rhs)]
 
@@ -247,7 +243,7 @@ class SolveTriangular(LinalgOp):
         if self.b_ndim == 1:
             g_op = -batched_outer(gb, x)
         else:
-            g_op = -_matmul(gb, transpose(x))
+            g_op = -matmul(gb, transpose(x))
         g = transpose(g_op) if self.trans else g_op
         ga = triangle(g, self.lower, strict=self.unit_diagonal)
         return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
@@ -277,7 +273,7 @@ class Inv(LinalgOp):
         """``-y^T gy y^T``."""
         (y,), (gy,) = outputs, output_grads
         yt = transpose(y)
-        return [-_matmul(_matmul(yt, gy), yt)]
+        return [-matmul(matmul(yt, gy), yt)]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
@@ -286,7 +282,7 @@ class Inv(LinalgOp):
         if ea is None:
             return [None]
         y = self(inputs[0])
-        return [-_matmul(_matmul(y, ea), y)]
+        return [-matmul(matmul(y, ea), y)]
 
 
 class Det(LinalgOp):
