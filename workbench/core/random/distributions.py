@@ -80,7 +80,8 @@ class ExponentialRV(RandomVariable):
 
 class GammaRV(RandomVariable):
     """gamma(shape, scale): differentiable in `scale` (the draw is scale * a standard
-    gamma draw); the gradient in `shape` (implicit reparameterisation) is not written."""
+    gamma draw z) and in `shape` by implicit reparameterisation (gamma_grad.py:
+    dz/dshape holding the CDF of z fixed)."""
 
     method = "gamma"
     ndims_params = (0, 0)
@@ -88,8 +89,13 @@ class GammaRV(RandomVariable):
 
     def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
                               g: Variable) -> list[Variable | None]:
+        from workbench.core.random.gamma_grad import GammaShapeGrad
+        from workbench.core.tensor.basic import cast
+
         shape, scale = params
-        return [None, _sum_to(g * draw / scale, scale)]
+        dz = GammaShapeGrad()(draw / scale, shape)
+        dz = cast(dz, draw.type.dtype) if dz.type.dtype != draw.type.dtype else dz
+        return [_sum_to(g * scale * dz, shape), _sum_to(g * draw / scale, scale)]
 
 
 class BetaRV(RandomVariable):
