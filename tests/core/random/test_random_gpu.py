@@ -37,10 +37,10 @@ def test_torch_draws_are_reproducible_from_the_seed_and_advance():
 
 def test_distributions_without_a_kernel_run_numpy_on_the_host():
     rng = wb.shared(np.random.default_rng(9))
-    x = wb.random.poisson(3.0, size=6, rng=rng)
+    x = wb.random.beta(2.0, 3.0, size=6, rng=rng)
     f = _gpu_function(x)
     assert len(host_nodes(f)) == 1
-    np.testing.assert_array_equal(f(), np.random.default_rng(9).poisson(3.0, size=6))
+    np.testing.assert_array_equal(f(), np.random.default_rng(9).beta(2.0, 3.0, size=6))
 
 
 def test_normal_moments_and_gradient_on_torch():
@@ -53,3 +53,20 @@ def test_normal_moments_and_gradient_on_torch():
     assert abs(draws.mean() - 3.0) < 5 * 2.0 / np.sqrt(1e5)
     assert abs(draws.std() - 2.0) < 0.05
     assert g == pytest.approx(1e5)
+
+
+def test_discrete_draws_on_torch():
+    srng = wb.random.RandomStream(seed=6)
+    p = np.array([[0.1, 0.9, 0.0], [0.0, 0.0, 1.0]])
+    outs = [srng.poisson(np.array([1.0, 50.0]), size=(1000, 2)), srng.categorical(p),
+            srng.categorical(np.array([0.2, 0.8]), size=(1000,)), srng.permutation(10),
+            srng.permutation(np.arange(12.0).reshape(4, 3))]
+    f = _gpu_function(outs)
+    assert host_nodes(f) == []
+    counts, picked, many, perm, rows = f()
+    assert counts.dtype == np.int64 and abs(counts[:, 1].mean() - 50.0) < 2.0
+    assert picked[1] == 2 and picked[0] in (0, 1)
+    assert abs(many.mean() - 0.8) < 0.05
+    np.testing.assert_array_equal(np.sort(perm), np.arange(10))
+    np.testing.assert_array_equal(np.sort(rows[:, 0]), [0.0, 3.0, 6.0, 9.0])
+    assert rows.shape == (4, 3) and np.all(rows[:, 1] == rows[:, 0] + 1)

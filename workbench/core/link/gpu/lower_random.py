@@ -6,8 +6,8 @@ it (which advances the copy: that copy is the node's next state), seeds a
 reproducible from the seed and the state still flows through the graph, but
 they are not the draws NumPy's Generator (the py and c linkers) gives for that
 seed: torch's streams and algorithms differ. Distributions without a kernel
-here (and integers with array bounds) run on the host through `perform`,
-with NumPy's draws.
+here (beta, binomial, choice, dirichlet, gamma, multivariate_normal, and
+integers with array bounds) run on the host through `perform`, with NumPy's draws.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ from workbench.core.graph.basic import Apply
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.random.distributions import (
     BernoulliRV,
+    CategoricalRV,
     ExponentialRV,
     IntegersRV,
     NormalRV,
+    PermutationRV,
+    PoissonRV,
     UniformRV,
 )
 from workbench.core.random.op import RandomVariable
@@ -38,10 +41,44 @@ def _noise(torch: Any, kind: type, shape: tuple[int, ...], gen: Any, device: Any
     return torch.rand(shape, generator=gen, device=device, dtype=dtype)
 
 
+def _discrete_kernel(kind: type, torch: Any, device: Any, out_dtype: Any
+                     ) -> Kernel:
+    """Poisson counts, categorical indices and permutations, drawn by torch."""
+
+    def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
+        rng = copy_generator(rng)
+        gen = torch.Generator(device=device)
+        gen.manual_seed(int(rng.integers(2**63)))
+        shape = tuple(int(s) for s in size.tolist()) if len(size) else None
+        if kind is PermutationRV:
+            (x,) = params
+            if x.dim() == 0:
+                return [rng, torch.randperm(int(x), generator=gen, device=device)
+                        .to(out_dtype)]
+            return [rng, x[torch.randperm(x.shape[0], generator=gen, device=device)]]
+        if kind is PoissonRV:
+            (lam,) = params
+            lam = lam.to(torch.float64)
+            if shape is not None:
+                lam = lam.expand(shape)
+            return [rng, torch.poisson(lam.contiguous(), generator=gen).to(out_dtype)]
+        (p,) = params  # categorical
+        batch = shape if shape is not None else tuple(p.shape[:-1])
+        rows = p.to(torch.float64).expand(*batch, p.shape[-1]).reshape(-1, p.shape[-1])
+        if rows.shape[0] == 0:
+            return [rng, torch.empty(batch, dtype=out_dtype, device=device)]
+        picked = torch.multinomial(rows, 1, replacement=True, generator=gen)
+        return [rng, picked.reshape(batch).to(out_dtype)]
+
+    return kernel
+
+
 @register_lowering(RandomVariable)
 def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op
     kind = type(op)
+    if kind in (PoissonRV, CategoricalRV, PermutationRV):
+        return _discrete_kernel(kind, ctx.torch, ctx.device, ctx.dtype(node.outputs[1]))
     if kind not in (NormalRV, UniformRV, ExponentialRV, BernoulliRV, IntegersRV):
         return None
     if kind is IntegersRV and any(p.type.ndim for p in node.inputs[2:]):
