@@ -16,6 +16,7 @@ from workbench.core.rewrite import (
     WalkingGraphRewriter,
     node_rewriter,
     rewrite_db,
+    run_rewriter,
 )
 from workbench.core.rewrite.db import _register_in
 
@@ -95,9 +96,14 @@ def test_sequence_pass_walks_node_rewriters_then_runs_graph_rewriters():
     seq.register("local_db_exp_to_sqr", local_db_exp_to_sqr, "fast_run")
     seq.register("merge_late", MergeRewriter("merge_late"), "fast_run")
     rewriter = seq.query()
-    assert isinstance(rewriter.rewriters[0], WalkingGraphRewriter)
-    assert str(rewriter.rewriters[1]) == "merge_late"
+    assert str(rewriter) == "late"  # one pass of the trace, named after the database
+    assert isinstance(rewriter.inner.rewriters[0], WalkingGraphRewriter)
+    assert str(rewriter.inner.rewriters[1]) == "merge_late"
     assert seq.query(include=("nothing",)) is None
+    x = wt.dvector("x")
+    fg = FunctionGraph([x], [wt.exp(x) + wt.exp(x)])
+    trace = run_rewriter(rewriter, fg)
+    assert trace.steps and {s.pass_ for s in trace.steps} == {"late"}
 
 
 def test_global_database_passes_and_tags():

@@ -221,7 +221,8 @@ class PassDatabase(RewriteDatabase):
             graph_rws.insert(0, WalkingGraphRewriter(node_rws, name=f"{self.name}_walk"))
         if len(graph_rws) == 1:
             return _Named(graph_rws[0], self.name)
-        return SequentialGraphRewriter(*graph_rws, name=self.name)
+        # one pass of the trace (a bare sequence would make each rewriter a pass of its own)
+        return _Named(SequentialGraphRewriter(*graph_rws, name=self.name), self.name)
 
 
 class _Named(GraphRewriter):
