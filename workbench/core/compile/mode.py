@@ -4,7 +4,9 @@ A `Mode` pairs a linker name ("py", "c", "gpu", or None: `config.linker`, whose
 default "auto" is the fastest one available) with a rewriter (None, or a callable
 applied to the FunctionGraph before linking). Modes are registered by name;
 `get_mode` accepts a name or a Mode (None: `config.mode`). Linker names are those of
-the backend records (`backends.py`), which the linker functions below read. The standard names: FAST_RUN (every rewrite pass, the fastest linker available:
+the backend records (`backends.py`), which the linker functions below read.
+
+The standard names: FAST_RUN (every rewrite pass, the fastest linker available:
 "c" with a C compiler), FAST_COMPILE (merge and canonicalize only, Python linker)
 and DEBUG (FAST_RUN's rewrites, each step checked numerically; every node run through
 perform and C and checked by the "debug" linker, link/c/debug.py). Their rewriter is a
