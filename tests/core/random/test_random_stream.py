@@ -150,3 +150,22 @@ def test_debug_mode_checks_a_graph_with_draws():
         f = wb.function([x], [y, wb.grad(y, x)], mode="DEBUG")
     first, second = f(np.ones(3)), f(np.ones(3))
     assert first[0] != second[0]
+
+
+@pytest.mark.parametrize("size, pattern", [((2, 3), (0, "x", 1)), (None, ("x", 0, "x")),
+                                           ((2, 3), ("x", 0, 1, "x"))])
+def test_size_is_lifted_through_a_dimshuffle_that_inserts_ones(size, pattern):
+    from workbench.core.tensor.elemwise import DimShuffle
+
+    mu = wt.dvector("mu")
+    rng = wb.shared(np.random.default_rng(5))
+    draw = wb.random.normal(mu, 1.0, size=size, rng=rng)
+    f = wb.function([mu], draw.dimshuffle(*pattern), updates={rng: wb.random.next_rng(draw)})
+    (node,) = _random_nodes(f)
+    assert not any(isinstance(c.op, DimShuffle) for c, _ in f.maker.fgraph.clients[
+        node.outputs[1]] if not isinstance(c, str))
+    g = np.random.default_rng(5)
+    for _ in range(2):  # the same values as NumPy's, and the state advanced once per call
+        want = g.normal(np.arange(3.0), 1.0, size=size)
+        got = f(np.arange(3.0))
+        np.testing.assert_array_equal(got.reshape(want.shape), want)

@@ -19,6 +19,7 @@ its report lists); the gpu linker seeds a `torch.Generator` from the state,
 so its draws are reproducible but differ from NumPy's.
 """
 
+from workbench.core.random import rewrites as _rewrites  # noqa: F401  (registers them)
 from workbench.core.random import vectorize as _vectorize  # noqa: F401  (registers the rule)
 from workbench.core.random.distributions import *  # noqa: F403
 from workbench.core.random.distributions import __all__ as _distributions_all
