@@ -68,18 +68,26 @@ def test_bincount_gradient_wrt_weights() -> None:
 @pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
 def test_c_linker_runs_sorts_in_c_and_reports_the_rest() -> None:
     x = wt.dvector("x")
-    f = wb.function([x], [wt.sort(x) * 2, wt.bincount(wt.argsort(x)),
-                          wt.searchsorted(wt.sort(x), x)], linker="c")
+    f = wb.function([x], [wt.sort(x) * 2, wt.bincount(wt.argsort(x), x, minlength=6),
+                          wt.searchsorted(wt.sort(x), x), wt.nonzero(x > 0)[0],
+                          wt.topk(x, 1)], linker="c")
     reasons = dict((str(node.op), why) for node, why in f.linker.report.py_nodes)
-    assert reasons == {"Bincount{minlength=0}": "Bincount{minlength=0} has no C code"}
+    assert reasons == {"TopK{k=1, axis=0, largest}": "TopK{k=1, axis=0, largest} has no C code"}
     c_ops = {str(node.op) for node in f.linker.report.c_nodes}
-    assert {"Sort{axis=0}", "Argsort{axis=0}", "SearchSorted{left}"} <= c_ops
+    assert {"Sort{axis=0}", "Argsort{axis=0}", "SearchSorted{left}", "Bincount{minlength=6}",
+            "Nonzero"} <= c_ops
     values = np.array([2.0, np.nan, -1.0, 2.0])
     for _ in range(2):  # the second call reuses the output buffers
-        doubled, counts, positions = f(values)
+        doubled, sums, positions, nonzero, top = f(values)
         np.testing.assert_array_equal(doubled, np.sort(values) * 2)
-        np.testing.assert_array_equal(counts, [1, 1, 1, 1])
+        np.testing.assert_array_equal(sums, np.bincount(np.argsort(values, kind="stable"),
+                                                        values, 6))
         np.testing.assert_array_equal(positions, np.searchsorted(np.sort(values), values))
+        np.testing.assert_array_equal(nonzero, [0, 3])
+        np.testing.assert_array_equal(top, [np.nan])
+    i = wt.lvector("i")
+    with pytest.raises(ValueError, match="non-negative, got the value -1"):
+        wb.function([i], wt.bincount(i), linker="c")(np.array([0, -1]))
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")

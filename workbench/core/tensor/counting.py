@@ -9,9 +9,9 @@ output itself, which the shape machinery computes by running the Op.
 No gradient flows through counts or positions. `unique`'s values are piecewise
 constant in the input in the sense that matters (which values are distinct
 changes discontinuously), so their gradient is undefined; `bincount`'s is
-defined with respect to its weights (``gw = gz[x]``). None of these Ops has C
-code: the C linker runs their `perform` (NumPy) and lists them among its
-Python nodes with the reason.
+defined with respect to its weights (``gw = gz[x]``). Bincount and Nonzero have C
+(link/c/ops/counting.py); Unique has none, so the C linker runs its `perform`
+(NumPy) and lists it among its Python nodes with the reason.
 """
 
 from __future__ import annotations
@@ -191,6 +191,9 @@ class Bincount(Op):
         if x.size and x.min() < 0:
             raise ValueError(f"bincount: x must be non-negative, got the value {x.min()}")
         weights = inputs[1] if len(inputs) > 1 else None
+        if weights is not None and len(weights) != len(x):
+            raise ValueError(f"bincount: weights and x must have the same length, got "
+                             f"{len(weights)} and {len(x)}")
         out = np.bincount(x.astype(np.int64), weights, minlength=self.minlength)
         output_storage[0][0] = out.astype(node.outputs[0].type.dtype.numpy)
 

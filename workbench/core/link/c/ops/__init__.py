@@ -4,6 +4,7 @@ package registers them all)."""
 from workbench.core.link.c.ops import (  # noqa: F401
     blas,
     blockwise,
+    counting,
     creation,
     elemwise,
     lapack,
