@@ -248,7 +248,7 @@ def test_a_three_step_rnn_shows_bptt_one_iteration_at_a_time():
              h0: np.array([0.2, -0.4])}
     explorer = GradExplorer(cost, w, point=point)
     names = {v.name for v in explorer.values if isinstance(v, wb.Variable) and v.name}
-    assert {"h[0]", "h[1]", "h[2]"} <= names
+    assert {"rnn[0]", "rnn[1]", "rnn[2]"} <= names
     (sum_of_w,) = [a for a in explorer.trace.accumulations if a.variable is w]
     assert len(sum_of_w.terms) == 3  # one contribution per time step
     explorer.last()

@@ -6,8 +6,8 @@ its body, one per step: step t reads row t of each sequence, the values of the
 earlier steps (or the initial rows) at its taps, and the non-sequences. The values
 are the loop's; but the backward pass of the unrolled graph visits every step, so
 the gradient of a weight shows as one contribution per iteration, added up (what
-the GradExplorer shows for a 3-step RNN). Step values are named after the loop's
-state, e.g. ``h[0]``, ``h[1]``, ``h[2]``.
+the GradExplorer shows for a 3-step RNN). Step values are named after the loop
+(``rnn[0]``, ``rnn[1]``, ``rnn[2]``), or its initial value for an unnamed loop.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ def _unrollable(node: Apply, max_steps: int) -> bool:
 
 
 def _state_name(tap_input: Variable, j: int, op: Scan) -> str:
+    """What step values of recurrent output j are called: the loop's name when it has one
+    (one recurrent output: `rnn`; several: `rnn.out1`), else the initial value's."""
+    if op.name != "scan":
+        return op.name if op.info.n_recurrent == 1 else f"{op.name}.out{j}"
     name = tap_input.name or ""
     return name[:name.rindex("[")] if "[" in name else f"{op.name}.out{j}"
 
