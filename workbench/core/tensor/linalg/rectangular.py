@@ -51,7 +51,26 @@ def _connected(g: Variable | None) -> bool:
     return g is not None and not is_disconnected(g)
 
 
-class SVD(LinalgOp):
+class _RectangularOp(LinalgOp):
+    """What SVD and QR share: k = min(m, n), the cost, storing numpy's results."""
+
+    abstract = True
+
+    def derived_lengths(self, lengths: dict[str, Any], symbolic: bool) -> dict[str, Any]:
+        return {"k": min_length(lengths.get("m"), lengths.get("n"), symbolic)}
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        m, n = inputs[0][-2:]
+        return float(np.prod(inputs[0][:-2])) * 4 * m * n * min(m, n)
+
+    @staticmethod
+    def store(node: Apply, results: Sequence[Any], output_storage: list[list[Any]]) -> None:
+        dtype = node.outputs[0].type.numpy_dtype
+        for storage, value in zip(output_storage, results):
+            storage[0] = np.ascontiguousarray(value, dtype=dtype)
+
+
+class SVD(_RectangularOp):
     """The singular value decomposition of each matrix (numpy.linalg.svd): outputs
     ``(U, S, Vh)``, or ``S`` alone when not `compute_uv`."""
 
@@ -67,24 +86,14 @@ class SVD(LinalgOp):
             return "(m,n)->(k)"
         return "(m,n)->(m,m),(k),(n,n)" if self.full_matrices else "(m,n)->(m,k),(k),(k,n)"
 
-    def derived_lengths(self, lengths: dict[str, Any], symbolic: bool) -> dict[str, Any]:
-        return {"k": min_length(lengths.get("m"), lengths.get("n"), symbolic)}
-
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
-        dtype = node.outputs[0].type.numpy_dtype
         try:
             result = np.linalg.svd(inputs[0], full_matrices=self.full_matrices,
                                    compute_uv=self.compute_uv)
         except LinAlgError as exc:
             raise linalg_error("svd", str(exc)) from None
-        results = result if self.compute_uv else (result,)
-        for storage, value in zip(output_storage, results):
-            storage[0] = np.ascontiguousarray(value, dtype=dtype)
-
-    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
-        m, n = inputs[0][-2:]
-        return float(np.prod(inputs[0][:-2])) * 4 * m * n * min(m, n)
+        self.store(node, result if self.compute_uv else (result,), output_storage)
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
@@ -143,7 +152,7 @@ class SVD(LinalgOp):
 
 
 
-class QR(LinalgOp):
+class QR(_RectangularOp):
     """The QR factorisation of each matrix (numpy.linalg.qr) in `mode` "reduced"
     (``Q`` (m, k), ``R`` (k, n)), "complete" (``Q`` (m, m), ``R`` (m, n)) or "r" (``R``)."""
 
@@ -160,20 +169,10 @@ class QR(LinalgOp):
         return {"reduced": "(m,n)->(m,k),(k,n)", "complete": "(m,n)->(m,m),(m,n)",
                 "r": "(m,n)->(k,n)"}[self.mode]
 
-    def derived_lengths(self, lengths: dict[str, Any], symbolic: bool) -> dict[str, Any]:
-        return {"k": min_length(lengths.get("m"), lengths.get("n"), symbolic)}
-
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
-        dtype = node.outputs[0].type.numpy_dtype
         result = np.linalg.qr(inputs[0], mode=self.mode)
-        results = (result,) if self.mode == "r" else tuple(result)
-        for storage, value in zip(output_storage, results):
-            storage[0] = np.ascontiguousarray(value, dtype=dtype)
-
-    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
-        m, n = inputs[0][-2:]
-        return float(np.prod(inputs[0][:-2])) * 4 * m * n * min(m, n)
+        self.store(node, (result,) if self.mode == "r" else tuple(result), output_storage)
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:

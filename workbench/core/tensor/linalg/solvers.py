@@ -87,7 +87,38 @@ def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool
     return np.linalg.solve(t, b)
 
 
-class Solve(LinalgOp):
+class _SolveOp(LinalgOp):
+    """What Solve and SolveTriangular share: `b_ndim` (1: a stack of vectors, signature
+    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``) and `perform` around
+    `solve_matrices`, which sees `b` as matrices."""
+
+    abstract = True
+    b_ndim = 2
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,n)->(m,n)"
+
+    @staticmethod
+    def checked_b_ndim(op_name: str, b_ndim: int) -> int:
+        if b_ndim not in (1, 2):
+            raise ValueError(f"{op_name}: b_ndim must be 1 or 2, got {b_ndim!r}")
+        return int(b_ndim)
+
+    def solve_matrices(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        a, b = inputs
+        self.batch_shape(inputs)
+        x = self.solve_matrices(a, b[..., None] if self.b_ndim == 1 else b)
+        if self.b_ndim == 1:
+            x = x[..., 0]
+        output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+
+
+class Solve(_SolveOp):
     """``x`` with ``a @ x = b`` for stacks of square matrices `a`.
 
     Props: `assume_a` ("gen", "sym", "pos" or "tri"), `lower` (which triangle of `a`
@@ -102,19 +133,10 @@ class Solve(LinalgOp):
         if assume_a not in ASSUME_A.values():
             raise ValueError(f"Solve: assume_a must be one of {sorted(set(ASSUME_A.values()))}, "
                              f"got {assume_a!r}")
-        if b_ndim not in (1, 2):
-            raise ValueError(f"Solve: b_ndim must be 1 or 2, got {b_ndim!r}")
-        self.assume_a, self.lower, self.b_ndim = assume_a, bool(lower), int(b_ndim)
+        self.assume_a, self.lower = assume_a, bool(lower)
+        self.b_ndim = self.checked_b_ndim("Solve", b_ndim)
 
-    @property
-    def gufunc_signature(self) -> str:  # type: ignore[override]
-        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,n)->(m,n)"
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        a, b = inputs
-        self.batch_shape(inputs)
-        b2 = b[..., None] if self.b_ndim == 1 else b
+    def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         try:
             if self.assume_a == "tri":
                 x = triangular_solve_np("solve", a, b2, self.lower, False, False)
@@ -133,9 +155,7 @@ class Solve(LinalgOp):
             if str(exc).startswith("solve"):
                 raise
             raise linalg_error("solve", str(exc)) from None
-        if self.b_ndim == 1:
-            x = x[..., 0]
-        output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+        return x
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         n = inputs[0][-1]
@@ -200,7 +220,7 @@ class Solve(LinalgOp):
         return ea
 
 
-class SolveTriangular(LinalgOp):
+class SolveTriangular(_SolveOp):
     """``op(t)^-1 b`` with `t` the lower (or upper) triangle of `a`, op the transpose
     when `trans`, a unit diagonal assumed when `unit_diagonal` (scipy.linalg's
     solve_triangular); `b_ndim` as in `Solve`."""
@@ -210,25 +230,13 @@ class SolveTriangular(LinalgOp):
 
     def __init__(self, lower: bool = False, trans: bool = False, unit_diagonal: bool = False,
                  b_ndim: int = 2) -> None:
-        if b_ndim not in (1, 2):
-            raise ValueError(f"SolveTriangular: b_ndim must be 1 or 2, got {b_ndim!r}")
         self.lower, self.trans = bool(lower), bool(trans)
-        self.unit_diagonal, self.b_ndim = bool(unit_diagonal), int(b_ndim)
+        self.unit_diagonal = bool(unit_diagonal)
+        self.b_ndim = self.checked_b_ndim("SolveTriangular", b_ndim)
 
-    @property
-    def gufunc_signature(self) -> str:  # type: ignore[override]
-        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,n)->(m,n)"
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        a, b = inputs
-        self.batch_shape(inputs)
-        b2 = b[..., None] if self.b_ndim == 1 else b
-        x = triangular_solve_np("solve_triangular", a, b2, self.lower, self.trans,
-                                self.unit_diagonal)
-        if self.b_ndim == 1:
-            x = x[..., 0]
-        output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+    def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        return triangular_solve_np("solve_triangular", a, b2, self.lower, self.trans,
+                                   self.unit_diagonal)
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         n = inputs[0][-1]

@@ -13,6 +13,9 @@ Batch dimensions broadcast like numpy's (a length-1 batch dimension is re-read).
 matrix for which LAPACK reports failure raises `numpy.linalg.LinAlgError` with the
 function's name, LAPACK's position and the matrix's index in the stack, after the
 GIL is taken back (large stacks run without it). Empty matrices never reach LAPACK.
+Each node's calls run on the number of BLAS threads the C linker's policy gives its
+work (blas_threads.py: one thread for small matrices or a busy machine), like the
+BLAS Ops' calls.
 float32 and float64 use the s and d routines; graphs compiled where the library
 lacks a routine run the Ops' `perform`.
 """
@@ -24,6 +27,7 @@ import functools
 from typing import Any
 
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
+from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
 from workbench.core.tensor.linalg.rectangular import QR, SVD
@@ -244,7 +248,14 @@ class _LapackC(COpAdapter):
         return ["<numpy/arrayobject.h>"]
 
     def c_support_code(self) -> str:
-        return _declarations(_lib()) + _SHARED_C
+        """LAPACK's declarations, the BLAS's (its thread-count functions) and the C
+        linker's BLAS thread policy (blas_threads.py), which every call here follows."""
+        lib = _lib()
+        return _declarations(lib) + lib.declarations() + POLICY_C + _SHARED_C
+
+    def c_init_code(self) -> list[str]:
+        """Find the thread policy block when the module loads."""
+        return ["if (wb_blas_policy_init() < 0) return NULL;"]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         t, ctype, _ = DTYPES[str(node.outputs[0].type.dtype)]
@@ -260,7 +271,7 @@ class _LapackC(COpAdapter):
         return _lib().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
     # -- the generated function body ----------------------------------------------------
     def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
@@ -313,6 +324,8 @@ class _LapackC(COpAdapter):
             buffers,
             f"if (wb_status == 0 && !({run_if})) {{ {when_empty} }}",
             f"if (wb_status == 0 && {run_if}) {{",
+            "  wb_blas_call wb_call;",
+            f"  wb_blas_begin(&wb_call, {flops} * wb_nb);  /* this call's BLAS threads */",
             f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
             "PyEval_SaveThread() : NULL;",
             "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",
@@ -321,6 +334,7 @@ class _LapackC(COpAdapter):
             "    if (wb_status) wb_where = wb_i;",
             "  }",
             "  if (wb_ts) PyEval_RestoreThread(wb_ts);",
+            "  wb_blas_end(&wb_call);",
             "}",
             "WB_LA_FREE",
             "if (wb_status == -1) { PyErr_NoMemory(); " + fail + " }",
