@@ -64,7 +64,7 @@ def _load() -> None:
     from workbench.core.link.shared import SharedVariable
     from workbench.core.printing import dprint, pprint
     from workbench.core.rewrite import RewriteTrace, rewrite_graph
-    from workbench.core.scan import scan, until
+    from workbench.core.scan import foldl, foldr, map, reduce, scan, until
     from workbench.core.tensor.vectorize import vectorize, vectorize_graph
 
     globals().update({name: value for name, value in locals().items()})
@@ -120,6 +120,8 @@ __all__ = [
     "dtypes", "function", "graph_inputs", "ifelse", "pprint", "register_transfer",
     "random", "rewrite_graph", "shared", "vectorize", "vectorize_graph",
     "tensor",
+    # loops
+    "foldl", "foldr", "map", "reduce", "scan", "until",
     # autodiff
     "BackwardTrace", "DisconnectedInputError", "GradientError", "Lop", "NullTypeGradError",
     "Rop", "consider_constant", "disconnected_grad", "disconnected_type", "grad", "grad_clip",

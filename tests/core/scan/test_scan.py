@@ -412,3 +412,21 @@ def test_random_draws_inside_the_loop_are_fresh_at_every_step_and_carry_on():
     cost = ys.sum()
     with pytest.raises(wb.NullTypeGradError, match="loop 'noisy'.*random generator"):
         wb.grad(cost, x)
+
+
+def test_map_reduce_and_the_folds():
+    x = wt.dvector("x")
+    squares, _ = wb.map(lambda xt: xt**2, sequences=x)
+    total, _ = wb.reduce(lambda xt, acc: acc + xt, sequences=x, outputs_info=np.float64(0))
+    left, _ = wb.foldl(lambda xt, acc: acc * 2.0 + xt, sequences=x, outputs_info=np.float64(0))
+    right, _ = wb.foldr(lambda xt, acc: acc * 2.0 + xt, sequences=x,
+                        outputs_info=np.float64(0))
+    values = np.array([1.0, 2.0, 3.0])
+    got = run([x], [squares, total, left, right], values)
+    np.testing.assert_allclose(got[0], values**2)
+    assert float(got[1]) == 6.0
+    assert float(got[2]) == ((1.0 * 2 + 2.0) * 2 + 3.0)
+    assert float(got[3]) == ((3.0 * 2 + 2.0) * 2 + 1.0)
+    f = wb.function([x], total)
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan)]
+    assert node.op.keep_last == (True,)  # a reduction keeps no history

@@ -7,8 +7,9 @@ short loops written out step by step (for teaching).
 """
 
 from workbench.core.scan import rewriting as rewriting  # (registers the loop rewrites)
-from workbench.core.scan.basic import Until, scan, until
+from workbench.core.scan.basic import Until, foldl, foldr, map, reduce, scan, until
 from workbench.core.scan.op import Scan, ScanError, ScanInfo
 from workbench.core.scan.unroll import unroll
 
-__all__ = ["Scan", "ScanError", "ScanInfo", "Until", "scan", "unroll", "until"]
+__all__ = ["Scan", "ScanError", "ScanInfo", "Until", "foldl", "foldr", "map", "reduce", "scan",
+           "unroll", "until"]

@@ -14,6 +14,7 @@ non-sequences automatically.
 
 Each recurrent output is returned without its initial rows (n_steps rows), as in
 PyTensor; a shared variable updated inside the step gets its last value as update.
+`map`, `reduce`, `foldl` and `foldr` are the usual special cases.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from workbench.core import tensor as wt
 from workbench.core.graph.basic import Constant, Variable, clone_replace, graph_inputs
 from workbench.core.scan.op import Scan, ScanInfo
 
-__all__ = ["Until", "scan", "until"]
+__all__ = ["Until", "foldl", "foldr", "map", "reduce", "scan", "until"]
 
 
 class Until:
@@ -322,3 +323,35 @@ def scan(
         new_values[rec.initial] = final[-1] if isinstance(final.type, wt.TensorType) else final
     out: Any = results[0] if len(results) == 1 else results
     return (out, new_values) if return_updates else out
+
+
+def map(fn: Callable[..., Any], sequences: Any, non_sequences: Any = None,  # noqa: A001
+        truncate_gradient: int = -1, go_backwards: bool = False, name: str | None = None,
+        return_updates: bool = True) -> Any:
+    """`fn` applied to each row of the sequences: `scan` with no recurrent output."""
+    return scan(fn, sequences=sequences, outputs_info=None, non_sequences=non_sequences,
+                truncate_gradient=truncate_gradient, go_backwards=go_backwards, name=name,
+                return_updates=return_updates)
+
+
+def reduce(fn: Callable[..., Any], sequences: Any, outputs_info: Any,  # noqa: A001
+           non_sequences: Any = None, go_backwards: bool = False, name: str | None = None,
+           return_updates: bool = True) -> Any:
+    """Fold the sequences into `outputs_info` with `fn`: `scan` returning only the values
+    after the last step (the loop then keeps only those rows)."""
+    outputs, updates = scan(fn, sequences=sequences, outputs_info=outputs_info,
+                            non_sequences=non_sequences, go_backwards=go_backwards, name=name)
+    last = [o[-1] for o in outputs] if isinstance(outputs, list) else outputs[-1]
+    return (last, updates) if return_updates else last
+
+
+def foldl(fn: Callable[..., Any], sequences: Any, outputs_info: Any, non_sequences: Any = None,
+          name: str | None = None, return_updates: bool = True) -> Any:
+    """`reduce` from the first row to the last."""
+    return reduce(fn, sequences, outputs_info, non_sequences, False, name, return_updates)
+
+
+def foldr(fn: Callable[..., Any], sequences: Any, outputs_info: Any, non_sequences: Any = None,
+          name: str | None = None, return_updates: bool = True) -> Any:
+    """`reduce` from the last row to the first."""
+    return reduce(fn, sequences, outputs_info, non_sequences, True, name, return_updates)
