@@ -82,3 +82,17 @@ def test_the_regularised_lower_gamma_function():
                                atol=1e-15)
     np.testing.assert_allclose(regularized_lower_gamma(np.full(7, 0.5), x),
                                [math.erf(math.sqrt(v)) for v in x], atol=1e-15)
+
+
+def test_rop_of_reparameterised_draws_is_the_directional_derivative():
+    loc, v = wt.dvector("loc"), wt.dvector("v")
+    scale, v_scale = wt.dscalar("scale"), wt.dscalar("v_scale")
+    x = wb.random.normal(loc, scale, size=(2, 3), rng=_fixed())
+    jv = wb.Rop(x, [loc, scale], [v, v_scale])
+    got = wb.function([loc, scale, v, v_scale], jv)(np.zeros(3), 2.0, np.arange(3.0), 0.5)
+    eps = np.random.default_rng(0).normal(size=(2, 3))
+    np.testing.assert_allclose(got, np.arange(3.0) + 0.5 * eps)
+    y = wb.random.uniform(loc, 5.0, rng=_fixed(1))
+    u = np.random.default_rng(1).uniform(size=3)
+    got = wb.function([loc, v], wb.Rop(y, loc, v))(np.zeros(3), np.ones(3))
+    np.testing.assert_allclose(got, 1.0 - u)

@@ -28,27 +28,15 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _sum_to(g: Variable, p: Variable) -> Variable:
-    from workbench.core.tensor.basic import cast
-    from workbench.core.tensor.reshape import sum_to
-
-    out = sum_to(g, p)
-    return cast(out, p.type.dtype) if p.type.dtype.is_float and out.type.dtype != p.type.dtype \
-        else out
-
-
 class NormalRV(RandomVariable):
     """normal(loc, scale): the draw is loc + scale * eps for a standard normal eps."""
 
     method = "normal"
     ndims_params = (0, 0)
-    reparameterised = True
 
-    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
-                              g: Variable) -> list[Variable | None]:
+    def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         loc, scale = params
-        eps = (draw - loc) / scale
-        return [_sum_to(g, loc), _sum_to(g * eps, scale)]
+        return [1.0, (draw - loc) / scale]
 
 
 class UniformRV(RandomVariable):
@@ -56,13 +44,11 @@ class UniformRV(RandomVariable):
 
     method = "uniform"
     ndims_params = (0, 0)
-    reparameterised = True
 
-    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
-                              g: Variable) -> list[Variable | None]:
+    def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         low, high = params
         u = (draw - low) / (high - low)
-        return [_sum_to(g * (1.0 - u), low), _sum_to(g * u, high)]
+        return [1.0 - u, u]
 
 
 class ExponentialRV(RandomVariable):
@@ -70,12 +56,10 @@ class ExponentialRV(RandomVariable):
 
     method = "exponential"
     ndims_params = (0,)
-    reparameterised = True
 
-    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
-                              g: Variable) -> list[Variable | None]:
+    def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         (scale,) = params
-        return [_sum_to(g * draw / scale, scale)]
+        return [draw / scale]
 
 
 class GammaRV(RandomVariable):
@@ -85,17 +69,15 @@ class GammaRV(RandomVariable):
 
     method = "gamma"
     ndims_params = (0, 0)
-    reparameterised = True
 
-    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
-                              g: Variable) -> list[Variable | None]:
+    def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         from workbench.core.random.gamma_grad import GammaShapeGrad
         from workbench.core.tensor.basic import cast
 
         shape, scale = params
         dz = GammaShapeGrad()(draw / scale, shape)
         dz = cast(dz, draw.type.dtype) if dz.type.dtype != draw.type.dtype else dz
-        return [_sum_to(g * scale * dz, shape), _sum_to(g * draw / scale, scale)]
+        return [scale * dz, draw / scale]
 
 
 class BetaRV(RandomVariable):

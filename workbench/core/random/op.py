@@ -17,7 +17,8 @@ through updates. Hence:
 broadcast like NumPy's. A subclass names its NumPy method (`method`), the rank
 of one draw (`ndim_supp`), the rank of each parameter in one draw
 (`ndims_params`) and, when the draw is a differentiable function of its
-parameters for fixed noise, the gradients (`reparameterised_grads`).
+parameters for fixed noise, its derivatives (`partials`), from which both
+`L_op` and `R_op` follow.
 """
 
 from __future__ import annotations
@@ -79,8 +80,6 @@ class RandomVariable(Op):
     ndim_supp = 0
     #: rank of each parameter within one draw
     ndims_params: tuple[int, ...] = ()
-    #: whether the draw is a differentiable function of its parameters for fixed noise
-    reparameterised = False
     #: what the C linker's report says of these nodes
     why_no_c_code = ("random draws run NumPy's Generator through perform inside the C loop "
                      "(the same draws as the py linker)")
@@ -176,24 +175,54 @@ class RandomVariable(Op):
             from workbench.core.graph.type import disconnected_type
 
             return head + [disconnected_type() for _ in params]
-        grads = self.reparameterised_grads(params, outputs[1], g) if self.reparameterised \
-            else None
-        if grads is None:
-            grads = [None] * len(params)
+        partials = self.partials(params, outputs[1])
         return head + [
-            grad_undefined(self, 2 + i, p, why) if gp is None else gp
-            for i, (p, gp) in enumerate(zip(params, grads))
+            grad_undefined(self, 2 + i, p, why) if d is None else _sum_to(g * d, p)
+            for i, (p, d) in enumerate(zip(params, partials))
         ]
 
-    def reparameterised_grads(self, params: Sequence[Variable], draw: Variable,
-                              g: Variable) -> list[Variable | None]:
-        """The gradient of the cost w.r.t. each parameter, holding the noise fixed
-        (None where there is none)."""
+    def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
+        """Per parameter, the derivative of the draw holding the noise fixed, elementwise
+        (broadcastable to the draw), or None where the draw is not differentiable."""
         return [None] * len(params)
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
-        raise NotImplementedError(f"R_op of {self.method} draws is not implemented")
+        """The draw's change along the parameters' `eval_points`, noise fixed (the same
+        state draws the same noise); the generator state has none."""
+        from workbench.core.graph.utils import MethodNotDefined
+
+        draw = self.make_node(*inputs).outputs[1]  # merged with the node itself later
+        terms = []
+        for k, (d, v) in enumerate(zip(self.partials(list(inputs[2:]), draw),
+                                       eval_points[2:])):
+            if v is None:
+                continue
+            if d is None:
+                raise MethodNotDefined(f"{self}: the draw is not differentiable in its "
+                                       f"parameter {k}")
+            terms.append(d * v)
+        if not terms:
+            return [None, None]
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        if total.type.ndim < draw.type.ndim or total.type.shape != draw.type.shape:
+            from workbench.core.tensor.reshape import broadcast_to
+            from workbench.core.tensor.shape import shape_tuple
+
+            total = broadcast_to(total, shape_tuple(draw))
+        return [None, total]
+
+
+def _sum_to(g: Variable, p: Variable) -> Variable:
+    """`g`, of the draw's shape, summed to the shape of parameter `p` (in p's float dtype)."""
+    from workbench.core.tensor.basic import cast
+    from workbench.core.tensor.reshape import sum_to
+
+    out = sum_to(g, p)
+    return cast(out, p.type.dtype) if p.type.dtype.is_float and out.type.dtype != p.type.dtype \
+        else out
 
 
 def is_generator(var: Variable) -> bool:
