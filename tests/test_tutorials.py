@@ -266,6 +266,16 @@ def test_05_your_own_type_and_op(executed):
         assert "The C linker is not available on this machine" in text
 
 
+def test_05_op_from_graph_and_vectorize(executed):
+    book, texts = executed("05_your_own_type_and_op")
+    text = _all_text(texts)
+    assert text.count("dense_layer [id") >= 2 and "dense_layer of [id" in text
+    cost = re.search(r"cost: (-?[\d.]+) == NumPy's (-?[\d.]+)", text)
+    assert cost and cost.group(1) == cost.group(2)
+    assert "d cost / d W1 has shape (3, 3)" in text
+    assert "a batch of 7: (7, 2)" in text
+
+
 def test_06_dtypes_and_promotion(executed):
     book, texts = executed("06_dtypes_and_promotion")
     _no_errors(book, "06")
