@@ -180,6 +180,7 @@ def test_an_op_from_graph_expands_into_its_inner_graph():
     assert view.expand_button.description == "expand dense_layer"
     view.expand_button.click()
     assert view.expand_button.description == "collapse dense_layer"
+    assert "expanded: dense_layer" in view.title.value
     inner = [d["op"] for _, d in view.nx_graph.nodes(data=True)
              if d.get("inner_of") and d["kind"] == "apply"]
     assert sorted(inner) == ["DimShuffle{x,0}", "Dot", "Elemwise{add}", "Elemwise{tanh}"]

@@ -168,7 +168,8 @@ class GraphView(widgets.VBox):
 
     def _title_html(self) -> str:
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
-        opened = f", {len(self.expanded)} loop(s) expanded" if self.expanded else ""
+        names = sorted({str(node.op) for node in self.expanded})
+        opened = f", expanded: {', '.join(names)}" if names else ""
         return (f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
                 f"variables{opened}</b>"
                 + (" — evaluated at the given point" if self.values else ""))
