@@ -147,9 +147,6 @@ def test_dprint_names_it_and_shows_its_inner_graph():
 
 def test_errors_name_the_problem():
     x = wt.dvector("x")
-    s = wb.shared(np.ones(2), name="s")
-    with pytest.raises(ValueError, match="pass the shared variable as an input"):
-        OpFromGraph([x], [x + s])
     with pytest.raises(ValueError, match="not among its inputs"):
         OpFromGraph([x], [x + wt.dvector("z")])
     op = OpFromGraph([x], [x * 2.0], name="twice")
@@ -186,3 +183,22 @@ def test_the_inner_graph_is_linked_by_the_same_kind_of_linker(linker):
         from workbench.core.link.gpu import host_nodes
 
         assert host_nodes(f) == []  # run on the device, not through perform on the host
+
+
+def test_shared_variables_inside_become_inputs_and_get_gradients():
+    w = wb.shared(RNG.normal(size=(4, 2)), name="w")
+    b = wb.shared(np.zeros(2), name="b")
+    x = wt.dmatrix("x")
+    layer = OpFromGraph([x], [wt.tanh(x @ w + b)], name="layer_with_weights")
+    X = wt.dmatrix("X")
+    h = layer(X)
+    assert h.owner.inputs[1:] == [w, b]
+    cost = (h ** 2).sum()
+    f = wb.function([X], [cost, *wb.grad(cost, [w, b])])
+    ref = (wt.tanh(X @ w + b) ** 2).sum()
+    g = wb.function([X], [ref, *wb.grad(ref, [w, b])])
+    value = RNG.normal(size=(3, 4))
+    for got, want in zip(f(value), g(value)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    w.set_value(np.zeros((4, 2)))  # the node reads the shared value at each call
+    assert f(value)[0] == 0.0

@@ -54,9 +54,11 @@ def _as_list(value: Any, what: str) -> list[Variable]:
 class OpFromGraph(InnerGraphOp):
     """An Op computing `outputs` from `inputs` (see the module docstring).
 
-    `inputs` must be the graph's roots (not constants, not shared variables: pass a
-    shared variable's value as an input); every other root of `outputs` must be a
-    constant. `name` is what printers and drawings show.
+    `inputs` must be the graph's roots (not constants, not shared variables); every
+    other root of `outputs` must be a constant or a shared variable: shared
+    variables become extra inputs of the node, after the explicit ones (a call with
+    the explicit inputs only adds them), so gradients reach them. `name` is what
+    printers and drawings show.
     """
 
     __props__ = ("label", "inline", "lop_overrides", "rop_overrides")
@@ -75,14 +77,22 @@ class OpFromGraph(InnerGraphOp):
                 raise TypeError(
                     f"OpFromGraph {label!r}: input {k} ({var}) must be a free variable (a "
                     "graph root that is neither a constant nor a shared variable)")
+        shared = []
         for root in graph_inputs(outputs):
             if root in given or isinstance(root, Constant):
                 continue
-            hint = ("pass the shared variable as an input of the OpFromGraph and the "
-                    "shared variable itself when calling it" if isinstance(root, SharedVariable)
-                    else "add it to the inputs")
+            if isinstance(root, SharedVariable):
+                shared.append(root)
+                continue
             raise ValueError(f"OpFromGraph {label!r}: the outputs need {root} ({root.type}), "
-                             f"which is not among its inputs; {hint}")
+                             "which is not among its inputs; add it to the inputs")
+        if shared:  # inner inputs standing for them, after the explicit ones
+            stand_ins = [var.type(var.name) for var in shared]
+            outputs = list(clone_replace(outputs, dict(zip(shared, stand_ins))))
+            inputs = [*inputs, *stand_ins]
+        #: the shared variables the graph reads: passed after the explicit inputs by a call
+        #: that gives only those (`dense(x)`), so the gradient reaches them too
+        self.shared_inputs: list[SharedVariable] = shared
         self.fgraph = FunctionGraph(inputs, outputs)
         self.inline = bool(inline)
         self.label = label  # `name` (every Op's) gives it too
@@ -98,8 +108,10 @@ class OpFromGraph(InnerGraphOp):
 
     # -- the inner-graph protocol -------------------------------------------------
     def clone_with_inner_graph(self, fgraph: FunctionGraph) -> OpFromGraph:
-        return OpFromGraph(fgraph.inputs, fgraph.outputs, self.inline, self.label,
-                           self.lop_overrides, self.rop_overrides)
+        op = OpFromGraph(fgraph.inputs, fgraph.outputs, self.inline, self.label,
+                         self.lop_overrides, self.rop_overrides)
+        op.shared_inputs = list(self.shared_inputs)
+        return op
 
     @classmethod
     def from_inner_graph(cls, inputs: Sequence[Variable], outputs: Sequence[Variable],
@@ -118,6 +130,8 @@ class OpFromGraph(InnerGraphOp):
         from workbench.core.tensor.type import TensorType
         from workbench.core.tensor.variable import as_tensor_variable
 
+        if self.shared_inputs and len(inputs) == len(self.inner_inputs) - len(self.shared_inputs):
+            inputs = (*inputs, *self.shared_inputs)
         if len(inputs) != len(self.inner_inputs):
             raise TypeError(f"{self.name} takes {len(self.inner_inputs)} inputs, got "
                             f"{len(inputs)}")
