@@ -188,8 +188,8 @@ class IfElse(Op):
         ifelse stays differentiable. An output the cost does not use (DisconnectedType)
         leaves both of its branch values disconnected.
         """
-        from workbench.core.graph.type import disconnected_type
-        from workbench.core.tensor.join import float_zeros_like, is_disconnected
+        from workbench.core.graph.type import disconnected_type, is_disconnected
+        from workbench.core.tensor.join import float_zeros_like
 
         n = self.n_outs
         cond = inputs[0]

@@ -271,8 +271,9 @@ def disconnected_type() -> Variable:
 
 
 def is_disconnected(var: Any) -> bool:
-    """True for a DisconnectedType variable."""
-    return isinstance(getattr(var, "type", None), DisconnectedType)
+    """True for a DisconnectedType variable, and for None (an output gradient nobody
+    gave; an Op's gradient must not return None, `grad` refuses it)."""
+    return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
 
 
 def is_null(var: Any) -> bool:

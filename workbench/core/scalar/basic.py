@@ -33,7 +33,7 @@ from workbench.core import dtypes as _dt
 from workbench.core.dtypes import Dtype, as_dtype, default_float_dtype, result_type
 from workbench.core.graph.basic import Apply, Constant, Variable, describe_value
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import Type, grad_dtype, is_differentiable_dtype
+from workbench.core.graph.type import Type, grad_dtype, is_differentiable_dtype, is_disconnected
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar.conversion import (  # noqa: F401  (re-exported)
     PythonScalar,
@@ -536,7 +536,7 @@ class ScalarOp(Op):
         """
         if all(not is_differentiable_dtype(out.type.dtype) for out in outputs):
             return [zero_gradient(x) for x in inputs]
-        ograds = [zero_gradient(out) if _is_disconnected(g) else g
+        ograds = [zero_gradient(out) if is_disconnected(g) else g
                   for g, out in zip(output_grads, outputs)]
         terms = self.grad_terms(inputs, outputs, ograds)
         return [conform_grad(g, x) for g, x in zip(terms, inputs)]
@@ -554,12 +554,6 @@ class ScalarOp(Op):
 # -- gradient helpers ------------------------------------------------------------------
 
 
-def _is_disconnected(var: Any) -> bool:
-    from workbench.core.graph.type import DisconnectedType
-
-    return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
-
-
 def zero_gradient(x: Variable) -> ScalarConstant:
     """A zero gradient for the scalar `x`: the constant 0 in `grad_dtype(x.dtype)`."""
     return scalar_constant(0, dtype=grad_dtype(x.type.dtype))
@@ -574,7 +568,7 @@ def conform_grad(g: Variable, x: Variable) -> Variable:
     """
     from workbench.core.graph.type import NullType
 
-    if isinstance(g.type, NullType) or _is_disconnected(g):
+    if isinstance(g.type, NullType) or is_disconnected(g):
         return g
     g = as_scalar(g)
     if g.type.dtype.is_complex and not x.type.dtype.is_complex:

@@ -31,6 +31,7 @@ from workbench.core.graph.type import (
     disconnected_type,
     grad_dtype,
     grad_not_implemented,
+    is_disconnected,
 )
 from workbench.core.graph.utils import MethodNotDefined
 from workbench.core.scalar import math as smath
@@ -371,7 +372,7 @@ class Elemwise(Op):
         (zero) is filled to the input's shape. Integer and bool inputs get float
         gradients (seed 003); NullType gradients pass through.
         """
-        if all(_is_disconnected(g) for g in output_grads):
+        if all(is_disconnected(g) for g in output_grads):
             return [DisconnectedType()() for _ in inputs]
         for g in output_grads:
             if isinstance(getattr(g, "type", None), NullType):
@@ -382,7 +383,7 @@ class Elemwise(Op):
         lifted: dict[Variable, Variable] = dict(zip(s_inputs, inputs))
         lifted.update(zip(s_outputs, outputs))
         for g in output_grads:
-            if _is_disconnected(g):
+            if is_disconnected(g):
                 s_ograds.append(DisconnectedType()())
             else:
                 s_g = get_scalar_type(g.type.dtype)()
@@ -543,10 +544,6 @@ def sum_to_shape(g: Variable, x: Variable, others: Sequence[Variable]) -> Variab
 
         g = SumToShape()(g, *shape_tuple(x))
     return g
-
-
-def _is_disconnected(var: Any) -> bool:
-    return var is None or isinstance(getattr(var, "type", None), DisconnectedType)
 
 
 def _cast_to(x: Variable, dtype: Any) -> Variable:

@@ -13,7 +13,7 @@ overlap and its gradient is a concatenation; `split` turns NumPy's
 This module also builds and reads the small int vectors that carry shapes
 (`as_int_vector`, `vector_entries`), used by `Reshape` and `Split`, and holds the
 small helpers the gradients of the shape, join, creation and indexing Ops share
-(`is_disconnected`, `float_zeros_like`, `grad_for`). Gradients:
+(`float_zeros_like`, `grad_for`). Gradients:
 Join splits the output gradient, Split joins its output gradients (zeros for
 unused outputs), Repeat sums over the copies; sizes, counts and axes are
 disconnected (seed 003).
@@ -30,7 +30,7 @@ from workbench.core import dtypes
 from workbench.core.dtypes import int64
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.op import Op
-from workbench.core.graph.type import disconnected_type, grad_dtype
+from workbench.core.graph.type import disconnected_type, grad_dtype, is_disconnected
 from workbench.core.tensor import math as tm
 from workbench.core.tensor.elemwise import DimShuffle, dimshuffle
 from workbench.core.tensor.shape import (
@@ -193,13 +193,6 @@ def _int_vector_input(value: Any, what: str) -> Variable:
 
 
 # -- gradient helpers (shared by the shape, join, creation and indexing Ops) --------------
-
-
-def is_disconnected(g: Any) -> bool:
-    """Whether an output gradient says the cost does not depend on that output."""
-    from workbench.core.graph.type import DisconnectedType
-
-    return g is None or isinstance(getattr(g, "type", None), DisconnectedType)
 
 
 def float_zeros_like(x: Variable) -> Variable:

@@ -251,9 +251,9 @@ class TopK(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """The values' gradient scattered into zeros at the chosen positions."""
+        from workbench.core.graph.type import is_disconnected
         from workbench.core.tensor.array_utils import put_along_axis
         from workbench.core.tensor.creation import zeros_like
-        from workbench.core.tensor.join import is_disconnected
 
         (x,), gz = inputs[0:1], output_grads[0]
         if is_int_like(x) or is_disconnected(gz):
