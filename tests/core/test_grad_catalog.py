@@ -31,7 +31,9 @@ from workbench.testing.catalog import Case, all_cases, library_op_classes
 KNOWN_MISSING: dict[str, str] = {}
 
 #: The same for the second-order check (the gradient of each gradient).
-KNOWN_MISSING_SECOND_ORDER: dict[str, str] = {}
+KNOWN_MISSING_SECOND_ORDER: dict[str, str] = {
+    f"elemwise.{name}": "the gradient in a is numerical (gammainc_da), differentiable in x "
+    "only: no second derivative in a" for name in ("gammainc", "gammaincc")}
 
 #: Op classes still without a gradient method (qualified names).
 KNOWN_MISSING_OPS: dict[str, str] = {}

@@ -31,7 +31,7 @@ from workbench.core.scalar.composite import Composite
 from workbench.core.tensor.elemwise import Elemwise, SumToShape
 from workbench.testing.catalog import FLOAT, Arg, Case
 
-__all__ = ["CASES", "declared_cases", "reference_of"]
+__all__ = ["CASES", "declared_cases", "gammainc_da_reference", "reference_of"]
 
 ALL_FLOATS = ("float64", "float32", "float16", "bfloat16")
 NOT_DIFFERENTIABLE = "piecewise constant: the gradient is zero almost everywhere"
@@ -394,6 +394,15 @@ def reference_of(op: Any) -> Callable[..., Any]:
         if not isinstance(ref, np.ufunc):
             ref = np.vectorize(ref, otypes=[np.float64])
     return _float_ref(ref)
+
+
+def gammainc_da_reference(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dP(a, x)/da by SciPy's gammainc and a 5-point central difference (tests only)."""
+    import scipy.special
+
+    p = scipy.special.gammainc
+    h = 1e-3 * np.maximum(a, 1.0)
+    return (-p(a + 2 * h, x) + 8 * p(a + h, x) - 8 * p(a - h, x) + p(a - 2 * h, x)) / (12 * h)
 
 
 def declared_cases(op: Any, function: Callable[..., Any] | None = None) -> list[Case]:

@@ -95,6 +95,11 @@ ACCURACY = {
     # digits as a grows: 2e-11 up to a = 1000
     "gammainc": ((np.geomspace(1e-3, 1e3, 100)[:, None], np.geomspace(1e-3, 1e3, 100)[None, :]),
                  sp.gammainc, 2e-11, 1e-290),
+    # the numerical derivative in a, against mpmath's (40 digits)
+    "gammainc_da": ((np.geomspace(1e-2, 100, 15)[:, None], np.geomspace(1e-2, 300, 15)[None, :]),
+                    lambda a, x: _mp(lambda s, t: mpmath.diff(
+                        lambda u: mpmath.gammainc(u, 0, t, regularized=True), s), a, x),
+                    5e-8, 1e-12),
     "gammaincc": ((np.geomspace(1e-3, 1e3, 100)[:, None],
                    np.geomspace(1e-3, 1e3, 100)[None, :]), sp.gammaincc, 2e-11, 1e-290),
 }
@@ -237,14 +242,63 @@ def test_gradients_in_x_with_a_fixed_first_argument(name: str, fixed: float) -> 
     verify_grad(lambda x: getattr(wt, name)(fixed, x), [RNG.uniform(0.2, 6, (4, 3))], rng=RNG)
 
 
-@pytest.mark.parametrize("name", ["polygamma", "gammainc", "gammaincc"])
-def test_no_gradient_in_the_fixed_argument(name: str) -> None:
-    a, x = wt.dvector("a"), wt.dvector("x")
+def test_no_gradient_in_the_order_of_polygamma() -> None:
+    n, x = wt.dvector("n"), wt.dvector("x")
     with pytest.raises(Exception, match=r"not differentiable in input 0"):
-        wb.grad(getattr(wt, name)(a, x).sum(), a)
+        wb.grad(wt.polygamma(n, x).sum(), n)
+
+
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
+def test_incomplete_gamma_gradient_in_a_is_numerical(name: str) -> None:
+    verify_grad(getattr(wt, name), [RNG.uniform(0.3, 8, (4, 3)), RNG.uniform(0.1, 10, (4, 3))],
+                rng=RNG)
 
 
 def test_aliases_and_printing() -> None:
     x = wt.dvector("x")
     assert wt.expit is wt.sigmoid and wt.log1pexp is wt.softplus
     assert wb.pprint(wt.betaln(x, 2.0) + wt.erfinv(x)) == "betaln(x, 2.0) + erfinv(x)"
+
+
+# -- hyp2f1 -------------------------------------------------------------------------------
+
+#: x region -> (bound on the error against 40-digit mpmath, relative with floor 1e-3;
+#: bound against SciPy, whose own error reaches 7e-12 on [-2, -0.5]; most NaNs allowed)
+HYP2F1_REGIONS = {(-0.5, 0.5): (1e-13, 5e-12, 0), (-2.0, -0.5): (5e-10, 5e-10, 0),
+                  (-1000.0, -2.0): (5e-12, 1e-11, 30), (0.5, 0.95): (1e-11, 1e-11, 0)}
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+@pytest.mark.parametrize("region", sorted(HYP2F1_REGIONS))
+def test_hyp2f1_accuracy(region, linker: str) -> None:
+    """a, b in [-5, 5], c in [0.5, 10]. Where a series would not converge in 3000 terms
+    (x < -2 with a - b within 0.05 of an integer: Pfaff's series near z = 1) the result is
+    NaN, never a wrong value: at most `nans` of 300 here."""
+    mp_bound, scipy_bound, nans = HYP2F1_REGIONS[region]
+    rng = np.random.default_rng(7)
+    n = 300
+    a, b = rng.uniform(-5, 5, n), rng.uniform(-5, 5, n)
+    c, x = rng.uniform(0.5, 10, n), rng.uniform(*region, n)
+    vs = [wt.dvector() for _ in range(4)]
+    got = wb.function(vs, wt.hyp2f1(*vs), linker=linker)(a, b, c, x)
+    converged = ~np.isnan(got)
+    assert (~converged).sum() <= nans
+    mpmath.mp.dps = 40
+    exact = np.array([float(mpmath.hyp2f1(*map(float, t))) for t in zip(a, b, c, x)])
+    scale = np.maximum(np.abs(exact), 1e-3)
+    assert (np.abs(got - exact) / scale)[converged].max() <= mp_bound
+    assert (np.abs(got - sp.hyp2f1(a, b, c, x)) / scale)[converged].max() <= scipy_bound
+
+
+def test_hyp2f1_special_values_and_gradient_in_x() -> None:
+    vs = [wt.dvector() for _ in range(4)]
+    f = wb.function(vs, wt.hyp2f1(*vs))
+    got = f(np.array([1.0, 1.0, 0.5, 1.0]), np.array([1.0, 2.0, 0.5, 1.0]),
+            np.array([3.0, 2.0, 2.0, -1.0]), np.array([1.0, 1.0, 1.5, 0.5]))
+    np.testing.assert_allclose(got[:1], [2.0])  # Gauss: Gamma(3) Gamma(1) / Gamma(2)^2
+    assert np.isinf(got[1]) and np.isnan(got[2]) and np.isnan(got[3])  # c-a-b <= 0, x > 1, pole
+    verify_grad(lambda x: wt.hyp2f1(0.7, -1.3, 2.2, x), [RNG.uniform(-3, 0.8, (4, 3))],
+                rng=RNG)
+    a = wt.dvector("a")
+    with pytest.raises(Exception, match=r"not differentiable in input 0"):
+        wb.grad(wt.hyp2f1(a, 1.0, 2.0, 0.5).sum(), a)

@@ -173,15 +173,15 @@ def declare(class_name: str, name: str, doc: str, *, numpy: str | Callable[..., 
     the NumPy function (its name, or a function of arrays), `c` the C function (called
     as ``c`` for double, ``c + "f"`` for float), `torch` the torch function's path,
     `derivative(x, z)` the derivative f'(x) as a scalar graph given the output z (for
-    two inputs: `derivative(x, y, z)` returns the two partial derivatives; None for one
-    means undefined there). `torch` may also be a function ``(torch, *tensors)``.
+    several inputs: `derivative(x, y, ..., z)` returns the partial derivatives; None for
+    one means undefined there). `torch` may also be a function ``(torch, *tensors)``.
     `domain` ((low, high), or one per input) and `reference` serve the test
     catalogue; `grad` is True or the reason the gradient is not tested.
     The class belongs to the calling module (as `namedtuple` does), so graph files
     name it there. Extra keyword `attributes` become class attributes.
     """
-    if nin not in (1, 2):
-        raise ValueError(f"declare: {name} has {nin} inputs; declared Ops take 1 or 2")
+    if nin < 1:
+        raise ValueError(f"declare: {name} needs at least one input, got nin={nin}")
     if module is None:
         module = sys._getframe(1).f_globals.get("__name__", __name__)
     rule = upgrade_to_float if complex_ok else upgrade_to_float_no_complex

@@ -431,21 +431,8 @@ _TWO_OVER_SQRT_PI = 2.0 / _pymath.sqrt(_pymath.pi)
 
 def _libm(name: str) -> Callable[..., Any]:
     """A NumPy-array kernel for C-library function `name` that NumPy lacks (erf, erfc):
-    scipy.special's ufunc when scipy is installed, else Python's math module per element."""
-    kernel: list[Callable[..., Any]] = []
-
-    def compute(x: Any) -> Any:
-        if not kernel:
-            try:
-                import scipy.special
-
-                kernel.append(getattr(scipy.special, name))
-            except ImportError:  # pragma: no cover - scipy is present in development
-                kernel.append(np.vectorize(getattr(_pymath, name), otypes=[np.float64]))
-        return kernel[0](x)
-
-    compute.__name__ = name
-    return compute
+    Python's `math` function (the C library's) per element, in float64."""
+    return np.vectorize(getattr(_pymath, name), otypes=[np.float64])
 
 
 def _sigmoid_kernel(x: Any) -> Any:

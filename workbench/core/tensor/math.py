@@ -154,8 +154,19 @@ def elemwise_function(scalar_op: ScalarOp, name: str | None = None,
     name = name or scalar_op.name
     if doc is None:
         doc = f"{(type(scalar_op).__doc__ or name).strip()} Elementwise."
-    maker = _unary if scalar_op.nin == 1 else _binary
-    return maker(scalar_op, name, doc)
+    if scalar_op.nin == 1:
+        return _unary(scalar_op, name, doc)
+    if scalar_op.nin == 2:
+        return _binary(scalar_op, name, doc)
+    op = Elemwise(scalar_op)
+
+    def function(*xs: TensorLike) -> Variable:
+        return op(*xs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    function.op = op  # type: ignore[attr-defined]
+    return function
 
 
 #: The tensor functions of the declared Ops (exp, log, erf, ...), by name.

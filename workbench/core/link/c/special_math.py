@@ -23,6 +23,9 @@ _PRELUDE = r"""
 #define WB_LN2 0.69314718055994530942
 #define WB_FLOAT32_OF(NAME) \
 static inline float NAME##_float32(float x) { return (float)NAME##_float64((double)x); }
+#define WB_FLOAT32_OF4(NAME) \
+static inline float NAME##_float32(float a, float b, float c, float x) { \
+  return (float)NAME##_float64((double)a, (double)b, (double)c, (double)x); }
 #define WB_FLOAT32_OF2(NAME) \
 static inline float NAME##_float32(float x, float y) { \
   return (float)NAME##_float64((double)x, (double)y); }
@@ -304,8 +307,60 @@ static inline double wb_gammaincc_float64(double a, double x) {
 WB_FLOAT32_OF2(wb_gammainc)
 WB_FLOAT32_OF2(wb_gammaincc)
 """)
+_define("wb_gammainc_da", r"""
+static inline double wb_gammainc_da_float64(double a, double x) {
+  /* dP/da: central differences with steps h and h/2, Richardson-extrapolated */
+  double h = 1e-3 * (a > 1 ? a : 1.0);
+  if (h > 0.25 * a) h = 0.25 * a;
+  /* differences of P where x < a + 1, of -Q elsewhere (the smaller one) */
+  int upper = !(x < a + 1);
+  double wide = (wb_gammainc_both(a + h, x, upper) - wb_gammainc_both(a - h, x, upper))
+                / (2 * h);
+  double narrow = (wb_gammainc_both(a + h / 2, x, upper)
+                   - wb_gammainc_both(a - h / 2, x, upper)) / h;
+  return (upper ? -1 : 1) * (4 * narrow - wide) / 3;
+}
+WB_FLOAT32_OF2(wb_gammainc_da)
+""", "wb_gammainc_both")
 SPECIAL_C["wb_gammainc"] = ("", ("wb_gammainc_both",))
 SPECIAL_C["wb_gammaincc"] = ("", ("wb_gammainc_both",))
+
+
+_define("wb_hyp2f1", r"""
+static inline double wb_hyp2f1_series(double a, double b, double c, double z) {
+  double term = 1, total = 1;
+  for (int n = 0; n < 3000; n++) {
+    term *= (a + n) * (b + n) / ((c + n) * (n + 1)) * z;
+    total += term;
+    if (!(fabs(term) > 1e-17 * fabs(total))) break;
+  }
+  return fabs(term) > 1e-15 * fabs(total) ? NAN : total;  /* not converged: no value */
+}
+static inline double wb_rgamma(double x) {
+  return (x <= 0 && x == floor(x)) ? 0.0 : 1 / tgamma(x);
+}
+static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
+  if (isnan(x) || x > 1 || (c <= 0 && c == floor(c))) return NAN;
+  if (x == 1) {
+    if (!(c - a - b > 0)) return INFINITY;
+    double sign = wb_gamma_sign(c) * wb_gamma_sign(c - a - b) * wb_gamma_sign(c - a)
+                  * wb_gamma_sign(c - b);
+    return sign * exp(lgamma(c) + lgamma(c - a - b) - lgamma(c - a) - lgamma(c - b));
+  }
+  double d = a - b;
+  if (x < -2 && fabs(d - round(d)) >= 0.05) {  /* DLMF 15.8.2: two series in 1/x */
+    double w = 1 / x;
+    return tgamma(c) * tgamma(b - a) * wb_rgamma(b) * wb_rgamma(c - a) * pow(-x, -a)
+             * wb_hyp2f1_series(a, a - c + 1, a - b + 1, w)
+           + tgamma(c) * tgamma(a - b) * wb_rgamma(a) * wb_rgamma(c - b) * pow(-x, -b)
+             * wb_hyp2f1_series(b, b - c + 1, b - a + 1, w);
+  }
+  if (x < -0.5)  /* Pfaff: (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) */
+    return pow(1 - x, -a) * wb_hyp2f1_series(a, c - b, c, x / (x - 1));
+  return wb_hyp2f1_series(a, b, c, x);
+}
+WB_FLOAT32_OF4(wb_hyp2f1)
+""", "wb_beta")
 
 
 def support_code(names: Iterable[str]) -> str:
