@@ -37,7 +37,7 @@ class OneLineErrors(TyperGroup):
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click_errors.ClickException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":  # the help, as click shows it
+            if isinstance(exc, click_errors.NoArgsIsHelpError):  # the help, as click shows it
                 exc.show()
             else:
                 typer.echo(f"{style('error:', err=True, fg='red', bold=True)} "

@@ -52,8 +52,10 @@ def exit_codes() -> Iterator[None]:
     except Exception as exc:  # noqa: BLE001 - the CLI boundary
         if state["debug"]:
             traceback.print_exc()
-        if isinstance(exc, (UsageError, FileNotFoundError, IsADirectoryError)) or (
-                type(exc).__name__ == "LinkerUnavailableError"):  # bad input: exit 2
+        from workbench.core.compile.backends import LinkerUnavailableError
+
+        if isinstance(exc, (UsageError, FileNotFoundError, IsADirectoryError,
+                            LinkerUnavailableError)):  # bad input: exit 2
             fail(str(exc), 2)
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         fail(f"{type(exc).__name__}: {first_line}", 1)

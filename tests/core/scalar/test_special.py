@@ -127,7 +127,7 @@ def _relative_error(got: np.ndarray, want: np.ndarray, floor: float) -> float:
 
 
 def _inputs(arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-    return [np.atleast_2d(a) for a in np.broadcast_arrays(*arrays)]
+    return [np.ascontiguousarray(np.atleast_2d(a)) for a in np.broadcast_arrays(*arrays)]
 
 
 @pytest.mark.parametrize("linker", HOST_LINKERS)
