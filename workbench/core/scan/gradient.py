@@ -171,6 +171,21 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
                           return_disconnected="zero")
     else:
         step_grads = [float_zeros_like(v) for v in wrt]
+    # The body's own results at step s are in the forward loop's outputs: the backward
+    # body reads them (tanh's gradient reads tanh's output) instead of recomputing them,
+    # and what only served to compute them (x_t W + h U in an RNN) drops out.
+    stored: dict[Variable, Variable] = {}
+    for j in range(n_rec + n_nit):
+        out = body_out[j]
+        if out.owner is None or out in stored or not _differentiable(out) or \
+                not _differentiable(outputs[j]):
+            continue
+        offset = info.depths[j] if j < n_rec else 0
+        b_seq_outer.append(backwards(outputs[j][offset + start:offset + n]))
+        stored[out] = out.type(f"{op.name} out{j}[t] (forward)")
+        b_seq_inner.append(stored[out])
+    if stored:
+        step_grads = list(clone_replace(step_grads, stored))
     grad_of = dict(zip(wrt_positions, step_grads))
 
     def contribution(position: int, like: Variable) -> Variable:
