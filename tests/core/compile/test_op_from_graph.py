@@ -202,3 +202,25 @@ def test_shared_variables_inside_become_inputs_and_get_gradients():
         np.testing.assert_allclose(got, want, rtol=1e-12)
     w.set_value(np.zeros((4, 2)))  # the node reads the shared value at each call
     assert f(value)[0] == 0.0
+
+
+def test_vectorize_graph_batches_the_inner_graph_under_the_same_name():
+    dense = _dense()
+    x, w, b = wt.dmatrix("X"), wt.dmatrix("W"), wt.dvector("B")
+    h = dense(x, w, b)
+    xs = wt.dtensor3("Xs")
+    batched = wb.vectorize_graph(h, {x: xs})
+    assert str(batched.owner.op) == "dense_layer" and batched.type.ndim == 3
+    values = [RNG.normal(size=(7, 2, 4)), RNG.normal(size=(4, 2)), RNG.normal(size=2)]
+    f = wb.function([xs, w, b], [batched, wb.grad((batched ** 2).sum(), w)])
+    one = wb.function([x, w, b], [h, wb.grad((h ** 2).sum(), w)])
+    got, gw = f(*values)
+    loop = [one(values[0][i], values[1], values[2]) for i in range(7)]
+    np.testing.assert_allclose(got, np.stack([r[0] for r in loop]), rtol=1e-12)
+    np.testing.assert_allclose(gw, sum(r[1] for r in loop), rtol=1e-10)
+    # with overrides (written for one example) each item is one call: a Blockwise
+    x1 = wt.dmatrix("x1")
+    odd = OpFromGraph([x1], [x1 * 2.0], name="odd", lop_overrides=lambda i, o, g: g)
+    from workbench.core.tensor.blockwise import Blockwise
+
+    assert isinstance(wb.vectorize_graph(odd(x), {x: xs}).owner.op, Blockwise)

@@ -38,8 +38,9 @@ from workbench.core.graph.fg import FunctionGraph
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.link.shared import SharedVariable
 from workbench.core.rewrite.rules.inline import inline_op_from_graph
+from workbench.core.tensor.vectorize import register_vectorizer
 
-__all__ = ["OpFromGraph", "inline_op_from_graph"]
+__all__ = ["OpFromGraph", "inline_op_from_graph", "vectorize_op_from_graph"]
 
 
 def _as_list(value: Any, what: str) -> list[Variable]:
@@ -278,3 +279,23 @@ class OpFromGraph(InnerGraphOp):
         if not pairs:
             return [None] * len(outs)
         return list(Rop(outs, [x for x, _ in pairs], [v for _, v in pairs]))
+
+
+@register_vectorizer(OpFromGraph)
+def vectorize_op_from_graph(op: OpFromGraph, node: Apply, new_inputs: list[Variable],
+                            batch_ndims: list[int]) -> list[Variable]:
+    """An OpFromGraph over a batch: its inner graph vectorized, packaged under the same
+    name (no loop). With gradient overrides (written for one example) it becomes a
+    Blockwise of the Op instead."""
+    from workbench.core.tensor.type import TensorType
+    from workbench.core.tensor.vectorize import as_blockwise, vectorize_graph
+
+    if op.lop_overrides is not None or op.rop_overrides is not None:
+        return as_blockwise(op, node, new_inputs, batch_ndims)
+    inner_inputs = []
+    for inner, new, b in zip(op.inner_inputs, new_inputs, batch_ndims):
+        inner_inputs.append(inner if b == 0 else TensorType(
+            inner.type.dtype, tuple(new.type.shape[:b]) + tuple(inner.type.shape))(inner.name))
+    outputs = vectorize_graph(list(op.inner_outputs), dict(zip(op.inner_inputs, inner_inputs)))
+    batched = OpFromGraph(inner_inputs, outputs, inline=op.inline, name=op.label)
+    return batched(*new_inputs, return_list=True)

@@ -31,7 +31,8 @@ from workbench.core.tensor.reduction import CAReduce
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["register_vectorizer", "vectorize", "vectorize_graph", "vectorize_node"]
+__all__ = ["as_blockwise", "register_vectorizer", "vectorize", "vectorize_graph",
+           "vectorize_node"]
 
 Vectorizer = Callable[[Any, Apply, list[Variable], list[int]], list[Variable]]
 _vectorizers: dict[type, Vectorizer] = {}
@@ -74,7 +75,7 @@ def vectorize_node(node: Apply, new_inputs: Sequence[Variable]) -> list[Variable
     signature = getattr(node.op, "gufunc_signature", None)
     if isinstance(signature, str) and signature:
         return _natively_batched(node.op, node, list(new_inputs), batch_ndims)
-    return _as_blockwise(node.op, node, list(new_inputs), batch_ndims)
+    return as_blockwise(node.op, node, list(new_inputs), batch_ndims)
 
 
 def _natively_batched(op: Any, node: Apply, new_inputs: list[Variable],
@@ -86,8 +87,10 @@ def _natively_batched(op: Any, node: Apply, new_inputs: list[Variable],
     return op(*aligned, return_list=True)
 
 
-def _as_blockwise(op: Any, node: Apply, new_inputs: list[Variable], batch_ndims: list[int]
-                  ) -> list[Variable]:
+def as_blockwise(op: Any, node: Apply, new_inputs: list[Variable], batch_ndims: list[int]
+                 ) -> list[Variable]:
+    """`node`'s Op applied to every batch item: a Blockwise with every dimension of the node
+    a core dimension (the fallback for Ops without a vectorizer)."""
     for var in (*node.inputs, *node.outputs):
         if not isinstance(var.type, TensorType):
             raise TypeError(f"vectorize: cannot batch {op}: its {var} is of type {var.type}, "
@@ -138,7 +141,7 @@ def _vectorize_dot(op: Any, node: Apply, new_inputs: list[Variable],
     """A matrix-matrix Dot batches as one MatMul (BLAS over the stack); products with a
     vector as a Blockwise (a batched vector would read as a matrix)."""
     if any(v.type.ndim != 2 for v in node.inputs):
-        return _as_blockwise(op, node, new_inputs, batch_ndims)
+        return as_blockwise(op, node, new_inputs, batch_ndims)
     nb = max(batch_ndims)
     aligned = [_align(v, b, nb, 0, 0) for v, b in zip(new_inputs, batch_ndims)]
     return [MatMul()(*aligned)]
