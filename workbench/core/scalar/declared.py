@@ -26,6 +26,7 @@ never the C `exp` it would otherwise inherit.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -67,10 +68,12 @@ def backend_entry(table: Mapping[type, Any], op_class: type) -> Any:
     return None
 
 
+@functools.cache
 def declared_attribute(op_class: type, attribute: str) -> Any:
     """`attribute` (e.g. "c_function") as declared by the class that defines what
     `op_class` computes; None when that class does not declare it (a subclass that
-    overrides `impl` keeps none of its parent's backend functions)."""
+    overrides `impl` keeps none of its parent's backend functions). Cached: Op classes
+    do not change what they compute after they are defined."""
     for klass in op_class.__mro__:
         if _defines_computation(klass):
             return vars(klass).get(attribute)
