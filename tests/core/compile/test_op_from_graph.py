@@ -224,3 +224,13 @@ def test_vectorize_graph_batches_the_inner_graph_under_the_same_name():
     from workbench.core.tensor.blockwise import Blockwise
 
     assert isinstance(wb.vectorize_graph(odd(x), {x: xs}).owner.op, Blockwise)
+
+
+def test_the_profiler_shows_the_time_inside_it_per_inner_node():
+    dense = _dense()
+    x, w, b = wt.dmatrix("X"), wt.dmatrix("W"), wt.dvector("B")
+    f = wb.function([x, w, b], (dense(x, w, b) ** 2).sum())
+    stats = wb.profile(f, np.ones((2, 4)), np.ones((4, 2)), np.ones(2), calls=3)
+    (inner,) = stats.inner().values()
+    assert any("tanh" in str(n.op) for n in inner.order)
+    assert "Inside dense_layer" in str(stats)

@@ -162,6 +162,8 @@ class OpFromGraph(InnerGraphOp):
         "c", "debug", or the gpu linker on its device (device tensors in and out)."""
         name = getattr(linker, "name", None) or "py"
         key = f"gpu:{linker.device}" if name == "gpu" else name
+        profile = bool(getattr(linker, "profile", False))
+        key += "+profile" if profile else ""
         fn = self._linked.get(key)
         if fn is None:
             from workbench.core.compile.function import function
@@ -175,8 +177,16 @@ class OpFromGraph(InnerGraphOp):
             mode = Mode(linker=inner_linker, rewriter=RewriteQuery(("fast_run",)))
             fn = self._linked[key] = function(
                 list(self.inner_inputs), list(self.inner_outputs), mode=mode,
-                on_unused_input="ignore", trust_input=True, name=self.label)
+                on_unused_input="ignore", trust_input=True, name=self.label,
+                profile=profile or None)
         return fn
+
+    def inner_profile(self, linker: str | None = None) -> Any:
+        """The profile of the inner graph under a profiled outer function on `linker` (None:
+        the last one), per inner node; None if it never ran profiled."""
+        profiled = [fn for key, fn in self._linked.items() if key.endswith("+profile")
+                    and (linker is None or key.split(":")[0].removesuffix("+profile") == linker)]
+        return profiled[-1].profile if profiled else None
 
     def make_linked_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
                           no_recycling: Any, linker: Any) -> Any:
