@@ -174,6 +174,7 @@ def _spd(n):
      [_spd(3), rng.random(3)]),
     ("inv", lambda a: la.inv(a), [_spd(3)]),
     ("det", lambda a: la.det(a), [_spd(3)]),
+    ("slogdet", lambda a: la.slogdet(a)[1], [_spd(3)]),
     ("cholesky", lambda a: la.cholesky(a), [_spd(3)]),
     ("cholesky_upper", lambda a: la.cholesky(a, lower=False), [_spd(3)]),
 ])

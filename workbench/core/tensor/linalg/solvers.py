@@ -23,7 +23,7 @@ Gradients (all batched; `sum_to_input` undoes batch broadcasting): for ``x = a^-
 ``gb = a^-T gx`` (a solve with the transpose) and ``ga = -gb x^T``, restricted to
 the triangle that is read (and symmetrised for "sym"/"pos"); ``inv``:
 ``-y^T gy y^T``; ``det``: ``g d a^-T``; ``slogdet``: ``g a^-T`` (the sign has
-zero gradient). `R_op` exists for `Solve`, `Inv` and `Det`.
+zero gradient). `R_op` exists for `Solve`, `Inv`, `Det` and `SLogDet`.
 """
 
 from __future__ import annotations
@@ -354,6 +354,20 @@ class SLogDet(LinalgOp):
         if is_disconnected(g):
             return [zeros_like(a)]
         return [tm.mul(add_axis(add_axis(g, -1), -1), transpose(Inv()(a)))]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """The sign does not change; ``d log|det| = trace(a^-1 ea)``."""
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.creation import zeros_like
+        from workbench.core.tensor.reduction import sum as reduce_sum
+
+        (a,), (ea,) = inputs, eval_points
+        if ea is None:
+            return [None, None]
+        sign, _ = self(a)
+        inner = tm.mul(transpose(Inv()(a)), ea)
+        return [zeros_like(sign), reduce_sum(inner, axis=(-2, -1))]
 
 
 # -- functions -------------------------------------------------------------------------
