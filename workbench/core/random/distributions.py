@@ -64,20 +64,22 @@ class ExponentialRV(RandomVariable):
 
 class GammaRV(RandomVariable):
     """gamma(shape, scale): differentiable in `scale` (the draw is scale * a standard
-    gamma draw z) and in `shape` by implicit reparameterisation (gamma_grad.py:
-    dz/dshape holding the CDF of z fixed)."""
+    gamma draw z) and in `shape` by implicit reparameterisation (Figurnov et al. 2018):
+    holding u = P(shape, z) fixed, dz/dshape = -(dP/dshape)(shape, z) / pdf(z; shape),
+    with P = wt.gammainc and its derivative wt.gammainc_da. An unbiased pathwise
+    gradient of E[f(draw)], not the derivative of NumPy's sampler at a fixed seed."""
 
     method = "gamma"
     ndims_params = (0, 0)
 
     def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
-        from workbench.core.random.gamma_grad import GammaShapeGrad
-        from workbench.core.tensor.basic import cast
+        from workbench.core.tensor import math as tm
 
         shape, scale = params
-        dz = GammaShapeGrad()(draw / scale, shape)
-        dz = cast(dz, draw.type.dtype) if dz.type.dtype != draw.type.dtype else dz
-        return [scale * dz, draw / scale]
+        z = draw / scale
+        log_pdf = (shape - 1.0) * tm.log(z) - z - tm.gammaln(shape)
+        dz = -tm.gammainc_da(shape, z) / tm.exp(log_pdf)
+        return [scale * dz, z]
 
 
 class BetaRV(RandomVariable):
