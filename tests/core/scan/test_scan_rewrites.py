@@ -136,3 +136,24 @@ def test_a_loop_that_reads_another_loop_is_not_merged_with_it():
     f = wb.function([x], second, linker="py")
     assert len(_scan_nodes(f)) == 2
     np.testing.assert_allclose(f(np.array([1.0, 2.0])), [7.0, 8.0])
+
+
+def test_invariant_work_made_by_the_body_rewrite_moves_out_too():
+    x = wt.dmatrix("x")
+    h0 = wt.dvector("h0")
+    w = wt.dmatrix("w")
+    u = wt.dmatrix("u")
+    hs, _ = wb.scan(lambda xt, h, w_, u_: wt.tanh(wt.dot(xt, w_) + wt.dot(h, u_)),
+                    sequences=x, outputs_info=h0, non_sequences=[w, u], name="rnn")
+    f = wb.function([x, h0, w, u], hs)
+    steps = [s for s in f.maker.rewrite_trace.steps if s.rewrite == "rewrite_inner_graph"]
+    made = {s.rewrite for s in steps[0].inner_trace.steps}
+    assert "local_dot_to_gemv" in made  # the body's rewrite transposes w for a Gemv ...
+    (node,) = _scan_nodes(f)
+    body_ops = [str(n.op) for n in node.op.fgraph.apply_nodes]
+    assert not any(op.startswith("DimShuffle") for op in body_ops), body_ops  # ... once
+    rng = np.random.default_rng(0)
+    values = (rng.normal(size=(4, 1)), rng.normal(size=3), rng.normal(size=(1, 3)),
+              rng.normal(size=(3, 3)))
+    reference = wb.function([x, h0, w, u], hs, linker="py", mode=wb.Mode(linker="py"))
+    np.testing.assert_allclose(f(*values), reference(*values))

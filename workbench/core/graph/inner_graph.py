@@ -124,6 +124,12 @@ class InnerGraphOp(Op):
         link them); by default inner input k is node input k."""
         return k
 
+    def after_inner_rewrite(self, node: Apply) -> list[Variable] | None:
+        """Called by the rewrite engine on the node of this Op right after its inner graph
+        was rewritten: replacement outputs for the node (e.g. a loop moving out work its
+        rewritten body computes the same at every step), or None."""
+        return None
+
     def make_linked_thunk(self, node: Apply, storage_map: Any, compute_map: Any,
                           no_recycling: Any, linker: Any) -> Any:
         """A Thunk running `node` with its inner graph linked like the outer graph is by

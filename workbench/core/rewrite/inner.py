@@ -56,13 +56,14 @@ def rewrite_inner_graphs(fgraph: FunctionGraph, rewriter: Any,
         new_op.inner_graph_rewritten = True  # type: ignore[attr-defined]
         new_op.inner_rewrite_trace = inner_trace  # type: ignore[attr-defined]
         new_node = new_op.make_node(*node.inputs)
+        replacement = new_op.after_inner_rewrite(new_node) or list(new_node.outputs)
         if trace is None:
-            fgraph.replace_all(list(zip(node.outputs, new_node.outputs)), reason=_INNER_REWRITE)
+            fgraph.replace_all(list(zip(node.outputs, replacement)), reason=_INNER_REWRITE)
             continue
         outer_pass, trace.current_pass = trace.current_pass, "inner graphs"
         try:
             with recording_step(fgraph, _INNER_REWRITE, node):
-                fgraph.replace_all(list(zip(node.outputs, new_node.outputs)),
+                fgraph.replace_all(list(zip(node.outputs, replacement)),
                                    reason=_INNER_REWRITE)
         finally:
             trace.current_pass = outer_pass

@@ -376,6 +376,11 @@ class Scan(InnerGraphOp):
         for cell, value in zip(output_storage, results):
             cell[0] = value
 
+    def after_inner_rewrite(self, node: Apply) -> list[Variable] | None:
+        from workbench.core.scan.rewriting import push_out_invariants
+
+        return push_out_invariants(node)
+
     def make_linked_thunk(self, node: Apply, storage_map: StorageMap,
                           compute_map: ComputeMap, no_recycling: Sequence[Variable],
                           linker: Any) -> Thunk:

@@ -32,7 +32,8 @@ from workbench.core.scan.op import Scan
 from workbench.core.tensor.indexing import SliceEntry
 from workbench.core.tensor.subtensor import Subtensor
 
-__all__ = ["ScanMerge", "scan_keep_last_row", "scan_merge", "scan_push_out_invariants"]
+__all__ = ["ScanMerge", "push_out_invariants", "scan_keep_last_row", "scan_merge",
+           "scan_push_out_invariants"]
 
 
 def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non_seqs: int,
@@ -41,6 +42,7 @@ def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non
     op: Scan = node.op
     info = op.info._replace(n_non_seqs=n_non_seqs)
     new_op = Scan(inputs, outputs, info, op.name, op.truncate_gradient, op.keep_last)
+    new_op.inner_graph_rewritten = op.inner_graph_rewritten
     n_steps, seqs, inits, _ = op.outer_parts(node.inputs)
     return new_op(n_steps, *seqs, *inits, *outer_non_seqs, return_list=True)
 
@@ -49,6 +51,22 @@ def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non
 @node_rewriter([Scan])
 def scan_push_out_invariants(fgraph: Any, node: Apply) -> Any:
     """Compute once, before the loop, what the body computes from non-sequences alone."""
+    return push_out_invariants(node)
+
+
+def _destroyed(inner: Any, var: Variable) -> bool:
+    """Whether an in-place node of the body overwrites `var` (it cannot become an input)."""
+    for client, i in inner.clients.get(var, ()):
+        if client != OUTPUT and any(i in ins for ins in client.op.destroy_map.values()):
+            return True
+    return False
+
+
+def push_out_invariants(node: Apply) -> list[Variable] | None:
+    """The node's outputs from a loop computing its invariant work before it (None when
+    there is none to move and no non-sequence to drop). Also run after the body is
+    rewritten (`Scan.after_inner_rewrite`): the rewrite can make new invariant work (a
+    transposed weight for a Gemv)."""
     op: Scan = node.op
     inner = op.fgraph
     _, _, _, outer_ns = op.outer_parts(node.inputs)
@@ -63,7 +81,7 @@ def scan_push_out_invariants(fgraph: Any, node: Apply) -> Any:
             computed.extend(inner_node.outputs)
     frontier = [v for v in computed
                 if any(c == OUTPUT or not set(c.outputs) <= invariant
-                       for c, _ in inner.clients.get(v, ()))]
+                       for c, _ in inner.clients.get(v, ())) and not _destroyed(inner, v)]
     used = set()
     for inner_node in inner.apply_nodes:
         used.update(inner_node.inputs)
