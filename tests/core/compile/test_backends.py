@@ -129,3 +129,26 @@ def test_config_takes_any_registered_linker_and_refuses_unknown_ones_at_compile(
         wb.function([x], x * 2)
     with pytest.raises(ValueError, match="config.linker"):
         config.linker = ""
+
+
+def test_a_function_linked_by_a_backend_includes_the_rewrites_of_its_tag():
+    from workbench.core.rewrite import GraphRewriter, rewrite_db
+
+    class Count(GraphRewriter):
+        name = "count_for_tagged"
+        graphs = 0
+
+        def apply(self, fgraph):
+            type(self).graphs += 1
+
+    rewrite_db.register("count_for_tagged", Count(), "tagged_only", position=6.5)
+    record = register_backend(Backend("tagged", VMLinker, rewrite_tag="tagged_only"))
+    try:
+        x = wt.dvector("x")
+        wb.function([x], x * 2, linker="py")
+        assert Count.graphs == 0  # not a FAST_RUN rewrite
+        f = wb.function([x], x * 2, linker="tagged")
+        assert Count.graphs == 1 and "tagged_only" in f.maker.mode.rewriter.include
+    finally:
+        backends.unregister_backend(record.name)
+        rewrite_db.remove("count_for_tagged")
