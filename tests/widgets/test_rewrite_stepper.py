@@ -324,3 +324,16 @@ def test_a_title_falls_back_to_a_short_pprint():
     for _ in range(20):
         long = wt.exp(long) + x
     assert len(graph_title([long])) <= 48 and graph_title([long]).endswith("…")
+
+
+def test_a_step_rewriting_a_loop_body_lists_the_body_steps():
+    import numpy as np
+
+    x = wt.dvector("x")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(h * 0.5 + xt) * 1.0, sequences=x,
+                    outputs_info=np.float64(0), name="tiny")
+    stepper = RewriteStepper(hs)
+    index = next(s.index for s in stepper.trace.steps if s.rewrite == "rewrite_inner_graph")
+    stepper.go_to_step(index)
+    info = stepper.step_info.value
+    assert "inside Scan{tiny, for}" in info and "local_mul_one" in info

@@ -546,7 +546,8 @@ class RewriteStepper(widgets.VBox):
                 f'data-removed-boxes="{boxes["before"]}" '
                 f'data-introduced-boxes="{boxes["after"]}">'
                 f"<b>step {step.index}: {html.escape(step.rewrite)}</b>"
-                + html_table(["", ""], rows, css="wb-table wb-step-table") + "</div>")
+                + html_table(["", ""], rows, css="wb-table wb-step-table")
+                + _inner_steps_html(step) + "</div>")
 
     def _count_png(self, step: RewriteStep | None) -> bytes:
         """The node-count plot as PNG, drawn once per (trace, filter, step)."""
@@ -653,6 +654,18 @@ class RewriteStepper(widgets.VBox):
         except Exception as exc:  # keep the checker's own inputs (if they worked)
             if checker.inputs is None:
                 checker.disabled_reason = f"{type(exc).__name__}: {exc}"
+
+
+def _inner_steps_html(step: RewriteStep) -> str:
+    """For a step that rewrote an inner graph (a loop's body): that graph's own steps."""
+    inner = getattr(step, "inner_trace", None)
+    if inner is None:
+        return ""
+    rows = [(s.index, s.rewrite, s.pass_ or "-", _change_text(s)) for s in inner.steps]
+    return html_table(["step", "rewrite", "pass", "Apply nodes"], rows,
+                      css="wb-table wb-inner-steps",
+                      caption=f"inside {step.node.op if step.node is not None else 'it'}: "
+                              f"{len(rows)} step(s)")
 
 
 def _css_name(name: str) -> str:
