@@ -145,6 +145,21 @@ def _cho_solve_upper(c: Any, b: Any) -> Any:
     return _la().cho_solve((c, False), b)
 
 
+def _triangular_matmul(lower: bool, trans: bool) -> Callable[..., Any]:
+    def build(a: Any, b: Any) -> Any:
+        return _la().TriangularMatmul(lower, trans)(a, b)
+
+    return build
+
+
+def _triangular_matmul_ref(lower: bool, trans: bool) -> Callable[..., Any]:
+    def reference(a: Any, b: Any) -> Any:
+        t = np.tril(a) if lower else np.triu(a)
+        return np.matmul(np.swapaxes(t, -1, -2) if trans else t, b)
+
+    return reference
+
+
 def _cho_factor_solve(a: Any, b: Any) -> Any:
     return _la().cho_solve(_la().cho_factor(a), b)
 
@@ -178,6 +193,10 @@ def _triangular_cases() -> list[Case]:
              (Arg((4, 4), sample=_cholesky_factor), Arg((4, 2)))),
         Case("cho_solve_upper", _cho_solve_upper, _cho_solve_ref(False),
              (Arg((3, 3), sample=_upper_factor), Arg((3,)))),
+        Case("triangular_matmul_lower_trans", _triangular_matmul(True, True),
+             _triangular_matmul_ref(True, True), (matrix((4, 4)), Arg((4, 3)))),
+        Case("triangular_matmul_upper_stack", _triangular_matmul(False, False),
+             _triangular_matmul_ref(False, False), (matrix((2, 3, 3)), Arg((1, 3, 2)))),
         Case("cho_factor_then_cho_solve", _cho_factor_solve, _solve_ref(False, "pos"),
              (spd((4, 4)), Arg((4, 2)))),
     ]

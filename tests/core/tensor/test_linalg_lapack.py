@@ -20,6 +20,7 @@ from workbench.core.tensor.linalg import (
     SLogDet,
     Solve,
     SolveTriangular,
+    TriangularMatmul,
 )
 
 la = wt.linalg
@@ -220,14 +221,15 @@ def test_the_c_linker_runs_lapack_for_every_op():
     sign, logdet = la.slogdet(a)
     w, v = la.eigh(a)
     outs = [la.solve(a, b), la.solve_triangular(a, b), la.cholesky(a), la.inv(a), la.det(a),
-            logdet, w, v, la.svdvals(a), *la.qr(a)]
+            logdet, w, v, la.svdvals(a), *la.qr(a), TriangularMatmul(True, True)(a, a)]
     from workbench.core.compile.mode import get_mode
 
     # det and slogdet of a matrix also factorised would come from the factor's diagonal
     mode = get_mode("FAST_RUN").excluding("local_det_from_cholesky")
     f = wb.function([a, b], outs, linker="c", mode=mode)
     c_ops = {type(node.op) for node in f.linker.report.c_nodes}
-    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh, SVD, QR} <= c_ops
+    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh, SVD, QR,
+            TriangularMatmul} <= c_ops
     values = [np.stack([_spd(3), _spd(3)]), rng.random((3, 2))]
     ref = wb.function([a, b], outs, linker="py")(*values)
     for got, want in zip(f(*values), ref):

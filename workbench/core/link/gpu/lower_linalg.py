@@ -18,7 +18,14 @@ from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowe
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
 from workbench.core.tensor.linalg.matrix_exp import Expm
 from workbench.core.tensor.linalg.rectangular import QR, SVD
-from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
+from workbench.core.tensor.linalg.solvers import (
+    Det,
+    Inv,
+    SLogDet,
+    Solve,
+    SolveTriangular,
+    TriangularMatmul,
+)
 
 __all__ = ["lower_cholesky", "lower_eigh", "lower_qr", "lower_solve", "lower_solve_triangular",
            "lower_svd"]
@@ -189,3 +196,14 @@ def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
 def lower_expm(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
     return lambda a: [torch.linalg.matrix_exp(a)]
+
+
+@register_lowering(TriangularMatmul)
+def lower_triangular_matmul(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+
+    def kernel(a: Any, b: Any) -> list[Any]:
+        t = torch.tril(a) if op.lower else torch.triu(a)
+        return [torch.matmul(t.mT if op.trans else t, b)]
+
+    return kernel

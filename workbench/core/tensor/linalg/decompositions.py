@@ -84,7 +84,9 @@ class Cholesky(LinalgOp):
         (factor,), (g,) = outputs, output_grads
         low = factor if self.lower else transpose(factor)
         g_low = g if self.lower else transpose(g)
-        inner = matmul(transpose(low), g_low)
+        from workbench.core.tensor.linalg.solvers import TriangularMatmul
+
+        inner = TriangularMatmul(True, True)(low, g_low)  # L^T gL (trmm)
         phi = tm.sub(triangle(inner, lower=True), tm.mul(0.5, diagonal_part(inner)))
         # P = L^-T phi L^-1, as two triangular solves with L^T
         left = SolveTriangularT(low, phi)

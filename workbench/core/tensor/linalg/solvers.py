@@ -49,8 +49,8 @@ from workbench.core.tensor.linalg.base import (
 )
 from workbench.core.tensor.linalg.products import matmul
 
-__all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "cho_solve", "det", "inv",
-           "slogdet", "solve", "solve_triangular"]
+__all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "TriangularMatmul", "cho_solve",
+           "det", "inv", "slogdet", "solve", "solve_triangular"]
 
 #: scipy's names of the matrix structures `solve` may assume, by their short form.
 ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
@@ -255,6 +255,41 @@ class SolveTriangular(_SolveOp):
         g = transpose(g_op) if self.trans else g_op
         ga = triangle(g, self.lower, strict=self.unit_diagonal)
         return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
+
+
+class TriangularMatmul(LinalgOp):
+    """``op(t) @ b`` with `t` the lower (or upper) triangle of `a` and op the transpose
+    when `trans` (BLAS trmm: half the work of a general product). The gradients of
+    the factorisations use it; no rewrite builds it from ``@`` yet."""
+
+    __props__ = ("lower", "trans")
+    gufunc_signature = "(m,m),(m,n)->(m,n)"
+    function_name = "triangular_matmul"
+    b_ndim = 2  # the right operand is a stack of matrices (as Solve's b_ndim=2)
+
+    def __init__(self, lower: bool = True, trans: bool = False) -> None:
+        self.lower, self.trans = bool(lower), bool(trans)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        a, b = inputs
+        self.batch_shape(inputs)
+        t = np.tril(a) if self.lower else np.triu(a)
+        if self.trans:
+            t = np.swapaxes(t, -1, -2)
+        output_storage[0][0] = np.asarray(np.matmul(t, b),
+                                          dtype=node.outputs[0].type.numpy_dtype)
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        return float(np.prod(outputs[0])) * inputs[0][-1]
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gb = op(t)^T gc``; ``gt = gc b^T`` (``b gc^T`` when `trans`) on the triangle."""
+        (a, b), (gc,) = inputs, output_grads
+        gb = TriangularMatmul(self.lower, not self.trans)(a, gc)
+        g_t = matmul(b, transpose(gc)) if self.trans else matmul(gc, transpose(b))
+        return [sum_to_input(triangle(g_t, self.lower), a, 2), sum_to_input(gb, b, 2)]
 
 
 class Inv(LinalgOp):

@@ -31,7 +31,14 @@ from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
 from workbench.core.tensor.linalg.rectangular import QR, SVD
-from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
+from workbench.core.tensor.linalg.solvers import (
+    Det,
+    Inv,
+    SLogDet,
+    Solve,
+    SolveTriangular,
+    TriangularMatmul,
+)
 
 __all__ = ["LAPACK_ROUTINES", "lapack_available", "lapack_symbol"]
 
@@ -54,6 +61,9 @@ LAPACK_ROUTINES: dict[str, tuple[str, int]] = {
     "getrs": ("const char *trans, const wb_laint *n, const wb_laint *nrhs, const T *a, "
               "const wb_laint *lda, const wb_laint *ipiv, T *b, const wb_laint *ldb, "
               "wb_laint *info", 1),
+    "trmm": ("const char *side, const char *uplo, const char *transa, const char *diag, "
+             "const wb_laint *m, const wb_laint *n, const T *alpha, const T *a, "
+             "const wb_laint *lda, T *b, const wb_laint *ldb", 4),
     "gesdd": ("const char *jobz, const wb_laint *m, const wb_laint *n, T *a, "
               "const wb_laint *lda, T *s, T *u, const wb_laint *ldu, T *vt, "
               "const wb_laint *ldvt, T *work, const wb_laint *lwork, wb_laint *iwork, "
@@ -499,6 +509,22 @@ class SolveTriangularC(_SolveLikeC):
         messages = _messages("singular matrix: resolution failed at diagonal ")
         return self.solve_code(node, inputs, outputs, sub, call, messages, "solve_triangular",
                                position="(long)info - 1")
+
+
+@register_c_op(TriangularMatmul)
+class TriangularMatmulC(_SolveLikeC):
+    """trmm (BLAS level 3, in the same library): ``op(t) @ b`` in place of b's copy."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        op = self.op
+        call = (f"const char side = 'L', uplo = '{'L' if op.lower else 'U'}', "
+                f"transa = '{'T' if op.trans else 'N'}', diag = 'N';\n"
+                "    const %(ctype)s one = 1;\n"
+                "    wb_la_%(t)strmm(&side, &uplo, &transa, &diag, &wb_n, &wb_k, &one, wb_a, "
+                "&wb_ld, wb_b, &wb_ld, (size_t)1, (size_t)1, (size_t)1, (size_t)1);")
+        return self.solve_code(node, inputs, outputs, sub, call, _messages("unreachable "),
+                               "triangular_matmul")
 
 
 @register_c_op(Inv)
