@@ -95,10 +95,17 @@ class NodeParts:
     body: str
 
 
-def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") -> NodeParts:
+def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run",
+               typed_labels: bool = True) -> NodeParts:
     """The C pieces of `node`, its Op's code generated with node name `name` (what
     `c_support_code_apply` uses to make its symbols unique) in a function `fn_name`.
-    NoCCode when its Op or one of its Types has no C."""
+    NoCCode when its Op or one of its Types has no C.
+
+    With `typed_labels` the inputs' expected Types (their text and static lengths)
+    are read from the labels the function is called with (`node_labels`), so nodes
+    differing only in static lengths share one kind unless their Op's own code uses
+    the lengths; a caller passing labels of its own (Blockwise's loop) asks for
+    constants instead."""
     import workbench.core.link.c.ops  # noqa: F401  (registers the library's C)
     from workbench.core.link.c.types import C_TYPES
 
@@ -128,7 +135,11 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run") ->
     fail = "{ wb_failure = 1; goto wb_cleanup; }"
 
     def sub_for(k: int) -> dict[str, str]:
-        return {"fail": fail, "label": f"wb_labels[{k + 1}]", "id": str(k)}
+        sub = {"fail": fail, "label": f"wb_labels[{k + 1}]", "id": str(k)}
+        if typed_labels and k < n_in:
+            sub["type_label"] = f"wb_labels[{1 + len(names) + k}]"
+            sub["lengths_label"] = f"wb_labels[{1 + len(names) + n_in + k}]"
+        return sub
 
     try:
         decls, inits, extracts, syncs, cleanups = [], [], [], [], []
@@ -233,13 +244,20 @@ def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str
 def node_labels(node: Apply) -> tuple[bytes, ...]:
     """What the C code of `node` calls itself and its variables in messages (the
     `labels` of its function, UTF-8): [0] the Op, then "input k of <Op>" for each
-    input and "output j of <Op>" for each output. `sub["label"]` is one of them."""
+    input and "output j of <Op>" for each output (`sub["label"]` is one of them);
+    then, for each input, the text of its Type (what its checks expect), and for each
+    input its static lengths ("?,784"; "" when none is static or it is no tensor):
+    data of the checks `node_parts(typed_labels=True)` generates."""
+    from workbench.core.link.c.types import static_lengths_text, type_description
+
     op_label = str(node.op)
     if len(op_label) > LABEL_LIMIT:
         op_label = op_label[:LABEL_LIMIT - 3] + "..."
     texts = [op_label, *[f"input {k} of {op_label}" for k in range(len(node.inputs))],
              *[f"output {j} of {op_label}" for j in range(len(node.outputs))]]
-    return tuple(label_bytes(t) for t in texts)
+    types = [type_description(v.type) for v in node.inputs]
+    lengths = [static_lengths_text(v.type) for v in node.inputs]
+    return tuple(label_bytes(t) for t in (*texts, *types, *lengths))
 
 
 def node_source(node: Apply) -> NodeSource:

@@ -6,8 +6,9 @@
  * `ins[i]` are borrowed references to the input values; `outs[j]` are owned
  * references to the previous output values (or NULL): the node may reuse them and
  * leaves an owned reference to the new value there. `labels` name the node (0), its
- * inputs and its outputs in messages (codegen.node_labels): they are data the node
- * prints with %s, never part of its C source. It returns 0, or -1 with a Python
+ * inputs and its outputs in messages, then give each input's expected Type and its
+ * static lengths (codegen.node_labels: 1 + 3 n_in + n_out strings): they are data the
+ * node prints with %s or checks against, never part of its C source. It returns 0, or -1 with a Python
  * exception set.
  *
  * This module gives two ways of running such functions over the storage cells
@@ -43,7 +44,8 @@ static wb_node_fn node_fn_of(PyObject *capsule) {
 static const char **label_array(PyObject *labels, Py_ssize_t n) {
     if (!PyTuple_Check(labels) || PyTuple_GET_SIZE(labels) != n) {
         PyErr_Format(PyExc_TypeError, "labels must be a tuple of %zd bytes objects (the "
-                     "node, its inputs, its outputs)", n);
+                     "node, its inputs, its outputs, its inputs' Types and static "
+                     "lengths)", n);
         return NULL;
     }
     const char **array = PyMem_Calloc(n ? n : 1, sizeof(char *));
@@ -168,7 +170,7 @@ static int NodeThunk_init(NodeThunk *self, PyObject *args, PyObject *kwds) {
     if (check_cells(in_cells, "in_cells") < 0 || check_cells(out_cells, "out_cells") < 0)
         return -1;
     const char **label_ptrs = label_array(
-        labels, 1 + PyTuple_GET_SIZE(in_cells) + PyTuple_GET_SIZE(out_cells));
+        labels, 1 + 3 * PyTuple_GET_SIZE(in_cells) + PyTuple_GET_SIZE(out_cells));
     if (!label_ptrs) return -1;
     Py_INCREF(capsule); Py_INCREF(in_cells); Py_INCREF(out_cells); Py_INCREF(labels);
     Py_XSETREF(self->capsule, capsule);
@@ -280,7 +282,7 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
             step[k].fn = node_fn_of(fn);
             if (!step[k].fn) { free_steps(step, n); return -1; }
             step[k].labels = label_array(PyTuple_GET_ITEM(item, 4),
-                                         1 + PyTuple_GET_SIZE(ins) + PyTuple_GET_SIZE(outs));
+                                         1 + 3 * PyTuple_GET_SIZE(ins) + PyTuple_GET_SIZE(outs));
             if (!step[k].labels) { free_steps(step, n); return -1; }
         } else if (PyCallable_Check(fn)) {
             step[k].callable = fn;

@@ -54,12 +54,53 @@ def type_num(dtype: Any) -> int:
     return int(as_dtype(dtype).numpy.num)
 
 
-def type_text(t: Any) -> str:
-    """A C literal describing Type `t` by its structure (a TensorType's display `name`
+def type_description(t: Any) -> str:
+    """Type `t` by its structure, as C checks print it (a TensorType's display `name`
     is left out: it is not the generated code's business)."""
     if isinstance(t, TensorType):
-        return c_string_literal(f"TensorType({t.dtype}, {format_shape(t.shape)})")
-    return c_string_literal(str(t))
+        return f"TensorType({t.dtype}, {format_shape(t.shape)})"
+    return str(t)
+
+
+def type_text(t: Any) -> str:
+    """A C literal describing Type `t` by its structure (type_description)."""
+    return c_string_literal(type_description(t))
+
+
+def static_lengths_text(t: Any) -> str:
+    """The static lengths of a TensorType as STATIC_LENGTHS_CHECK reads them ("?,784"):
+    "" when none is static or `t` is no TensorType."""
+    if not isinstance(t, TensorType) or all(n is None for n in t.shape):
+        return ""
+    return ",".join("?" if n is None else str(n) for n in t.shape)
+
+
+#: The static-length check of an input whose expected lengths are run-time data (see
+#: codegen.node_labels): `lengths` is "" (none static) or one entry per dimension,
+#: "?" or the length, separated by commas ("?,784"). 1 when the array matches, else 0
+#: with a TypeError naming the input (`label`) and the expected Type (`expected`).
+STATIC_LENGTHS_CHECK = r"""#ifndef WB_STATIC_LENGTHS_CHECK
+#define WB_STATIC_LENGTHS_CHECK
+static int wb_static_lengths_ok(PyArrayObject *a, const char *lengths, const char *label,
+                                const char *expected) {
+  const char *p = lengths;
+  for (int d = 0; *p && d < PyArray_NDIM(a); ++d) {
+    if (*p == '?') {
+      ++p;
+    } else {
+      long want = 0;
+      while (*p >= '0' && *p <= '9') want = want * 10 + (*p++ - '0');
+      if ((long)PyArray_DIMS(a)[d] != want) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %s, got length %ld in dimension %d",
+                     label, expected, (long)PyArray_DIMS(a)[d], d);
+        return 0;
+      }
+    }
+    if (*p == ',') ++p;
+  }
+  return 1;
+}
+#endif"""
 
 
 @register_c_type(TensorType)
@@ -76,12 +117,18 @@ class TensorTypeC(CTypeAdapter):
     def c_init(self, name: str, sub: dict[str, str]) -> str:
         return f"{name} = NULL;\n"
 
-    def _checks(self, name: str, label: str, fail: str) -> str:
+    def _checks(self, name: str, sub: dict[str, str]) -> str:
         """C refusing a value of the wrong kind, dtype, rank or static shape with a
-        TypeError naming `label` (a C expression) and the expected Type."""
+        TypeError naming the input (`sub["label"]`) and the expected Type.
+
+        Where `sub` names run-time labels for them (`type_label`, `lengths_label`: see
+        codegen.node_labels), the expected Type's text and its static lengths are such
+        data, so that the code is the same for every static shape of a dtype and rank
+        (fewer node kinds to compile); else they are constants of the code."""
         t = self.type
+        label, fail = sub.get("label", c_string_literal(name)), sub["fail"]
         arr = f"((PyArrayObject*)py_{name})"
-        expected = type_text(t)
+        expected = sub.get("type_label") or type_text(t)
 
         def refuse(fmt: str, args: str) -> str:
             # `fmt` is library text: "%s: expected %s" + its own conversions
@@ -96,6 +143,11 @@ class TensorTypeC(CTypeAdapter):
                  refuse(f" (dtype {t.dtype}, rank {t.ndim}), got an array of dtype number %d "
                         "and rank %d", f"PyArray_TYPE({arr}), PyArray_NDIM({arr})"),
                  "}"]
+        if "lengths_label" in sub:
+            if t.ndim:
+                lines.append(f"if (!wb_static_lengths_ok({arr}, {sub['lengths_label']}, "
+                             f"{label}, {expected})) {fail}")
+            return "\n".join(lines) + "\n"
         for d, length in enumerate(t.shape):
             if length is not None:
                 lines += [f"if (PyArray_DIMS({arr})[{d}] != {length}) {{",
@@ -104,10 +156,12 @@ class TensorTypeC(CTypeAdapter):
                           "}"]
         return "\n".join(lines) + "\n"
 
+    def c_support_code(self) -> str:
+        return STATIC_LENGTHS_CHECK
+
     def c_extract(self, name: str, sub: dict[str, str]) -> str:
-        label = sub.get("label", c_string_literal(name))
         fail = sub["fail"]
-        return (self._checks(name, label, fail)
+        return (self._checks(name, sub)
                 + f"{name} = (PyArrayObject*)py_{name};\n"
                 # unaligned or byte-swapped data: work on a well-behaved copy
                 + f"if (!PyArray_ISBEHAVED_RO({name})) {{\n"

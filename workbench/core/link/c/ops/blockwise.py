@@ -25,7 +25,10 @@ __all__ = ["BlockwiseC"]
 
 def _core_parts(node: Apply, name: str) -> Any:
     core = node.op._core_node_of(node)
-    return node_parts(core, name=f"{name}_core", fn_name=f"wb_core_{name}")
+    # the loop calls the core function with labels of its own: its checks' expected
+    # Types are constants of the code
+    return node_parts(core, name=f"{name}_core", fn_name=f"wb_core_{name}",
+                      typed_labels=False)
 
 
 class BlockwiseC(COpAdapter):
