@@ -110,6 +110,57 @@ def test_a_bundle_holds_each_support_block_once():
 # -- two user Ops whose C cannot share a translation unit --------------------------
 
 
+
+def kinds_of(nodes):
+    cache = ModuleCache()
+    found = {}
+    for n in nodes:
+        src = node_source(n)
+        found.setdefault(bundle.kind_key(cache, src), bundle.Kind(n, src,
+                                                                  bundle.kind_key(cache, src)))
+    return list(found.values())
+
+
+def test_nodes_differing_only_in_static_lengths_are_one_kind_and_still_checked(tmp_path):
+    # the four products of an MLP-like graph differ only in static lengths: one kind
+    a = wt.tensor("float64", shape=(None, 784), name="a")
+    b = wt.tensor("float64", shape=(784, None), name="b")
+    c, d = wt.dmatrix("c"), wt.dmatrix("d")
+    f = wb.function([a, b, c, d], [wt.dot(a, b), wt.dot(c, d)], linker="py")
+    dots = [n for n in f.maker.fgraph.toposort() if "Dot" in str(n.op)]
+    assert len(dots) == 2 and len(kinds_of(dots)) == 1
+    # the static lengths are still checked by the compiled code (trusted inputs skip the
+    # Python filter): the message names the input and the Type it expected
+    g = c_function([a, b], wt.dot(a, b), ModuleCache(tmp_path / "c"))
+    g.trust_input = True
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(2, 784)), rng.normal(size=(784, 3))
+    np.testing.assert_allclose(g(x, y), x @ y)
+    with pytest.raises(TypeError, match=r"input 0 of .*TensorType\(float64, \(\?, 784\)\), got "
+                                        r"length 5 in dimension 1"):
+        g(rng.normal(size=(2, 5)), y)
+
+
+def test_kinds_sharing_support_code_share_a_bundle():
+    # softmax and log-softmax (one float type: its row kernels only) compile their
+    # shared row kernels once, in one bundle
+    x, y = wt.fmatrix("x"), wt.fmatrix("y")
+    outs = [wt.softmax(x, axis=1), wt.log_softmax(y, axis=1), x.sum(axis=0), y.sum(axis=1),
+            wt.tanh(x) * y, wt.exp(y) - x, wt.dot(x, y)]
+    f = wb.function([x, y], outs, linker="py")
+    kinds = kinds_of(f.maker.fgraph.toposort())
+    plan = bundle.plan_bundles(kinds, workers=2)
+    assert len(plan) == 2
+    rows = {i for i, b in enumerate(plan) for k in b if "Softmax" in str(k.node.op)}
+    assert len(rows) == 1
+    source = bundle.bundle_source(plan[rows.pop()]).source
+    assert "WB_ROW_KERNELS_FLOAT32" in source and "WB_ROW_KERNELS_FLOAT64" not in source
+    assert "immintrin.h" not in source  # the float64 kernels' AVX-512 exp is not parsed
+    # sums over other axes of one dtype have the same fold helpers: one copy per bundle
+    sums = [k for k in kinds if "Sum" in str(k.node.op)]
+    assert len(sums) == 2
+    assert bundle.bundle_source(sums).source.count("static npy_float32 wb_leaf_contig_") == 1
+
 class Scale(Op, COp):
     """x * k on float64 scalars; its support code defines a helper (or a macro) whose
     name does not depend on k, so two instances clash in one translation unit."""

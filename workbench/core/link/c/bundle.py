@@ -20,6 +20,7 @@ also gives a kind with broken C its own error message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import math
 import os
@@ -33,7 +34,13 @@ from workbench.core.graph.basic import Apply
 from workbench.core.link.c import compile_progress
 from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.cache import ModuleCache
-from workbench.core.link.c.codegen import MODULE_HEADERS, NodeSource, module_init, node_parts
+from workbench.core.link.c.codegen import (
+    MODULE_HEADERS,
+    NodeParts,
+    NodeSource,
+    module_init,
+    node_parts,
+)
 
 __all__ = ["BundleSource", "Kind", "KindStats", "bundle_source", "kind_key", "module_file",
            "node_functions", "plan_bundles"]
@@ -86,6 +93,22 @@ class Kind:
         """A rough measure of its compile time (the length of its C)."""
         return len(self.source.source)
 
+    @functools.cached_property
+    def parts(self) -> NodeParts:
+        """Its C pieces under the names it has in bundles."""
+        return node_parts(self.node, name=f"n{self.tag}", fn_name=f"wb_node_run_{self.tag}")
+
+    def cost_beside(self, blocks: set[str]) -> int:
+        """Its cost in a bundle already holding the support `blocks` (compiled once per
+        bundle): its function and the blocks it adds."""
+        return len(self.parts.function) + sum(len(b) for b in _blocks(self.parts)
+                                              if b not in blocks)
+
+
+def _blocks(parts: NodeParts) -> list[str]:
+    """The support blocks of a kind's C (each compiled once per bundle)."""
+    return [b for b in (*parts.support, parts.apply_support) if b]
+
 
 @dataclass
 class BundleSource(NodeSource):
@@ -131,9 +154,9 @@ def bundle_source(kinds: Sequence[Kind]) -> BundleSource:
     versions: list[Any] = []
     for kind in kinds:
         fn_name = f"wb_node_run_{kind.tag}"
-        parts = node_parts(kind.node, name=f"n{kind.tag}", fn_name=fn_name)
+        parts = kind.parts
         headers += parts.headers
-        blocks += [b for b in (*parts.support, parts.apply_support) if b]
+        blocks += _blocks(parts)
         functions.append(parts.function)
         init_code += parts.init_code
         capsules.append((f"fn_{kind.tag}", fn_name))
@@ -166,10 +189,15 @@ def plan_bundles(kinds: Sequence[Kind], workers: int) -> list[list[Kind]]:
         n = max(1, min(len(group), share), math.ceil(len(group) / MAX_KINDS_PER_BUNDLE))
         bins: list[list[Kind]] = [[] for _ in range(n)]
         loads = [0] * n
+        held: list[set[str]] = [set() for _ in range(n)]
         for kind in sorted(group, key=lambda k: (-k.cost, k.tag)):
-            i = min(range(n), key=lambda b: (len(bins[b]) >= MAX_KINDS_PER_BUNDLE, loads[b]))
+            # the bundle where it ends lightest: support it shares with a bundle's kinds
+            # (the row kernels of softmax and log-softmax) is compiled there once
+            i = min(range(n), key=lambda b: (len(bins[b]) >= MAX_KINDS_PER_BUNDLE,
+                                             loads[b] + kind.cost_beside(held[b]), b))
             bins[i].append(kind)
-            loads[i] += kind.cost
+            loads[i] += kind.cost_beside(held[i])
+            held[i].update(_blocks(kind.parts))
         bundles += [sorted(b, key=lambda k: k.tag) for b in bins if b]
     return bundles
 

@@ -23,6 +23,7 @@ element inside that block (the first NaN wins, ties keep the first index).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from string import Template
 from typing import Any
@@ -181,9 +182,22 @@ class CAReduceC(COpAdapter):
         return ["m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
+
+    def _helpers_name(self, node: Any) -> str:
+        """The suffix of the fold helpers' names: a hash of their text, so that nodes
+        with the same helpers (sums over other axes of the same dtype) share them in
+        a bundle, compiled once."""
+        text = self._helpers(node, "@")
+        return "h" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
+        helpers = self._helpers_name(node)
+        return (f"#ifndef WB_FOLD_{helpers}\n#define WB_FOLD_{helpers}\n"
+                f"{self._helpers(node, helpers)}\n#endif")
+
+    def _helpers(self, node: Any, name: str) -> str:
+        """The fold helpers of `node`'s reduction, their names ending in `name`."""
         in_dt, _, acc, _ = self._dtypes(node)
         in_t, acc_t = c_type_name(in_dt), c_type_name(acc)
         sop = self.op.scalar_op
@@ -251,6 +265,7 @@ ${row}
         (x,), (o,) = inputs, outputs
         fail = sub["fail"]
         in_dt, _, acc, out_dt = self._dtypes(node)
+        helpers = self._helpers_name(node)
         in_t, acc_t, out_t = c_type_name(in_dt), c_type_name(acc), c_type_name(out_dt)
         nd = node.inputs[0].type.ndim
         axes = tuple(range(nd)) if self.op.axis is None else self.op.axis
@@ -318,11 +333,11 @@ if (n_red == 0) {
     for (int d = 0; d < cnd - 1; d++) { p += idx[d] * cis[d]; qb += idx[d] * cas[d]; }
     if (as == 0) {  /* the inner dim is reduced: fold it, then combine */
       ${acc_t} *q = (${acc_t}*)qb;
-      const ${acc_t} r = is == sizeof(${in_t}) ? wb_fold_contig_${name}((const ${in_t}*)p, n)
-                                                : wb_fold_strided_${name}(p, n, is);
+      const ${acc_t} r = is == sizeof(${in_t}) ? wb_fold_contig_${helpers}((const ${in_t}*)p, n)
+                                                : wb_fold_strided_${helpers}(p, n, is);
       *q = ${combine};
     } else if (is == sizeof(${in_t}) && as == sizeof(${acc_t})) {
-      wb_rowcomb_${name}((${acc_t}*)qb, (const ${in_t}*)p, n);
+      wb_rowcomb_${helpers}((${acc_t}*)qb, (const ${in_t}*)p, n);
     } else {
       char *q = qb;
       for (npy_intp j = 0; j < n; j++) *(${acc_t}*)(q + j * as) = ${strided_combine};
@@ -339,7 +354,7 @@ if (n_red == 0) {
 }
 """, nd=nd, ndl=ndl, red=red, ond=ond, x=x, o=o, fail=fail, acc_t=acc_t, in_t=in_t,
             out_t=out_t, empty=empty, separate=int(separate), start=self._start(node),
-            name=name, combine=combine,
+            name=name, helpers=helpers, combine=combine,
             strided_combine=strided_combine, cast=c_cast("acc[j]", acc, out_dt),
             alloc=alloc_output(o, "ond", "oshape", out_dt, fail))
 
