@@ -183,7 +183,8 @@ SPECIAL_VALUES = {
     "erfcx": ([np.inf, -np.inf, 0.0], [0.0, np.inf, 1.0]),
     "log1mexp": ([0.0, -np.inf, 1.0], [-np.inf, 0.0, np.nan]),
     "logit": ([0.0, 1.0, 0.5, 2.0], [-np.inf, np.inf, 0.0, np.nan]),
-    "i0": ([np.inf, -np.inf, 0.0], [np.inf, np.inf, 1.0]),
+    "i0": ([np.inf, -np.inf, 0.0], [np.nan, np.nan, 1.0]),  # SciPy's NaN at +-inf
+    "i1": ([np.inf, -np.inf, 0.0], [np.nan, np.nan, 0.0]),
     "i1e": ([np.inf, -np.inf, 0.0], [0.0, -0.0, 0.0]),
 }
 
@@ -209,6 +210,49 @@ def test_binary_special_values(linker: str) -> None:
     np.testing.assert_array_equal(p, [np.nan, np.nan, 0.0, 1.0])
     np.testing.assert_array_equal(q, [np.nan, np.nan, 1.0, 0.0])
     assert np.isnan(poly[3])  # a non-integer order
+
+
+ALL_LINKERS = HOST_LINKERS + (["gpu"] if HAS_TORCH and "gpu" in available_linkers() else [])
+
+#: name -> argument tuples at poles and limits where SciPy has a convention
+SCIPY_CONVENTIONS = {
+    "beta": [(0.0, 1.0), (1.0, 0.0), (0.5, 0.0), (-0.0, 1.0), (np.inf, 1.0)],
+    "betaln": [(np.inf, 1.0), (1.0, np.inf), (0.0, 1.0)],
+    "gammainc": [(0.0, 1.0), (0.0, 0.0), (0.0, np.inf)],
+    "gammaincc": [(0.0, 1.0), (0.0, 0.0)],
+    "gamma": [(0.0,), (-0.0,), (-1.0,), (-np.inf,), (np.inf,)],
+    "i0": [(np.inf,), (-np.inf,)],
+    "i1": [(np.inf,), (-np.inf,)],
+    "polygamma": [(1.0, -1.0), (2.0, -1.0), (2.0, 0.0), (3.0, -2.0), (0.0, -1.0)],
+}
+
+
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+@pytest.mark.parametrize("name", sorted(SCIPY_CONVENTIONS))
+def test_poles_and_limits_as_scipy(name: str, linker: str) -> None:
+    columns = [np.array(c) for c in zip(*SCIPY_CONVENTIONS[name])]
+    vs = [wt.dvector() for _ in columns]
+    got = wb.function(vs, getattr(wt, name)(*vs), linker=linker)(*columns)
+    with np.errstate(all="ignore"):
+        want = getattr(sp, name)(*columns)
+    np.testing.assert_array_equal(got, want)  # equal infinities have equal signs
+
+
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+def test_float32_without_intermediate_overflow(linker: str) -> None:
+    """i0 near float32's largest value, erfcinv at the smallest subnormal, betaln with
+    one large argument: every linker computes these in double and rounds once."""
+    x = wt.fvector()
+    for name, value in (("i0", 89.48), ("i1", 89.48), ("erfcinv", 1.4e-45)):
+        got = wb.function([x], getattr(wt, name)(x), linker=linker)(
+            np.array([value], np.float32))
+        want = getattr(sp, name)(np.float64(np.float32(value)))
+        np.testing.assert_allclose(got, [want], rtol=1e-6, err_msg=name)
+    a, b = wt.fvector(), wt.fvector()
+    got = wb.function([a, b], wt.betaln(a, b), linker=linker)(
+        np.array([0.18674272], np.float32), np.array([5533.469], np.float32))
+    want = sp.betaln(np.float64(np.float32(0.18674272)), np.float64(np.float32(5533.469)))
+    np.testing.assert_allclose(got, [want], rtol=1e-5)
 
 
 # -- gradients ----------------------------------------------------------------------------

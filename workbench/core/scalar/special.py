@@ -5,6 +5,12 @@ function (the C library's where it has one, else the backend's own ``wb_*`` of
 `workbench.core.link.c.special_math`), torch function (`torch.special`, or a small
 torch expression), derivative, test domain and SciPy reference (used by tests only).
 
+On torch (the gpu linker), betaln is lgamma(a) + lgamma(b) - lgamma(a + b), which
+cancels when one argument is large (the NumPy and C kernels use Stirling's series
+there); betaln, beta, erfcinv, i0 and i1 compute in float64 on torch and cast back, so
+a float32 graph neither overflows an intermediate (i0 near 89, erfcinv near 1e-45) nor
+loses float32 digits to that cancellation.
+
 Gradients: every function of x has its derivative; polygamma is not differentiable in
 its integer order n; betaln/beta in both arguments; gammainc/gammaincc in x by the
 closed form and in a numerically (`gammainc_da`: Richardson-extrapolated central
@@ -28,17 +34,35 @@ _TWO_OVER_SQRT_PI = 2 / _pymath.sqrt(_pymath.pi)
 _LN2 = _pymath.log(2.0)
 
 
+def _in_float64(expression: Any) -> Any:
+    """A torch expression computed in float64 and cast back to its inputs' dtype: for the
+    float32 cases where an intermediate (exp, a quotient, lgamma's cancellation)
+    overflows or loses digits in float32."""
+    def computed(torch: Any, *xs: Any) -> Any:
+        return expression(torch, *(x.double() for x in xs)).to(xs[0].dtype)
+    return computed
+
+
 def _torch_betaln(torch: Any, a: Any, b: Any) -> Any:
-    return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+    small, large = torch.minimum(a, b), torch.maximum(a, b)
+    direct = torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+    vanishing = torch.isposinf(large) & (small > 0) & torch.isfinite(small)  # B -> 0
+    return torch.where(vanishing, torch.full_like(direct, float("-inf")), direct)
 
 
 def _torch_gamma_sign(torch: Any, x: Any) -> Any:
     odd = torch.remainder(torch.floor(-x), 2) == 1
-    return torch.where((x > 0) | odd, torch.ones_like(x), -torch.ones_like(x))
+    return torch.where((x >= 0) | odd, torch.ones_like(x), -torch.ones_like(x))
 
 
 def _torch_gamma(torch: Any, x: Any) -> Any:
-    return _torch_gamma_sign(torch, x) * torch.exp(torch.lgamma(x))
+    """sign * exp(lgamma), with SciPy's poles: +-inf at +-0, NaN at the negative integers
+    and -inf."""
+    value = _torch_gamma_sign(torch, x) * torch.exp(torch.lgamma(x))
+    pole = (x <= 0) & (x == torch.floor(x))
+    at_pole = torch.where(x == 0, torch.copysign(torch.full_like(x, float("inf")), x),
+                          torch.full_like(x, float("nan")))
+    return torch.where(pole, at_pole, value)
 
 
 def _torch_beta(torch: Any, a: Any, b: Any) -> Any:
@@ -55,7 +79,10 @@ def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
         if order >= 0 and order == int(order):
             where = n == order
             out[where] = torch.special.polygamma(int(order), x[where])
-    return out
+    # torch's polygamma is finite at the poles: (-1)^(n+1) inf there, as SciPy
+    pole = (n >= 1) & (x <= 0) & (x == torch.floor(x))
+    signed_inf = torch.where(torch.remainder(n, 2) == 1, float("inf"), float("-inf"))
+    return torch.where(pole, signed_inf.to(x.dtype), out)
 
 
 def _torch_gammainc_da(torch: Any, a: Any, x: Any) -> Any:
@@ -159,12 +186,12 @@ polygamma = declare(
     fixed_inputs=(0,))
 betaln = declare(
     "BetaLn", "betaln", "log |B(a, b)|, accurate for large a and b.", nin=2,
-    numpy=kernels.betaln, c="wb_betaln", torch=_torch_betaln,
+    numpy=kernels.betaln, c="wb_betaln", torch=_in_float64(_torch_betaln),
     derivative=lambda a, b, z: (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)),
     domain=((0.5, 5), (0.5, 5)), reference="scipy.special.betaln")
 beta = declare(
     "Beta", "beta", "The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b).", nin=2,
-    numpy=kernels.beta, c="wb_beta", torch=_torch_beta,
+    numpy=kernels.beta, c="wb_beta", torch=_in_float64(_torch_beta),
     derivative=lambda a, b, z: (z * (digamma(a) - digamma(a + b)),
                                 z * (digamma(b) - digamma(a + b))),
     domain=((0.5, 5), (0.5, 5)), reference="scipy.special.beta")
@@ -175,7 +202,7 @@ erfinv = declare(
     reference="scipy.special.erfinv")
 erfcinv = declare(
     "ErfcInv", "erfcinv", "The inverse of erfc on (0, 2).",
-    numpy=kernels.erfcinv, c="wb_erfcinv", torch=_torch_erfcinv,
+    numpy=kernels.erfcinv, c="wb_erfcinv", torch=_in_float64(_torch_erfcinv),
     derivative=lambda x, z: sm.exp(z * z) * -_SQRT_PI_OVER_2, domain=(0.1, 1.9),
     reference="scipy.special.erfcinv")
 erfcx = declare(
@@ -209,12 +236,14 @@ logaddexp2 = declare(
     derivative=lambda x, y, z: (sm.sigmoid((x - y) * _LN2), sm.sigmoid((y - x) * _LN2)),
     domain=((-4, 4), (-4, 4)))
 i0 = declare(
-    "I0", "i0", "The modified Bessel function of the first kind of order 0.",
-    numpy=kernels.i0, c="wb_i0", torch="special.i0", derivative=lambda x, z: i1(x),
+    "I0", "i0", "The modified Bessel function of the first kind of order 0 (NaN at "
+    "+-inf, as SciPy).", numpy=kernels.i0, c="wb_i0",
+    torch=_in_float64(lambda torch, x: torch.special.i0(x)), derivative=lambda x, z: i1(x),
     domain=(-5, 5), reference="scipy.special.i0")
 i1 = declare(
-    "I1", "i1", "The modified Bessel function of the first kind of order 1.",
-    numpy=kernels.i1, c="wb_i1", torch="special.i1", derivative=_i1_derivative,
+    "I1", "i1", "The modified Bessel function of the first kind of order 1 (NaN at "
+    "+-inf, as SciPy).", numpy=kernels.i1, c="wb_i1",
+    torch=_in_float64(lambda torch, x: torch.special.i1(x)), derivative=_i1_derivative,
     domain=(-5, 5), reference="scipy.special.i1")
 i0e = declare(
     "I0e", "i0e", "exp(-|x|) * i0(x), without overflow.",
@@ -236,14 +265,16 @@ gammainc_da = declare(
     grad="a numerical derivative: differentiable in x only", fixed_inputs=(0,))
 gammainc = declare(
     "GammaInc", "gammainc", "The regularized lower incomplete gamma function P(a, x) "
-    "(a > 0, x >= 0).", nin=2, numpy=kernels.gammainc, c="wb_gammainc",
+    "(a >= 0, x >= 0; at a = 0 SciPy's limit, 1 for x > 0).", nin=2,
+    numpy=kernels.gammainc, c="wb_gammainc",
     torch="special.gammainc",
     derivative=lambda a, x, z: (gammainc_da(a, x),
                                 sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),
     domain=((0.5, 5), (0.1, 5)), reference="scipy.special.gammainc")
 gammaincc = declare(
     "GammaIncc", "gammaincc", "The regularized upper incomplete gamma function "
-    "Q(a, x) = 1 - P(a, x).", nin=2, numpy=kernels.gammaincc, c="wb_gammaincc",
+    "Q(a, x) = 1 - P(a, x) (0 at a = 0 for x > 0).", nin=2,
+    numpy=kernels.gammaincc, c="wb_gammaincc",
     torch="special.gammaincc",
     derivative=lambda a, x, z: (-gammainc_da(a, x),
                                 -sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),

@@ -200,12 +200,15 @@ def betaln(a: Any, b: Any) -> np.ndarray:
                       + corr_large - corr_sum)
         stirling = np.where(small >= 10, both_large, one_large)
         use = (large >= 10) & (small > 0) & np.isfinite(large)
-        return np.where(use, stirling, direct)
+        # B(a, b) -> 0 as one argument grows without bound (lgamma's inf - inf is NaN)
+        vanishing = np.isposinf(large) & (small > 0) & np.isfinite(small)
+        return np.where(vanishing, -np.inf, np.where(use, stirling, direct))
 
 
 def _gamma_sign(x: np.ndarray) -> np.ndarray:
-    """The sign of Gamma(x) (1 for x > 0; (-1)^ceil(-x) between the negative poles)."""
-    return np.where((x > 0) | (np.floor(-x) % 2 == 1), 1.0, -1.0)
+    """The sign of Gamma(x) (1 for x >= 0; (-1)^ceil(-x) between the negative poles): 1 at
+    zero, so that beta's pole there is +inf as in SciPy."""
+    return np.where((x >= 0) | (np.floor(-x) % 2 == 1), 1.0, -1.0)
 
 
 def beta(a: Any, b: Any) -> np.ndarray:
@@ -370,7 +373,7 @@ def _bessel(order: int, x: Any, scaled: bool) -> np.ndarray:
         else:
             value = np.where(ax < _BESSEL_SWITCH, series,
                              asymptotic * np.exp(np.minimum(far, 800.0)))
-            value = np.where(np.isposinf(ax), np.inf, value)
+            value = np.where(np.isposinf(ax), np.nan, value)  # SciPy's (and torch's) NaN
         value = np.where(np.isposinf(ax) & scaled, 0.0, value)
         if order == 1:
             value = np.where(x < 0, -value, value)
@@ -378,12 +381,12 @@ def _bessel(order: int, x: Any, scaled: bool) -> np.ndarray:
 
 
 def i0(x: Any) -> np.ndarray:
-    """The modified Bessel function of the first kind, order 0."""
+    """The modified Bessel function of the first kind, order 0 (NaN at +-inf, as SciPy)."""
     return _bessel(0, x, scaled=False)
 
 
 def i1(x: Any) -> np.ndarray:
-    """The modified Bessel function of the first kind, order 1."""
+    """The modified Bessel function of the first kind, order 1 (NaN at +-inf, as SciPy)."""
     return _bessel(1, x, scaled=False)
 
 
@@ -455,17 +458,20 @@ def _gammainc(a: Any, x: Any, upper: bool) -> np.ndarray:
         at_zero = 1.0 if upper else 0.0
         value = np.where(x == 0, at_zero, value)
         value = np.where(np.isposinf(x), 1.0 - at_zero, value)
-        invalid = (a <= 0) | (x < 0) | np.isnan(a) | np.isnan(x)
+        value = np.where((a == 0) & (x > 0), 1.0 - at_zero, value)  # SciPy's limit a -> 0
+        invalid = (a < 0) | ((a == 0) & (x == 0)) | (x < 0) | np.isnan(a) | np.isnan(x)
         return np.where(invalid, np.nan, value)
 
 
 def gammainc(a: Any, x: Any) -> np.ndarray:
-    """P(a, x): the regularized lower incomplete gamma function (a > 0, x >= 0)."""
+    """P(a, x): the regularized lower incomplete gamma function (a >= 0, x >= 0; at
+    a = 0 it is SciPy's limit, 1 for x > 0)."""
     return _gammainc(a, x, upper=False)
 
 
 def gammaincc(a: Any, x: Any) -> np.ndarray:
-    """Q(a, x) = 1 - P(a, x): the regularized upper incomplete gamma function."""
+    """Q(a, x) = 1 - P(a, x): the regularized upper incomplete gamma function (0 at a = 0
+    for x > 0)."""
     return _gammainc(a, x, upper=True)
 
 

@@ -102,6 +102,7 @@ static inline double wb_stirling_float64(double x) {
 _define("wb_betaln", r"""
 static inline double wb_betaln_float64(double a, double b) {
   double small = a < b ? a : b, large = a < b ? b : a;
+  if (large == INFINITY && small > 0 && isfinite(small)) return -INFINITY;  /* B -> 0 */
   if (!(large >= 10) || !(small > 0) || isinf(large))
     return lgamma(a) + lgamma(b) - lgamma(a + b);
   double ratio = small / large;
@@ -120,7 +121,7 @@ WB_FLOAT32_OF2(wb_betaln)
 
 _define("wb_beta", r"""
 static inline double wb_gamma_sign(double x) {
-  return (x > 0 || fmod(floor(-x), 2.0) == 1.0) ? 1.0 : -1.0;
+  return (x >= 0 || fmod(floor(-x), 2.0) == 1.0) ? 1.0 : -1.0;  /* 1 at 0: B's pole +inf */
 }
 static inline double wb_beta_float64(double a, double b) {
   double sign = wb_gamma_sign(a) * wb_gamma_sign(b) * wb_gamma_sign(a + b);
@@ -241,7 +242,7 @@ static inline double wb_bessel_i(int order, double x, int scaled) {
     for (int k = 1; k < 80; k++) { term *= q / (k * (k + order)); total += term; }
     value = scaled ? total * exp(-ax) : total;
   } else if (isinf(ax)) {
-    value = scaled ? 0.0 : INFINITY;
+    value = scaled ? 0.0 : NAN;  /* SciPy's (and torch's) NaN for I0, I1 */
   } else {
     double mu = 4.0 * order * order, term = 1, total = 1;
     for (int k = 1; k < 30; k++) {
@@ -269,7 +270,8 @@ _define("wb_gammainc_both", r"""
 /* P(a, x) (upper = 0) or Q(a, x) (upper = 1): series for x < a + 1, else the continued
    fraction for Q by the modified Lentz method */
 static inline double wb_gammainc_both(double a, double x, int upper) {
-  if (isnan(a) || isnan(x) || a <= 0 || x < 0) return NAN;
+  if (isnan(a) || isnan(x) || a < 0 || x < 0) return NAN;
+  if (a == 0) return x > 0 ? (upper ? 0.0 : 1.0) : NAN;  /* SciPy's limit a -> 0 */
   if (x == 0) return upper ? 1.0 : 0.0;
   if (isinf(x)) return upper ? 0.0 : 1.0;
   if (isinf(a)) return upper ? 1.0 : 0.0;
