@@ -334,6 +334,19 @@ def test_hyp2f1_accuracy(region, linker: str) -> None:
     assert (np.abs(got - sp.hyp2f1(a, b, c, x)) / scale)[converged].max() <= scipy_bound
 
 
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+def test_hyp2f1_near_one_with_negative_c_minus_a_minus_b(linker: str) -> None:
+    """The series on (1/2, 1) does not converge in 3000 terms here; Euler's transformation
+    does (at x = 0.999 neither does: NaN, as documented)."""
+    a, b = np.full(5, 2.0), np.full(5, 3.0)
+    c = np.array([1.5, 4.0, 4.5, 4.99, 4.0])
+    x = np.array([0.99, 0.99, 0.99, 0.99, 0.999])
+    vs = [wt.dvector() for _ in range(4)]
+    got = wb.function(vs, wt.hyp2f1(*vs), linker=linker)(a, b, c, x)
+    np.testing.assert_allclose(got[:4], sp.hyp2f1(a, b, c, x)[:4], rtol=1e-12)
+    assert np.isnan(got[4])
+
+
 def test_hyp2f1_special_values_and_gradient_in_x() -> None:
     vs = [wt.dvector() for _ in range(4)]
     f = wb.function(vs, wt.hyp2f1(*vs))

@@ -135,6 +135,10 @@ def _torch_hyp2f1(torch: Any, a: Any, b: Any, c: Any, x: Any) -> Any:
     z = torch.where(pfaff, x / (x - 1), torch.where(x < 1, x, torch.zeros_like(x)))
     series = _torch_hyp2f1_series(torch, a, torch.where(pfaff, c - b, b), c, z)
     value = torch.where(pfaff, torch.pow(1 - x, -a) * series, series)
+    euler = torch.isnan(series) & (x > 0.5) & (x < 1) & (c - a - b < 0)  # as the kernel
+    xe = torch.where(euler, x, torch.zeros_like(x))
+    by_euler = torch.pow(1 - xe, c - a - b) * _torch_hyp2f1_series(torch, c - a, c - b, c, xe)
+    value = torch.where(euler, by_euler, value)
     gauss = torch.exp(torch.lgamma(c) + torch.lgamma(c - a - b) - torch.lgamma(c - a)
                       - torch.lgamma(c - b))
     gauss = torch.where(c - a - b > 0, gauss * _torch_gamma_sign(torch, c)
@@ -282,7 +286,8 @@ gammaincc = declare(
 hyp2f1 = declare(
     "Hyp2F1", "hyp2f1", "The Gauss hypergeometric function 2F1(a, b; c; x), real x <= 1 "
     "(NaN above, and NaN where its series do not converge in 3000 terms: x near 1 with "
-    "c - a - b small, x < -2 with a - b near an integer). Differentiable in x only: "
+    "|c - a - b| small (for c - a - b < 0 Euler's transformation is tried there), x < -2 "
+    "with a - b near an integer). Differentiable in x only: "
     "2F1' = (a b / c) 2F1(a + 1, b + 1; c + 1; x); the derivatives in a, b, c (series of "
     "digamma terms) are not implemented.", nin=4,
     numpy=kernels.hyp2f1, c="wb_hyp2f1", torch=_torch_hyp2f1,

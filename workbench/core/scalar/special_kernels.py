@@ -23,9 +23,11 @@ written here for arrays; the C backend has the same algorithms for one element
 * the Gauss hypergeometric function 2F1(a, b; c; x): its power series for |x| <= 1/2,
   Pfaff's transformation (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) on [-2, -1/2), the
   1/x transformation (DLMF 15.8.2, two series in 1/x) below -2 when a - b is at least
-  0.05 from an integer (Pfaff otherwise), the series again on (1/2, 1), Gauss's formula
-  at x = 1. Where a series has not converged after 3000 terms (x near 1 with c - a - b
-  small, or far below -2 with a - b near an integer) the result is NaN, not a wrong value;
+  0.05 from an integer (Pfaff otherwise), the series again on (1/2, 1) (and where it has
+  not converged there and c - a - b < 0, Euler's transformation
+  (1 - x)^(c - a - b) 2F1(c - a, c - b; c; x)), Gauss's formula at x = 1. Where a series
+  has not converged after 3000 terms (x near 1 with |c - a - b| small, or far below -2
+  with a - b near an integer) the result is NaN, not a wrong value;
 * the regularized incomplete gamma functions P(a, x), Q(a, x): the series for
   x < a + 1, the continued fraction (modified Lentz) otherwise; their derivative in a
   numerically (Richardson-extrapolated central differences, `gammainc_da`).
@@ -548,6 +550,12 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> np.ndarray:
         second = np.where(pfaff, c - b, b)
         series = _hyp2f1_series(a, second, c, z)
         value = np.where(pfaff, np.power(1.0 - x, -a) * series, series)
+        # (1/2, 1) with c - a - b < 0, where the series did not converge: Euler's
+        # transformation (1 - x)^(c - a - b) 2F1(c - a, c - b; c; x), whose terms decay
+        euler = np.isnan(series) & (x > 0.5) & (x < 1) & (c - a - b < 0)
+        xe = np.where(euler, x, 0.0)
+        by_euler = np.power(1.0 - xe, c - a - b) * _hyp2f1_series(c - a, c - b, c, xe)
+        value = np.where(euler, by_euler, value)
         # x = 1: Gauss's sum Gamma(c) Gamma(c - a - b) / (Gamma(c - a) Gamma(c - b))
         gauss = np.where(c - a - b > 0, np.exp(
             _lgamma(c) + _lgamma(c - a - b) - _lgamma(c - a) - _lgamma(c - b))

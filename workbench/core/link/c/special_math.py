@@ -359,7 +359,11 @@ static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
   }
   if (x < -0.5)  /* Pfaff: (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) */
     return pow(1 - x, -a) * wb_hyp2f1_series(a, c - b, c, x / (x - 1));
-  return wb_hyp2f1_series(a, b, c, x);
+  double direct = wb_hyp2f1_series(a, b, c, x);
+  /* not converged, c - a - b < 0: Euler, (1 - x)^(c-a-b) 2F1(c-a, c-b; c; x) */
+  if (isnan(direct) && x > 0.5 && c - a - b < 0)
+    return pow(1 - x, c - a - b) * wb_hyp2f1_series(c - a, c - b, c, x);
+  return direct;
 }
 WB_FLOAT32_OF4(wb_hyp2f1)
 """, "wb_beta")
