@@ -351,7 +351,14 @@ class FunctionMaker:
             if root in given or isinstance(root, Constant):
                 continue
             if isinstance(root, SharedVariable):
-                implicit.append(In(root, implicit=True))
+                # a shared tensor the call updates may be overwritten by the node that
+                # computes its new value (the inplace pass: an SGD step's Gemm writes
+                # into the weight's storage); the DestroyHandler orders every reader
+                # first. (Random generators are not: their draws keep copying them.)
+                updated = any(root is t or getattr(t, "variable", None) is root
+                              for t in update_targets)
+                tensor = getattr(root.type, "shape", None) is not None
+                implicit.append(In(root, implicit=True, mutable=updated and tensor))
                 continue
             needing = next(i for i, e in enumerate(exprs) if root in set(ancestors([e])))
             n_out = len(self.outputs)

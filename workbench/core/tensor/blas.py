@@ -12,8 +12,11 @@ Gemv, all of one float or complex dtype; alpha and beta are 0-d. The
 accumulated operand may broadcast against the product (a bias row), as numpy's
 ``+`` would. With ``beta == 0`` the accumulated operand is ignored, NaN
 included, as BLAS does. ``inplace=True`` writes the result into the accumulated
-operand (`destroy_map`); only the inplace rewrites set it, and only when that
-operand is not needed elsewhere and already has the result's full shape.
+operand (`destroy_map`) when it has the result's shape at run time; one that
+broadcasts keeps its value and the result is a new array, as without inplace
+(`inplace_falls_back`). Only the inplace rewrites set it, when that operand is not
+needed elsewhere and its static shape does not broadcast; so a shared weight of
+unknown static shape is updated in its own storage.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ class _Blas(Op):
     #: ranks of (accumulated operand, left factor, right factor)
     ranks: tuple[int, int, int] = (2, 2, 2)
     signature = "(z, alpha, x, y, beta)"
+
+    #: Inplace, it writes into its accumulated operand only when that has the result's
+    #: shape at run time, else it makes a new result: the inplace rewrite needs no proof
+    #: that the shapes are equal (rewrite/rules/inplace.py).
+    inplace_falls_back = True
 
     def __init__(self, inplace: bool = False) -> None:
         self.inplace = bool(inplace)
@@ -81,10 +89,11 @@ class _Blas(Op):
                 f"{self}: the accumulated operand of shape {format_shape(z.type.shape)} cannot "
                 f"broadcast against the product of shape {format_shape(product)}"
             )
-        if self.inplace and shape != z.type.shape:
+        if self.inplace and any(n is not None and n != m for n, m in zip(z.type.shape, shape)):
             raise ValueError(
-                f"{self} writes into its accumulated operand, which must have the result's "
-                f"static shape {format_shape(shape)}, not {format_shape(z.type.shape)}"
+                f"{self} writes into its accumulated operand, which must not broadcast: its "
+                f"static shape {format_shape(z.type.shape)} cannot be the result's "
+                f"{format_shape(shape)}"
             )
         return Apply(self, [z, alpha, x, y, beta], [TensorType(dtype, shape)()])
 
@@ -103,14 +112,9 @@ class _Blas(Op):
                 result += z
             else:
                 result += beta * z
-        if self.inplace:
-            if z.shape != result.shape:
-                raise ValueError(
-                    f"{self}: cannot write a result of shape {result.shape} into the "
-                    f"accumulated operand of shape {z.shape}"
-                )
+        if self.inplace and z.shape == result.shape:
             z[...] = result
-            result = z
+            result = z  # (a z that broadcasts keeps its value: the result is new)
         output_storage[0][0] = result
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]

@@ -422,3 +422,38 @@ def test_symbol_names_and_integer_width_come_from_the_packages_pkg_config():
     decls = lib.declarations()
     assert "typedef long long wb_blasint;" in decls
     assert "#define wb_cblas_sgemv scipy_cblas_sgemv64_" in decls
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_an_sgd_update_writes_the_weight_in_its_own_storage(linker):
+    # W's static shape is unknown and the product's rows are known (784-like): the
+    # inplace pass makes the update's Gemm write into W (it checks the shapes at run time)
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((6, 3))
+    w = wb.shared(w0.copy(), name="W")
+    x = wt.tensor("float64", shape=(None, 6), name="x")
+    d = wt.dmatrix("d")
+    f = wb.function([x, d], [], updates=[(w, w - 0.1 * wt.dot(x.T, d))], linker=linker)
+    gemms = [n.op for n in f.maker.fgraph.toposort() if isinstance(n.op, Gemm)]
+    assert gemms == [Gemm(inplace=True)]
+    storage = w.get_value(borrow=True)
+    xv, dv = rng.standard_normal((4, 6)), rng.standard_normal((4, 3))
+    f(xv, dv)
+    assert w.get_value(borrow=True) is storage
+    np.testing.assert_allclose(w.get_value(), w0 - 0.1 * xv.T @ dv, rtol=1e-12)
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_an_inplace_gemm_whose_accumulator_broadcasts_makes_a_new_result(linker):
+    z = wt.dmatrix("z")
+    x, y = wt.dmatrix("x"), wt.dmatrix("y")
+    a, b = wt.dscalar("a"), wt.dscalar("b")
+    f = wb.function([wb.In(z, mutable=True), x, y, a, b], Gemm(inplace=True)(z, a, x, y, b),
+                    mode=Mode(linker=linker, rewriter=None))
+    rng = np.random.default_rng(1)
+    zv, xv, yv = rng.standard_normal((1, 3)), rng.standard_normal((2, 4)), \
+        rng.standard_normal((4, 3))
+    kept = zv.copy()
+    got = f(zv, xv, yv, np.float64(2.0), np.float64(0.5))
+    np.testing.assert_allclose(got, 0.5 * zv + 2.0 * xv @ yv, rtol=1e-12)
+    np.testing.assert_array_equal(zv, kept)  # z broadcast: not overwritten

@@ -6,7 +6,10 @@ certainly the output's at run time (a length unknown statically may broadcast:
 the ShapeFeature must prove the symbolic lengths equal): ``Elemwise(op)``
 becomes ``Elemwise(op, inplace_pattern={0: i})``.
 IncSubtensor / AdvancedIncSubtensor / Gemm / Gemv (any Op with an ``inplace``
-prop) switch to ``inplace=True``, overwriting input 0.
+prop) switch to ``inplace=True``, overwriting input 0; Gemm and Gemv check the shapes
+at run time themselves (`inplace_falls_back`), so the weight of an SGD update
+(``W - lr * dot(x.T, d)`` with W shared, of unknown static shape) is written in place
+without a proof that its shape is the product's.
 
 Safety is the DestroyHandler's (workbench.core.graph.destroyhandler): a graph
 input, a constant, a graph output, a value another Op still has to read
@@ -57,14 +60,18 @@ def attach_destroy_handler(fgraph: FunctionGraph) -> DestroyHandler:
 
 def _can_destroy(handler: DestroyHandler, node: Apply, i: int, out: Variable) -> bool:
     """Whether `node` may write output `out` into its input `i`: same Type, certainly the
-    same shape at run time (lengths unknown statically may broadcast), and safe."""
+    same shape at run time (lengths unknown statically may broadcast), and safe. An Op
+    that checks the shapes itself at run time (`inplace_falls_back`: a new result when
+    they differ, Gemm) needs Types that agree only where both are static."""
     var = node.inputs[i]
     if isinstance(var, Constant) or (var.owner is None and var not in handler.mutable):
         return False
-    if var.type != out.type:
+    if getattr(node.op, "inplace_falls_back", False):
+        if not _may_be(var.type, out.type):
+            return False
+    elif var.type != out.type:
         return False
-    static = out.type.shape
-    if any(s is None for s in static):
+    elif any(s is None for s in out.type.shape):
         fgraph = handler.fgraph
         assert fgraph is not None
         if not get_shape_feature(fgraph).same_shape(var, out):
@@ -74,6 +81,17 @@ def _can_destroy(handler: DestroyHandler, node: Apply, i: int, out: Variable) ->
     except InconsistencyError:
         return False
     return True
+
+
+def _may_be(var_type: Any, out_type: Any) -> bool:
+    """Whether a value of `var_type` may have `out_type`: the same dtype and rank, and
+    `out_type`'s length wherever `var_type` has a static one (a static 1 against an
+    unknown length may broadcast: refused)."""
+    shape, out_shape = getattr(var_type, "shape", None), getattr(out_type, "shape", None)
+    if shape is None or out_shape is None or len(shape) != len(out_shape):
+        return var_type == out_type
+    return var_type.dtype == out_type.dtype and all(
+        a is None or a == b for a, b in zip(shape, out_shape))
 
 
 def _elemwise_pattern(handler: DestroyHandler, node: Apply) -> dict[int, int]:

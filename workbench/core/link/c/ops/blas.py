@@ -285,7 +285,7 @@ class _BlasC(COpAdapter):
         return _blas().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (3,)
+        return (4,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
@@ -377,7 +377,9 @@ class _AccumulateC(_BlasC):
         code.append(f"if ({spread}) {{\n{self._spread(node, inputs, outputs, sub, nd, call)}}}"
                     " else {")
         if self.op.inplace:
-            code.append(self._into_z(z, o, nd, fmt, z_args, fail, label))
+            fresh = (self._out(o, nd, "dims", npy, fail)
+                     + f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
+            code.append(self._into_z(z, o, nd, fresh, fail))
         else:
             code.append(self._out(o, nd, "dims", npy, fail))
             code.append(f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
@@ -386,30 +388,28 @@ class _AccumulateC(_BlasC):
         return "\n".join(code)
 
     @staticmethod
-    def _into_z(z: str, o: str, nd: int, fmt: str, z_args: str, fail: str, label: str) -> str:
-        """C making the output `o` be z itself (or a copy of a read-only z)."""
+    def _into_z(z: str, o: str, nd: int, fresh: str, fail: str) -> str:
+        """C making the output `o` be z itself (or a copy of a read-only z); when z does
+        not have the result's shape (it broadcasts), `fresh` makes a new output instead,
+        as without inplace: the rewrite that makes the node inplace cannot always prove
+        the shapes equal (a shared weight of unknown static shape)."""
         exact = " || ".join(f"PyArray_DIM({z}, {d}) != odims[{d}]" for d in range(nd))
-        o_args = ", ".join(f"(long)odims[{d}]" for d in range(nd))
-        return (f"if ({exact}) {{\n  PyErr_Format(PyExc_ValueError, \"%s: cannot write a "
-                f"result of shape {fmt} into the accumulated operand of shape {fmt}\", "
-                f"{label}, {o_args}, {z_args});\n  {fail}\n}}\n"
+        return (f"if ({exact}) {{\n{fresh}\n}} else {{\n"
                 f"Py_XDECREF({o});\n"
                 f"if (PyArray_ISWRITEABLE({z})) {{ {o} = {z}; Py_INCREF({o}); }}\n"
                 f"else {{ {o} = (PyArrayObject*)PyArray_NewCopy({z}, NPY_ANYORDER); "
-                f"if (!{o}) {fail} }}")
+                f"if (!{o}) {fail} }}\n}}")
 
     def _spread(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
                 nd: int, call: Any) -> str:
         """C for a product broadcast over z: BLAS into a temporary, then
         ``out = beta*z + product`` element by element (z not read when beta is 0)."""
         _, ctype, npy = self._dtype(node)
-        fail, label = sub["fail"], sub["label"]
+        fail = sub["fail"]
         z = inputs[0]
         (o,) = outputs
-        fmt = "(" + ",".join(["%ld"] * nd) + ("," if nd == 1 else "") + ")"
-        z_args = ", ".join(f"(long)PyArray_DIM({z}, {d})" for d in range(nd))
-        prepare = (self._into_z(z, o, nd, fmt, z_args, fail, label) if self.op.inplace
-                   else self._out(o, nd, "odims", npy, fail))
+        fresh = self._out(o, nd, "odims", npy, fail)
+        prepare = self._into_z(z, o, nd, fresh, fail) if self.op.inplace else fresh
         axes = "ij"[:nd]
         loops = "".join(f"for (npy_intp {a} = 0; {a} < odims[{d}]; ++{a}) "
                         for d, a in enumerate(axes))
