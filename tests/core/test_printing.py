@@ -145,6 +145,32 @@ def test_tensor_graphs_print_in_numpy_notation():
     assert pprint(x.T @ (x + w)) == "x.T @ (x + W)"
 
 
+def test_pprint_ranks_bitwise_above_comparisons_as_python_does():
+    """Python binds & tighter than ^, ^ than |, | than comparisons, and chains `a < b < c`;
+    the printed text, evaluated by Python on NumPy arrays, gives the graph's values."""
+    import numpy as np
+    import workbench.tensor as wt
+
+    import workbench as wb
+
+    a, b, c = wt.lvector("a"), wt.lvector("b"), wt.lvector("c")
+    cases = {
+        "(a <= b) & (c > a)": (a <= b) & (c > a),
+        "a & b <= c": (a & b) <= c,
+        "a | b ^ c": a | (b ^ c),
+        "(a | b) ^ c": (a | b) ^ c,
+        "(a < b) == (b < c)": wt.eq(a < b, b < c),
+        "(a < b) < c": wt.lt(a < b, c),
+        "~(a < b) | (b != c) & (c >= a)": ~(a < b) | (wt.neq(b, c) & (c >= a)),
+    }
+    values = {"a": np.array([1, 5, 3, 0]), "b": np.array([2, 4, 3, 7]),
+              "c": np.array([3, 6, 1, 0])}
+    for text, graph in cases.items():
+        assert pprint(graph) == text
+        got = wb.function([a, b, c], graph)(values["a"], values["b"], values["c"])
+        np.testing.assert_array_equal(got, eval(text, {}, dict(values)), err_msg=text)
+
+
 def test_seed_001_dprint_of_x_times_two():
     import workbench.tensor as wt
 

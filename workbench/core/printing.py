@@ -188,10 +188,12 @@ def dprint(
 
 # -- pprint ------------------------------------------------------------------------
 
-# Binding strength of infix operators (higher binds tighter), as in Python.
+# Binding strength of infix operators (higher binds tighter), as in Python: comparisons
+# below | below ^ below & (so `(a < b) & c` keeps its parentheses), then shifts (5, the
+# default for other symbols), arithmetic, unary minus and invert, power.
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _PRECEDENCE = {
-    "or": 0, "|": 1, "^": 2, "&": 3,
-    "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+    "or": 0, **dict.fromkeys(_COMPARISONS, 1), "|": 2, "^": 3, "&": 4,
     "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7,
     "neg": 8, "~": 8, "**": 9,
 }
@@ -231,6 +233,8 @@ def _scalar_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int] | 
         (left, lp), (right, rp) = args
         if symbol == "**":  # right-associative
             return f"{_wrap(left, lp, prec + 1)} ** {_wrap(right, rp, prec)}", prec
+        if symbol in _COMPARISONS:  # `a < b < c` would chain: parenthesize both sides
+            return f"{_wrap(left, lp, prec + 1)} {symbol} {_wrap(right, rp, prec + 1)}", prec
         return f"{_wrap(left, lp, prec)} {symbol} {_wrap(right, rp, prec + 1)}", prec
     if symbol is not None and len(args) == 1:
         prec = _PRECEDENCE["neg"]

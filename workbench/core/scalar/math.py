@@ -289,7 +289,7 @@ class _Comparison(BinaryScalarOp):
 
     default_preference = staticmethod(bool_out)
     input_cast = "common"
-    precedence = 4
+    precedence = 1  # Python: comparisons bind looser than | ^ & (printing._PRECEDENCE)
 
 
 class EQ(_Comparison):
@@ -333,7 +333,7 @@ class GE(_Comparison):
 class AND(BinaryScalarOp):
     """Bitwise and (logical and for booleans)."""
 
-    nfunc, symbol, precedence = "bitwise_and", "&", 3
+    nfunc, symbol, precedence = "bitwise_and", "&", 4
     default_preference = staticmethod(int_or_bool_out)
     commutative = associative = True
 
@@ -341,7 +341,7 @@ class AND(BinaryScalarOp):
 class OR(BinaryScalarOp):
     """Bitwise or (logical or for booleans)."""
 
-    nfunc, symbol, precedence = "bitwise_or", "|", 1
+    nfunc, symbol, precedence = "bitwise_or", "|", 2
     default_preference = staticmethod(int_or_bool_out)
     commutative = associative = True
 
@@ -349,7 +349,7 @@ class OR(BinaryScalarOp):
 class XOR(BinaryScalarOp):
     """Bitwise exclusive or (logical xor for booleans)."""
 
-    nfunc, symbol, precedence = "bitwise_xor", "^", 2
+    nfunc, symbol, precedence = "bitwise_xor", "^", 3
     default_preference = staticmethod(int_or_bool_out)
     commutative = associative = True
 
