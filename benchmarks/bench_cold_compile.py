@@ -16,8 +16,13 @@ C compiler's CPU seconds (user + system of the child's subprocesses: on a loaded
 the faithful measure of the work) and the machine's load, since on a shared machine the
 wall time mostly measures the other processes.
 
+With `--kinds` it lists the graph's node kinds instead and compiles its bundles in
+this process (the toolchain made ready first), printing each bundle's compiler CPU
+seconds: the figure to watch when changing what C a kind generates.
+
     python benchmarks/bench_cold_compile.py                 # float32, 5 repeats
     python benchmarks/bench_cold_compile.py --dtype float64 --repeats 9
+    python benchmarks/bench_cold_compile.py --kinds
 """
 
 from __future__ import annotations
@@ -54,11 +59,65 @@ def one(what: str, state: str) -> dict:
         return run_child(["compile", what], cache_dir, timeout=600)
 
 
+def kinds_and_bundles(dtype: str) -> None:
+    """The MLP step's node kinds, and the compiler CPU seconds of each of its bundles
+    (compiled here into a temporary directory, the prelude built first)."""
+    import resource
+    from collections import Counter
+
+    from wb_bench import mlp
+
+    from workbench.core.link.c import bundle
+    from workbench.core.link.c import compiler as cc
+    from workbench.core.link.c.cache import default_cache
+    from workbench.core.link.c.codegen import NoCCode, node_source
+
+    fn = mlp.workbench_step(dtype, linker="py")  # the graph the C linker would get
+    cache, kinds, count = default_cache(), {}, Counter()
+    for node in fn.maker.fgraph.toposort():
+        try:
+            src = node_source(node)
+        except NoCCode:
+            continue
+        key = bundle.kind_key(cache, src)
+        kinds.setdefault(key, bundle.Kind(node, src, key))
+        count[key] += 1
+    print(f"{sum(count.values())} C nodes, {len(kinds)} kinds:")
+    for key, kind in sorted(kinds.items(), key=lambda kv: str(kv[1].node.op)):
+        types = ", ".join(str(v.type) for v in kind.node.inputs)
+        print(f"  {count[key]} x {str(kind.node.op)[:50]} ({types})")
+
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    plan = [bundle.bundle_source(b) for b in bundle.plan_bundles(list(kinds.values()), 2)]
+    if plan:
+        cc.prelude_dir([*cc.compiler_info().default_flags, *plan[0].extra_flags], wait=True)
+    total = 0.0
+    for i, src in enumerate(plan):
+        start = children_cpu()
+        with tempfile.TemporaryDirectory(prefix="wb-bundle-") as out:
+            cc.compile_module(src.source, src.module_name, out_dir=out,
+                              extra_flags=src.extra_flags, include_dirs=src.include_dirs,
+                              lib_dirs=src.lib_dirs, libraries=src.libraries)
+        seconds = children_cpu() - start
+        total += seconds
+        print(f"bundle {i}: {len(src.kinds)} kinds, {len(src.source)} characters of C, "
+              f"compiler CPU {seconds:.2f} s")
+    print(f"all bundles: compiler CPU {total:.2f} s ({load()})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--kinds", action="store_true",
+                        help="list the node kinds and time the compiler on each bundle")
     args = parser.parse_args(argv)
+    if args.kinds:
+        kinds_and_bundles(args.dtype)
+        return 0
     what = f"mlp-{args.dtype}"
     print(f"MLP step 784-256-10 {args.dtype}: graph to first result in a fresh process, "
           f"median of {args.repeats}; {os.cpu_count()} cores; {load()} at the start")
