@@ -75,3 +75,22 @@ def test_expm_r_op_is_the_frechet_derivative():
     eps = 1e-6
     numeric = (f(value + eps * direction) - f(value - eps * direction)) / (2 * eps)
     np.testing.assert_allclose(jvp(value, direction), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_debug_mode_accepts_another_basis_of_a_rank_deficient_matrix_singular_vectors() -> None:
+    """Two LAPACK builds may pick different singular vectors for the zero singular
+    values of ones((3, 4)); DebugMode compares what is unique (S and U*S@Vh)."""
+    from workbench.core.graph.basic import Apply
+    from workbench.core.tensor.linalg.rectangular import SVD
+
+    a = np.ones((3, 4))
+    op = SVD(full_matrices=False)
+    node: Apply = op.make_node(wt.dmatrix("a"))
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    flipped = (u.copy(), s, vh.copy())
+    flipped[0][:, 1:] = flipped[0][:, [2, 1]]  # another basis of U's null space...
+    flipped[2][1:] = flipped[2][[2, 1]]  # ...with Vh's rows swapped to match
+    assert not np.allclose(flipped[0], u)
+    assert op.outputs_agree(node, (u, s, vh), flipped) is True
+    wrong = (u, s, vh * 2.0)
+    assert op.outputs_agree(node, (u, s, vh), wrong) is False

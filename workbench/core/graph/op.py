@@ -202,6 +202,17 @@ class Op:
         """What DebugMode runs instead of `perform`; by default `perform` itself."""
         self.perform(node, inputs, output_storage)
 
+    def outputs_agree(self, node: Apply, expected: Sequence[Any], got: Sequence[Any]
+                      ) -> bool | None:
+        """Whether two implementations' outputs of `node` are the same result.
+
+        DebugMode asks this before comparing output by output with each Type's
+        `values_eq_approx`. None (the default) means "compare each output"; an Op
+        whose outputs are not unique (the singular vectors of a rank-deficient
+        matrix) answers by comparing what is unique about them.
+        """
+        return None
+
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
         """Whether a node of this Op with constant inputs may be computed at compile time."""
         return True

@@ -395,6 +395,12 @@ class NodeChecker:
 
     def _compare(self, cls: type, ref_name: str, ref: list[Any], name: str, got: list[Any],
                  context: str = "") -> None:
+        try:
+            agree = self.node.op.outputs_agree(self.node, ref, got)
+        except Exception:
+            agree = False
+        if agree:
+            return
         for j, (var, a, b) in enumerate(zip(self.node.outputs, ref, got)):
             try:
                 ok = var.type.values_eq_approx(a, b)

@@ -95,6 +95,24 @@ class SVD(_RectangularOp):
             raise linalg_error("svd", str(exc)) from None
         self.store(node, result if self.compute_uv else (result,), output_storage)
 
+    def outputs_agree(self, node: Apply, expected: Sequence[Any], got: Sequence[Any]
+                      ) -> bool | None:
+        """Singular vectors are not unique (signs; any basis of a repeated or zero
+        singular value's space), so two LAPACK builds may return different U and Vh
+        for the same matrix: they agree when the singular values and the products
+        ``U[:, :k] * S @ Vh[:k]`` do."""
+        if not self.compute_uv:
+            return None
+        (u_a, s_a, vh_a), (u_b, s_b, vh_b) = expected, got
+        if not node.outputs[1].type.values_eq_approx(s_a, s_b):
+            return False
+        k = s_a.shape[-1]
+        tol = 1e-4 if s_a.dtype == np.float32 else 1e-10
+        scale = max(1.0, float(np.abs(s_a).max(initial=0.0)))
+        product_a = (u_a[..., :k] * s_a[..., None, :]) @ vh_a[..., :k, :]
+        product_b = (u_b[..., :k] * s_b[..., None, :]) @ vh_b[..., :k, :]
+        return bool(np.allclose(product_a, product_b, rtol=tol, atol=tol * scale))
+
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
         """Townsend's formula (see the module docstring)."""
