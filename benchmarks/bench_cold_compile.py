@@ -6,7 +6,7 @@ imports to the first result, in three cache states:
 
 - `empty cache`: a brand-new cache directory, so the per-machine first use is included
   (compiler probes, the precompiled prelude, the runtime module) as well as the graph's
-  own 26 node kinds;
+  own 27 node kinds;
 - `toolchain ready`: a cache that has compiled another graph before (probes, prelude and
   runtime on disk), none of the MLP's kinds: what a new graph costs on a used machine;
 - `warm cache`: every kind on disk.
