@@ -22,6 +22,7 @@ the DEBUG linker (workbench/core/link/c/debug.py) uses it on every node.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ __all__ = [
     "BadDestroyMapError", "BadImplementationError", "BadViewMapError", "DebugModeError",
     "Implementation", "InvalidOutputError", "NodeChecker", "RewriteCheckError",
     "StaleOutputError", "StepChecker", "first_difference", "layout_copy", "node_label",
+    "op_says_outputs_agree",
     "arithmetic_tolerance", "random_value", "short_value",
 ]  # fmt: skip
 
@@ -100,6 +102,15 @@ def _values_agree(var: Any, a: Any, b: Any, tolerance: tuple[float, float] | Non
     if tolerance is None or own is None or tolerance[0] <= own[0]:
         return bool(var.type.values_eq_approx(a, b))
     return bool(var.type.values_eq_approx(a, b, rtol=tolerance[0], atol=tolerance[1]))
+
+
+def op_says_outputs_agree(node: Any, expected: Sequence[Any], got: Sequence[Any]) -> bool:
+    """True when `node`'s Op judges two runs' outputs the same result
+    (`Op.outputs_agree`); False sends the caller to compare output by output."""
+    try:
+        return bool(node.op.outputs_agree(node, expected, got))
+    except Exception:
+        return False
 
 
 def _looser(a: tuple[float, float] | None, b: tuple[float, float] | None
@@ -395,11 +406,7 @@ class NodeChecker:
 
     def _compare(self, cls: type, ref_name: str, ref: list[Any], name: str, got: list[Any],
                  context: str = "") -> None:
-        try:
-            agree = self.node.op.outputs_agree(self.node, ref, got)
-        except Exception:
-            agree = False
-        if agree:
+        if op_says_outputs_agree(self.node, ref, got):
             return
         for j, (var, a, b) in enumerate(zip(self.node.outputs, ref, got)):
             try:

@@ -287,3 +287,39 @@ def test_layout_copy_keeps_strides_and_shares_no_memory():
         assert copy.strides == value.strides or value.size == 0
         assert not np.may_share_memory(copy, value)
         np.testing.assert_array_equal(copy, value)
+
+
+class _SignFree(Op):
+    """x or -x, alternately: a result defined only up to sign (like a singular
+    vector), which the Op says through `outputs_agree`."""
+
+    __props__ = ("declares",)
+
+    def __init__(self, declares: bool) -> None:
+        self.declares = declares
+        self.calls = 0
+
+    def make_node(self, x):
+        x = wt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        self.calls += 1
+        sign = 1.0 if self.calls % 2 else -1.0
+        output_storage[0][0] = sign * np.asarray(inputs[0]).copy()
+
+    def outputs_agree(self, node, expected, got):
+        if not self.declares:
+            return None
+        return bool(np.allclose(np.abs(expected[0]), np.abs(got[0])))
+
+
+@pytest.mark.parametrize("declares", [True, False])
+def test_an_op_that_declares_its_outputs_unique_only_up_to_sign_is_checked_that_way(declares):
+    x = DVEC("x")
+    f = wb.function([x], _SignFree(declares)(x), mode=Mode(linker=DebugLinker(), rewriter=None))
+    if declares:
+        assert np.allclose(np.abs(f(np.array([1.0, -2.0]))), [1.0, 2.0])
+    else:
+        with pytest.raises(DebugModeError):
+            f(np.array([1.0, -2.0]))

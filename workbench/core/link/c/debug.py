@@ -36,6 +36,7 @@ from workbench.core.link.debugmode import (
     NodeChecker,
     StaleOutputError,
     node_label,
+    op_says_outputs_agree,
     short_value,
 )
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM
@@ -167,6 +168,9 @@ class DebugLinker(CLinker):
             real()
             for cell in computed:
                 cell[0] = 1
+            if op_says_outputs_agree(node, reference, [cell[0] for cell in out_cells]):
+                linker.checks += 1
+                return
             for j, (var, cell, want) in enumerate(zip(node.outputs, out_cells, reference)):
                 if not var.type.values_eq_approx(want, cell[0]):
                     raise StaleOutputError(
