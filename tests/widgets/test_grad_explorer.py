@@ -258,3 +258,30 @@ def test_a_three_step_rnn_shows_bptt_one_iteration_at_a_time():
     assert not looped.trace.accumulations  # the loop's own L_op: one step, no sum
     np.testing.assert_allclose(looped.grad_values[looped.grads[0]],
                                explorer.grad_values[explorer.grads[0]])
+
+
+def test_an_op_from_graph_in_the_drawing_expands_and_collapses_again():
+    import workbench as wb
+
+    x, w, b = wt.dmatrix("x"), wt.dmatrix("w"), wt.dvector("b")
+    dense = wb.OpFromGraph([x, w, b], [wt.tanh(x @ w + b)], name="dense_layer")
+    X, W, B = wt.dmatrix("X"), wt.dmatrix("W"), wt.dvector("B")
+    h = dense(X, W, B)
+    explorer = GradExplorer((h ** 2).sum(), W, point={X: np.ones((2, 3)), W: np.ones((3, 2)),
+                                                       B: np.zeros(2)})
+
+    def drawn() -> set[str]:
+        return {key for node in explorer.canvas.graph["nodes"] for key in node["members"]}
+
+    closed = drawn()
+    assert explorer.expand_button.layout.display == ""
+    assert explorer.expand_button.description == "expand dense_layer"
+    explorer.expand_button.click()
+    assert explorer.expand_button.description == "collapse dense_layer"
+    inner = {key for key, d in explorer.nx_graph.nodes(data=True) if d.get("inner_of")}
+    assert inner and drawn() == closed | inner
+    explorer.last()  # stepping on draws the opened body too
+    assert inner <= drawn()
+    explorer.collapse(h.owner)
+    assert drawn() == closed
+    assert explorer.expand_button.description == "expand dense_layer"

@@ -337,3 +337,30 @@ def test_a_step_rewriting_a_loop_body_lists_the_body_steps():
     stepper.go_to_step(index)
     info = stepper.step_info.value
     assert "inside Scan{tiny, for}" in info and "local_mul_one" in info
+
+
+def test_a_loop_in_the_drawings_expands_into_its_body_and_collapses_again():
+    import numpy as np
+
+    x = wt.dvector("x")
+    w = wt.dscalar("w")
+    hs, _ = wb.scan(lambda xt, h: wt.tanh(h * w + xt), sequences=x,
+                    outputs_info=np.float64(0), name="rnn")
+    stepper = RewriteStepper(hs * 2.0)
+    stepper.last()
+    closed = set(stepper.diff.before.nodes)
+    assert stepper.expand_button.layout.display == ""
+    assert stepper.expand_button.description == "expand loop"
+    stepper.expand_button.click()
+    assert stepper.expand_button.description == "collapse loop"
+    opened = set(stepper.diff.before.nodes)
+    assert closed < opened
+    body = [d for k, d in stepper.diff.before.nodes(data=True) if k in opened - closed]
+    assert any(d.get("op_class") == "Elemwise" and "tanh" in str(d["op"]) for d in body)
+    # the body's nodes are drawn on both sides, outlined dashed
+    assert "data-inner-of" in stepper.before_svg.value
+    assert "data-inner-of" in stepper.after_svg.value
+    scan = next(stepper.expanded.__iter__())
+    stepper.collapse(scan)
+    assert set(stepper.diff.before.nodes) == closed
+    assert stepper.expand_button.description == "expand loop"

@@ -60,6 +60,7 @@ from workbench.widgets._common import (
     styled,
 )
 from workbench.widgets.graph_canvas import GraphCanvas, graph_data, relabel
+from workbench.widgets.inner_graphs import ExpandsInnerGraphs, holds_inner_graph
 from workbench.widgets.rewrite_stepper import StepNavigator
 
 __all__ = ["GradCheck", "GradExplorer"]
@@ -76,7 +77,7 @@ class GradCheck:
     message: str  # verify_grad's verdict (its GradientError text on a mismatch)
 
 
-class GradExplorer(widgets.VBox):
+class GradExplorer(ExpandsInnerGraphs, widgets.VBox):
     """Forward values, then the recorded backward pass step by step, then a gradient check.
 
     `cost`: a scalar Variable. `wrt`: a Variable or a list of them. `point`:
@@ -109,6 +110,7 @@ class GradExplorer(widgets.VBox):
         self.grads: list[Variable] = list(grads)
         self.trace: BackwardTrace = trace
         self.nx_graph: nx.DiGraph = to_networkx(cost)
+        self._init_inner_graphs()  # expanded, expand(), collapse(), expand_button
         _, inputs, _ = graph_parts(cost)
         self.inputs = [v for v in inputs if not isinstance(v, SharedVariable)]
         self.point: dict[Variable, np.ndarray] = (
@@ -140,6 +142,8 @@ class GradExplorer(widgets.VBox):
                                       layout=widgets.Layout(width="55%")), "wb-grad-svg")
         self.canvas = self.svg  # the drawing: values and gradients so far inside the nodes
         self.values_toggle.observe(lambda _: self._show(self.position), names="value")
+        self.canvas.observe(self._on_canvas_select, names="selected")
+        self._point_expand_button_at_drawing()
         self.step_panel = styled(widgets.HTML(layout=widgets.Layout(width="45%")),
                                  "wb-grad-step")
         self.so_far = styled(widgets.HTML(), "wb-grad-sofar")
@@ -155,7 +159,7 @@ class GradExplorer(widgets.VBox):
             "entry</b>, <b style='color:#d32f2f'>gradients it received</b>, "
             "<b style='color:#2e7d32'>gradients it produced / contributions</b></small>")
         super().__init__([
-            self.title, widgets.HBox([self.nav, self.status]),
+            self.title, widgets.HBox([self.nav, self.expand_button, self.status]),
             widgets.HBox([legend, self.values_toggle]),
             widgets.HBox([self.svg, self.step_panel]), self.so_far,
             widgets.HBox([self.check_button]), self.check_output,
@@ -301,6 +305,20 @@ class GradExplorer(widgets.VBox):
         return found
 
     # -- rendering ----------------------------------------------------------------------
+    def _expanded_changed(self) -> None:
+        """Draw the cost's graph again with the opened loops' bodies (no values inside
+        them: the forward pass is evaluated on the outer graph)."""
+        self.nx_graph = to_networkx(self.cost, expand=self.expanded)
+        self._drawings.clear()
+        self._show(self.position)
+
+    def _on_canvas_select(self, change: dict[str, Any]) -> None:
+        """A clicked loop (or OpFromGraph) becomes what the expand button opens."""
+        key = change["new"]
+        obj = self.nx_graph.nodes[key]["obj"] if key in self.nx_graph else None
+        if holds_inner_graph(obj):
+            self._point_expand_button(obj)
+
     def _show(self, position: int) -> None:
         run_with_status(self.status, lambda: self._render(position),
                         on_error=lambda exc: setattr(

@@ -5,7 +5,8 @@ a node to select it; labels stay at least 11 px at the default size (a big
 graph scrolls rather than shrinks). A `Dropdown` of the nodes selects too.
 A loop node (any Op holding an inner graph) gets an "expand loop" button: its body
 is drawn inside the graph, framed, and "collapse loop" closes it (`expand(node)`,
-`collapse(node)`). Selecting outlines the node and fills the details panel: kind, op and props,
+`collapse(node)`; see `inner_graphs.ExpandsInnerGraphs`, shared by the widgets).
+Selecting outlines the node and fills the details panel: kind, op and props,
 type, dtype, static shape, name, the `dprint` of its subtree (with the same
 `[id X]` letters as the drawing), and its value when a `point` was given. With
 a point, every variable node also shows its value inside the box (togglable).
@@ -26,13 +27,13 @@ import networkx as nx
 import numpy as np
 
 from workbench.core.graph.basic import Apply, Constant, Variable
-from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.link.shared import SharedVariable
 from workbench.core.printing import IdLabels, dprint
 from workbench.inspector import find, to_networkx
 from workbench.inspector.graph import APPLY, graph_parts
 from workbench.widgets._common import pre, run_with_status, status_label, styled
 from workbench.widgets.graph_canvas import GraphCanvas, graph_data
+from workbench.widgets.inner_graphs import ExpandsInnerGraphs
 
 ZOOM_STEPS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
@@ -47,7 +48,7 @@ def _graph_of(graph: Any) -> Any:
     return graph
 
 
-class GraphView(widgets.VBox):
+class GraphView(ExpandsInnerGraphs, widgets.VBox):
     """An interactive drawing of a graph, a node selector, a details panel, zoom buttons.
 
     `graph`: Variable(s), a FunctionGraph, a compiled Function or a GraphSource.
@@ -59,8 +60,7 @@ class GraphView(widgets.VBox):
     def __init__(self, graph: Any, point: Mapping[Any, Any] | None = None,
                  height: int = 560) -> None:
         self.graph = _graph_of(graph)
-        #: the loop (inner-graph) nodes drawn opened: their inner graph is in the drawing
-        self.expanded: set[Apply] = set()
+        self._init_inner_graphs()  # expanded, expand(), collapse(), expand_button
         self.nx_graph: nx.DiGraph = to_networkx(self.graph)
         outputs, inputs, _ = graph_parts(self.graph)
         self._inputs = inputs
@@ -85,9 +85,6 @@ class GraphView(widgets.VBox):
             value=True, description="values in nodes", indent=False,
             layout=widgets.Layout(width="150px", display="" if self.values else "none")),
             "wb-values-toggle")
-        self.expand_button = styled(widgets.Button(
-            description="expand loop", tooltip="draw the selected loop's body (inner graph)",
-            layout=widgets.Layout(width="auto", min_width="120px", display="none")), "wb-expand")
         self.status = status_label("working…")
         self.canvas = styled(GraphCanvas(self._graph_data(), height=height,
                                          layout=widgets.Layout(flex="1 1 560px")), "wb-graph-svg")
@@ -104,7 +101,6 @@ class GraphView(widgets.VBox):
         self.zoom_in_button.on_click(lambda _: self.set_zoom(self._next_zoom(+1)))
         self.zoom_out_button.on_click(lambda _: self.set_zoom(self._next_zoom(-1)))
         self.zoom_fit_button.on_click(lambda _: self.canvas.fit())
-        self.expand_button.on_click(lambda _: self._toggle_selected())
         toolbar = widgets.HBox([self.node_select, self.zoom_out_button, self.zoom_fit_button,
                                 self.zoom_in_button, self.expand_button, self.values_toggle,
                                 self.status])
@@ -133,30 +129,7 @@ class GraphView(widgets.VBox):
             key = find(self.nx_graph, node)
         self.node_select.value = key
 
-    def expand(self, node: str | Apply) -> None:
-        """Draw the inner graph (a loop's body) of `node` (key, letter or Apply) inside
-        the drawing; `collapse` closes it again."""
-        self._set_expanded(self._inner_graph_node(node), True)
-
-    def collapse(self, node: str | Apply) -> None:
-        self._set_expanded(self._inner_graph_node(node), False)
-
-    def _inner_graph_node(self, node: str | Apply) -> Apply:
-        if isinstance(node, str):
-            key = node if node in self.nx_graph else find(self.nx_graph, node)
-            node = self.nx_graph.nodes[key]["obj"]
-        if not isinstance(node, Apply) or not isinstance(node.op, InnerGraphOp):
-            raise ValueError(f"{node} is not a node holding an inner graph (a loop, an "
-                             "OpFromGraph): there is nothing to expand")
-        return node
-
-    def _set_expanded(self, node: Apply, opened: bool) -> None:
-        if opened:
-            self.expanded.add(node)
-        else:  # closing a loop closes the loops drawn inside it
-            inside = {d["obj"] for _, d in to_networkx(node.outputs, expand=True)
-                      .nodes(data=True) if isinstance(d["obj"], Apply)}
-            self.expanded -= inside | {node}
+    def _expanded_changed(self) -> None:
         selected = self.selected
         self.nx_graph = to_networkx(self.graph, expand=self.expanded)
         self.node_select.options = self._options()
@@ -164,29 +137,17 @@ class GraphView(widgets.VBox):
             self.node_select.value = selected
         self.title.value = self._title_html()
         self._redraw()
-        self._update_expand_button()
 
     def _title_html(self) -> str:
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)
-        names = sorted({str(node.op) for node in self.expanded})
-        opened = f", expanded: {', '.join(names)}" if names else ""
+        opened = self._expanded_text()
         return (f"<b>{n_apply} Apply nodes, {self.nx_graph.number_of_nodes() - n_apply} "
                 f"variables{opened}</b>"
                 + (" — evaluated at the given point" if self.values else ""))
 
-    def _toggle_selected(self) -> None:
-        if self.selected is not None:
-            node = self.nx_graph.nodes[self.selected]["obj"]
-            self._set_expanded(node, node not in self.expanded)
-
     def _update_expand_button(self) -> None:
-        obj = self.nx_graph.nodes[self.selected]["obj"] if self.selected else None
-        holds = isinstance(obj, Apply) and isinstance(obj.op, InnerGraphOp)
-        self.expand_button.layout.display = "" if holds else "none"
-        if holds:
-            title = obj.op.inner_graph_title.split()[0]  # "loop", "inner"
-            self.expand_button.description = (f"collapse {title}" if obj in self.expanded
-                                              else f"expand {title}")
+        self._point_expand_button(self.nx_graph.nodes[self.selected]["obj"]
+                                  if self.selected else None)
 
     @property
     def zoom(self) -> float:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import ipywidgets as widgets
+import networkx as nx
 import numpy as np
 
 from workbench.core.graph.basic import Variable
@@ -50,6 +51,7 @@ from workbench.widgets._common import (
     status_label,
     styled,
 )
+from workbench.widgets.inner_graphs import ExpandsInnerGraphs, holds_inner_graph
 
 __all__ = ["RewriteStepper", "StepNavigator", "svg_for_widget"]
 
@@ -187,7 +189,7 @@ def _short(text: str, limit: int = 400) -> str:
     return "\n".join(line if len(line) <= limit else line[: limit - 1] + "…" for line in lines)
 
 
-class RewriteStepper(widgets.VBox):
+class RewriteStepper(ExpandsInnerGraphs, widgets.VBox):
     """The steps of a rewrite, browsable: list, navigation, diff drawing, pprint, plot.
 
     `graph_or_function`: Variable(s), a FunctionGraph (not modified), a compiled
@@ -212,6 +214,8 @@ class RewriteStepper(widgets.VBox):
         self.check_result: str | None = None
         self._known_names: list[str] = []
         self._plots: dict[tuple[Any, ...], bytes] = {}
+        self.nx_graph = nx.DiGraph()  # the "before" drawing: where `expand` finds nodes
+        self._init_inner_graphs()  # expanded, expand(), collapse(), expand_button
 
         self.title = styled(widgets.HTML(), "wb-stepper-title")
         self.status = status_label("working…")
@@ -266,7 +270,7 @@ class RewriteStepper(widgets.VBox):
         # so it is on screen at 1280x800 without scrolling; details follow
         super().__init__([
             self.title,
-            widgets.HBox([self.nav, self.status]),
+            widgets.HBox([self.nav, self.expand_button, self.status]),
             self.headline, legend,
             widgets.HBox([self.before_svg, self.after_svg]),
             self.region, self.step_info,
@@ -463,6 +467,9 @@ class RewriteStepper(widgets.VBox):
             return
         run_with_status(self.status, lambda: self._render(position), on_error=self._show_error)
 
+    def _expanded_changed(self) -> None:
+        self._show(self.position)
+
     def _show_error(self, exc: BaseException) -> None:
         self.step_info.value = f'<pre class="wb-error">{html.escape(str(exc))}</pre>'
 
@@ -482,18 +489,26 @@ class RewriteStepper(widgets.VBox):
                                     "no step matches the filters</span>")
             self.step_info.value = "<i>no rewrite step to show (see the filters)</i>"
             graph = self.trace.view_at(len(self.trace)) if self.trace.steps else self.fgraph
-            self.before_svg.value = svg_for_widget(to_svg(graph))
+            self.nx_graph = to_networkx(graph, expand=self.expanded)
+            self.before_svg.value = svg_for_widget(to_svg(self.nx_graph))
             self.after_svg.value = ""
             self.headline.value = ""
             self.region.value = ""
             self.count_plot.value = self._count_png(None)
             self.check_button.disabled = True
+            self._point_expand_button_at_drawing()
             return
         self.check_button.disabled = False
         self.position = position
         step = self.steps[position - 1]
-        before = to_networkx(self.trace.view_at(step.index - 1))  # copied out of the live
-        after = to_networkx(self.trace.view_at(step.index))  # view before it moves on
+        # copied out of the live view before it moves on
+        before = to_networkx(self.trace.view_at(step.index - 1), expand=self.expanded)
+        # a step that rewrote an opened loop made a new node: open the one at its [id] too
+        letters = {d["label"] for _, d in before.nodes(data=True)
+                   if holds_inner_graph(d["obj"]) and d["obj"] in self.expanded}
+        after = to_networkx(self.trace.view_at(step.index), expand=self.expanded | letters)
+        self.nx_graph = before
+        self._point_expand_button_at_drawing()
         self.diff = d = diff(before, after)
         self.nav.label.value = (f"<span class='wb-step-current' data-step='{step.index}' "
                                 f"data-rewrite='{html.escape(step.rewrite)}'>step {step.index}"

@@ -1,0 +1,107 @@
+"""Opening a drawn loop (any node holding an inner graph) in place: one mixin for all widgets.
+
+A widget that draws a graph mixes in `ExpandsInnerGraphs`: it gets `expanded` (the
+inner-graph nodes drawn opened), `expand(node)` / `collapse(node)` and the
+`expand_button` ("expand loop" / "collapse loop", "expand dense_layer" for an
+OpFromGraph named so). The widget keeps `nx_graph` (what it draws) and implements
+`_expanded_changed()`: draw again with `to_networkx(..., expand=self.expanded)`.
+
+    stepper.expand("C")       # key, [id] letter or the Apply itself
+    stepper.collapse("C")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+import networkx as nx
+
+from workbench.core.graph.basic import Apply
+from workbench.core.graph.inner_graph import InnerGraphOp
+from workbench.inspector import find, to_networkx
+from workbench.widgets._common import styled
+
+
+def holds_inner_graph(obj: Any) -> bool:
+    """Whether `obj` is an Apply node whose Op holds an inner graph (a loop, an OpFromGraph)."""
+    return isinstance(obj, Apply) and isinstance(obj.op, InnerGraphOp)
+
+
+class ExpandsInnerGraphs:
+    """Mixin: expand / collapse the inner-graph nodes of the graph a widget draws."""
+
+    nx_graph: nx.DiGraph
+    expanded: set[Apply]
+    expand_button: widgets.Button
+
+    def _init_inner_graphs(self) -> None:
+        #: the loop (inner-graph) nodes drawn opened: their inner graph is in the drawing
+        self.expanded = set()
+        self._expand_target: Apply | None = None
+        self.expand_button = styled(widgets.Button(
+            description="expand loop", tooltip="draw the loop's body (inner graph) in place",
+            layout=widgets.Layout(width="auto", min_width="120px", display="none")), "wb-expand")
+        self.expand_button.on_click(lambda _: self._toggle_expand_target())
+
+    def _expanded_changed(self) -> None:
+        """Draw again with `self.expanded` opened (the widget says how)."""
+        raise NotImplementedError
+
+    # -- public API ---------------------------------------------------------------------
+    def expand(self, node: str | Apply) -> None:
+        """Draw the inner graph (a loop's body) of `node` (key, letter or Apply) inside
+        the drawing; `collapse` closes it again."""
+        self._set_expanded(self._inner_graph_node(node), True)
+
+    def collapse(self, node: str | Apply) -> None:
+        self._set_expanded(self._inner_graph_node(node), False)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _inner_graph_node(self, node: str | Apply) -> Apply:
+        if isinstance(node, str):
+            key = node if node in self.nx_graph else find(self.nx_graph, node)
+            node = self.nx_graph.nodes[key]["obj"]
+        if not holds_inner_graph(node):
+            raise ValueError(f"{node} is not a node holding an inner graph (a loop, an "
+                             "OpFromGraph): there is nothing to expand")
+        return node
+
+    def _set_expanded(self, node: Apply, opened: bool) -> None:
+        if opened:
+            self.expanded.add(node)
+        else:  # closing a loop closes the loops drawn inside it
+            inside = {d["obj"] for _, d in to_networkx(node.outputs, expand=True)
+                      .nodes(data=True) if isinstance(d["obj"], Apply)}
+            self.expanded -= inside | {node}
+        self._expanded_changed()
+        self._point_expand_button(node)
+
+    def _expanded_text(self) -> str:
+        """', expanded: dense_layer' for a title ('' when nothing is opened)."""
+        names = sorted({str(node.op) for node in self.expanded})
+        return f", expanded: {', '.join(names)}" if names else ""
+
+    def _toggle_expand_target(self) -> None:
+        node = self._expand_target
+        if node is not None:
+            self._set_expanded(node, node not in self.expanded)
+
+    def _point_expand_button(self, obj: Any) -> None:
+        """Aim the button at `obj`; hide it unless `obj` holds an inner graph."""
+        holds = holds_inner_graph(obj)
+        self._expand_target = obj if holds else None
+        self.expand_button.layout.display = "" if holds else "none"
+        if holds:
+            title = obj.op.inner_graph_title.split()[0]  # "loop", or an OpFromGraph's name
+            self.expand_button.description = (f"collapse {title}" if obj in self.expanded
+                                              else f"expand {title}")
+
+    def _point_expand_button_at_drawing(self) -> None:
+        """For widgets without a node selection: aim at the node the button toggled last
+        while it is still drawn, else at the first outermost inner-graph node."""
+        drawn = [d for _, d in self.nx_graph.nodes(data=True) if holds_inner_graph(d["obj"])]
+        target = self._expand_target
+        if not any(d["obj"] is target for d in drawn):
+            target = next((d["obj"] for d in drawn if d.get("inner_of") is None), None)
+        self._point_expand_button(target)
