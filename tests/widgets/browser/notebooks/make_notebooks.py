@@ -70,6 +70,22 @@ panel = ProfilePanel(y, input_shapes={"x": (200, 50), "w": (50, 20)}, calls=5)
 panel
 '''
 
+REWRITE_STEPPER_LOOP = '''\
+import numpy as np
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.widgets import RewriteStepper
+
+x = wt.dvector("x")
+w = wt.dscalar("w")
+h, _ = wb.scan(lambda x_t, h_prev: wt.tanh(h_prev * w + x_t), sequences=x,
+               outputs_info=np.float64(0), name="rnn")
+stepper = RewriteStepper(h * 2.0)
+stepper.last()
+stepper
+'''
+
 GRAPH_VIEW_LOOP = '''\
 import numpy as np
 import workbench.tensor as wt
@@ -105,6 +121,9 @@ NOTEBOOKS = {
     "graph_view_op_from_graph.ipynb": notebook(
         "# GraphView of an MLP with a dense_layer box\nSelect it and press expand dense_layer.",
         GRAPH_VIEW_OP_FROM_GRAPH),
+    "rewrite_stepper_loop.ipynb": notebook(
+        "# RewriteStepper of a loop\nPress expand loop to see its body on both sides.",
+        REWRITE_STEPPER_LOOP),
     "profile_panel.ipynb": notebook("# ProfilePanel\nChoose shapes and calls, then Run.",
                                     PROFILE_PANEL),
 }
