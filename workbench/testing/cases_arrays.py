@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core import dtypes
-from workbench.testing.catalog import Arg, Case
+from workbench.testing.catalog import Arg, Case, numpy_reference, tensor_function
 
 __all__ = ["CASES"]
 
@@ -32,20 +32,7 @@ def _wt() -> Any:
     return wt
 
 
-def _call(name: str, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    """A builder calling wt.`name`(*inputs, *args, **kwargs)."""
-
-    def build(*inputs: Any) -> Any:
-        return getattr(_wt(), name)(*inputs, *args, **kwargs)
-
-    return build
-
-
-def _np(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    def reference(*inputs: Any) -> Any:
-        return np.asarray(func(*inputs, *args, **kwargs))
-
-    return reference
+_call, _np = tensor_function, numpy_reference
 
 
 def _fixed(value: Any) -> Callable[[np.random.Generator, tuple[int, ...], str], Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from workbench.testing.cases_lapack import matrix
-from workbench.testing.catalog import Arg, Case
+from workbench.testing.catalog import Arg, Case, numpy_reference, tensor_function
 
 __all__ = ["CASES"]
 
@@ -27,21 +27,10 @@ def _la() -> Any:
 
 
 def _call(name: str, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    def build(*inputs: Any) -> Any:
-        return getattr(_la(), name)(*inputs, *args, **kwargs)
-
-    build.__name__ = name
-    return build
+    return tensor_function(f"linalg.{name}", *args, **kwargs)
 
 
-def _np(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    def reference(*inputs: Any) -> Any:
-        result = func(*inputs, *args, **kwargs)
-        if isinstance(result, tuple):
-            return tuple(np.asarray(r) for r in result)
-        return np.asarray(result)
-
-    return reference
+_np = numpy_reference
 
 
 def _norm_cases() -> list[Case]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core import dtypes
-from workbench.testing.catalog import Arg, Case
+from workbench.testing.catalog import Arg, Case, numpy_reference, tensor_function
 
 __all__ = ["CASES"]
 
@@ -32,21 +32,7 @@ def _wt() -> Any:
     return wt
 
 
-def _call(name: str, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    def build(*inputs: Any) -> Any:
-        return getattr(_wt(), name)(*inputs, *args, **kwargs)
-
-    return build
-
-
-def _np(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    def reference(*inputs: Any) -> Any:
-        result = func(*inputs, *args, **kwargs)
-        if isinstance(result, tuple):
-            return [np.asarray(r) for r in result]
-        return np.asarray(result)
-
-    return reference
+_call, _np = tensor_function, numpy_reference
 
 
 def _ties(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:

@@ -223,3 +223,34 @@ def op_classes_in(outputs: Any) -> set[type]:
             if scalar_op is not None:
                 found.add(type(scalar_op))
     return found
+
+
+def tensor_function(path: str, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    """A case builder calling ``workbench.core.tensor.<path>(*inputs, *args, **kwargs)``;
+    `path` may name a namespace (``"sort"``, ``"linalg.solve"``). Resolved at build time,
+    so a cases module imports no tensor code when loaded."""
+
+    def build(*inputs: Any) -> Any:
+        import workbench.core.tensor as wt
+
+        function: Any = wt
+        for part in path.split("."):
+            function = getattr(function, part)
+        return function(*inputs, *args, **kwargs)
+
+    build.__name__ = path.rsplit(".", 1)[-1]
+    return build
+
+
+def numpy_reference(func: Callable[..., Any], *args: Any, **kwargs: Any
+                    ) -> Callable[..., Any]:
+    """A case reference calling ``func(*values, *args, **kwargs)``, as arrays (a tuple
+    result, e.g. numpy.linalg.slogdet's, as a list of arrays: one per output)."""
+
+    def reference(*inputs: Any) -> Any:
+        result = func(*inputs, *args, **kwargs)
+        if isinstance(result, tuple):
+            return [np.asarray(r) for r in result]
+        return np.asarray(result)
+
+    return reference
