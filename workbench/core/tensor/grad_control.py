@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Variable
-from workbench.core.graph.op import Op
 from workbench.core.graph.type import disconnected_type
+from workbench.core.tensor.identity_ops import TensorIdentity
 from workbench.core.tensor.join import float_zeros_like
 from workbench.core.tensor.math import clip
-from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = [
     "DisconnectedGrad", "GradClip", "IdentityGradOp", "ZeroGrad", "consider_constant",
@@ -24,24 +23,10 @@ __all__ = [
 ]  # fmt: skip
 
 
-class IdentityGradOp(Op):
+class IdentityGradOp(TensorIdentity):
     """Identity on tensors; subclasses only change the gradient."""
 
-    __props__: tuple[str, ...] = ()
-    view_map = {0: [0]}
     abstract = True
-
-    def make_node(self, x: Any) -> Apply:  # type: ignore[override]
-        x = as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        output_storage[0][0] = inputs[0]
-
-    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
-                    ) -> list[tuple[Any, ...]]:
-        return [input_shapes[0]]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:

@@ -12,12 +12,10 @@ their meaning.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from workbench.core.graph.basic import Apply, Variable
-from workbench.core.graph.op import Op
+from workbench.core.graph.basic import Variable
+from workbench.core.tensor.identity_ops import TensorIdentity
 from workbench.core.tensor.type import TensorType
-from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = [
     "DEVICE_TARGETS", "HOST_TARGETS", "ToDevice", "ToHost", "Transfer", "to_device_op",
@@ -28,24 +26,10 @@ DEVICE_TARGETS = ("gpu", "cuda", "device")
 HOST_TARGETS = ("cpu", "host")
 
 
-class Transfer(Op):
+class Transfer(TensorIdentity):
     """The identity, marking where a value moves between host and device."""
 
     abstract = True
-    __props__ = ()
-    view_map = {0: [0]}  # noqa: RUF012 (the Op contract's class attribute)
-
-    def make_node(self, x: Any) -> Apply:
-        x = as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
-                ) -> None:
-        output_storage[0][0] = inputs[0]
-
-    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
-                    ) -> list[tuple[Any, ...]]:
-        return [input_shapes[0]]
 
     def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
              ) -> list[Variable]:
