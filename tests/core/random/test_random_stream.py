@@ -87,7 +87,7 @@ def test_dprint_shows_where_the_state_flows():
     srng = wb.random.RandomStream(seed=0)
     f = wb.function([], srng.normal(size=(2,)) + 1.0, linker="py")
     text = wb.dprint(f, file="str")
-    assert "normal_rv{float64}.0" in text and "-> update of rng0" in text
+    assert "normal_rv{float64, inplace}.0" in text and "-> update of rng0" in text
 
 
 def test_c_linker_report_says_draws_run_in_python():

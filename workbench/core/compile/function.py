@@ -50,6 +50,7 @@ from workbench.core.link.vm import (
     describe_value,
     may_share_memory,
 )
+from workbench.core.random.type import RandomGeneratorType
 from workbench.core.rewrite.rules.inplace import protect_inputs
 
 __all__ = [
@@ -354,11 +355,13 @@ class FunctionMaker:
                 # a shared tensor the call updates may be overwritten by the node that
                 # computes its new value (the inplace pass: an SGD step's Gemm writes
                 # into the weight's storage); the DestroyHandler orders every reader
-                # first. (Random generators are not: their draws keep copying them.)
+                # first. A random generator the call updates is advanced in place by
+                # its draw (no copy of the state per draw; random/op.py).
                 updated = any(root is t or getattr(t, "variable", None) is root
                               for t in update_targets)
-                tensor = getattr(root.type, "shape", None) is not None
-                implicit.append(In(root, implicit=True, mutable=updated and tensor))
+                in_place = getattr(root.type, "shape", None) is not None or isinstance(
+                    root.type, RandomGeneratorType)
+                implicit.append(In(root, implicit=True, mutable=updated and in_place))
                 continue
             needing = next(i for i, e in enumerate(exprs) if root in set(ancestors([e])))
             n_out = len(self.outputs)

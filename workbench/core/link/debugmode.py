@@ -123,11 +123,17 @@ def _looser(a: tuple[float, float] | None, b: tuple[float, float] | None
 def _evaluate(fgraph: FunctionGraph, values: list[Any]) -> list[Any]:
     """The outputs of `fgraph` on copies of `values`, computed node by node in the graph's
     own order (which honours the DestroyHandler's orderings for inplace Ops)."""
+    import copy
+
     from workbench.core.graph.basic import Constant
 
     storage: dict[Any, Any] = {}
     for var, value in zip(fgraph.inputs, values):
-        storage[var] = np.copy(value) if isinstance(value, np.ndarray) else value
+        if isinstance(value, np.ndarray):
+            value = np.copy(value)
+        elif isinstance(value, np.random.Generator):  # a draw may advance it in place
+            value = copy.deepcopy(value)
+        storage[var] = value
     for node in fgraph.toposort():
         args = [v.data if isinstance(v, Constant) else storage[v] for v in node.inputs]
         cells: list[list[Any]] = [[None] for _ in node.outputs]

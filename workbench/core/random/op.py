@@ -5,7 +5,12 @@ A node of a RandomVariable has inputs ``(rng, size, *params)`` and outputs
 generator, draws with the NumPy `Generator` method of the same name and
 returns the advanced copy, so the same input state always gives the same draw
 (the node is a pure function of its inputs) and the state only moves forward
-through updates. Hence:
+through updates. The inplace variant (``inplace=True``, destroy_map {0: [0]})
+advances the input generator itself, saving the copy (a few µs per draw,
+benchmarks/bench_random.py): the inplace pass makes it when the compiled call
+updates that generator (`function` marks an updated shared generator mutable) and
+the DestroyHandler finds every other reader of the old state can run first; a
+generator passed in, held as a constant or not updated is never mutated. Hence:
 
 - constant folding never computes a draw (`do_constant_folding` is False: a
   draw must change from one call to the next);

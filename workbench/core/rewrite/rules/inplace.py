@@ -71,7 +71,7 @@ def _can_destroy(handler: DestroyHandler, node: Apply, i: int, out: Variable) ->
             return False
     elif var.type != out.type:
         return False
-    elif any(s is None for s in out.type.shape):
+    elif any(s is None for s in getattr(out.type, "shape", ())):
         fgraph = handler.fgraph
         assert fgraph is not None
         if not get_shape_feature(fgraph).same_shape(var, out):

@@ -1,0 +1,111 @@
+"""Per-draw overhead of a random draw: the generator advanced in place against a copy per draw.
+
+A compiled function drawing one value (``normal(0, 1)``, size ()) and 1000 values from a
+RandomStream, on the py and C linkers, called with no inputs:
+
+- `inplace`: the default (the draw advances the shared generator, which the call updates,
+  in place: random/op.py, the inplace pass);
+- `copy`: the same function with the inplace pass excluded (each draw copies the
+  generator first, as every draw did before);
+- `numpy`: ``Generator.normal`` called directly (the floor);
+- `pytensor`: the same graph compiled by PyTensor's default mode (when installed).
+
+Implementations take turns call by call in one process (a load spike hits all alike);
+each row gives the median wall and process-CPU microseconds per call over the repeats,
+and the per-draw overhead `copy - inplace`.
+
+    python benchmarks/bench_random.py [--calls 2000] [--repeats 7] [--no-pytensor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+
+def _workbench(size: tuple[int, ...], linker: str, inplace: bool) -> Callable[[], object]:
+    import workbench as wb
+
+    srng = wb.random.RandomStream(seed=0)
+    mode = wb.Mode(linker=linker, rewriter=wb.core.compile.mode.RewriteQuery(("fast_run",)))
+    if not inplace:
+        mode = mode.excluding("inplace")
+    f = wb.function([], srng.normal(0.0, 1.0, size=size), mode=mode)
+    drawing = [n.op.inplace for n in f.maker.fgraph.apply_nodes if hasattr(n.op, "method")]
+    assert drawing == [inplace], drawing
+    return f
+
+
+def _pytensor(size: tuple[int, ...]) -> Callable[[], object] | None:
+    try:
+        import pytensor
+        from pytensor.tensor.random.utils import RandomStream
+    except ImportError:
+        return None
+    import warnings
+
+    with warnings.catch_warnings():  # its RandomStream is deprecated, still its default way
+        warnings.simplefilter("ignore", FutureWarning)
+        srng = RandomStream(seed=0)
+    return pytensor.function([], srng.normal(0.0, 1.0, size=size))
+
+
+def measure(fns: dict[str, Callable[[], object]], calls: int, repeats: int
+            ) -> dict[str, tuple[float, float]]:
+    """name -> (median wall µs, median CPU µs) per call, the functions taking turns."""
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():  # warm up
+        for _ in range(50):
+            fn()
+    for _ in range(repeats):
+        spent = {k: [0.0, 0.0] for k in fns}
+        for _ in range(calls):
+            for name, fn in fns.items():
+                w0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                spent[name][0] += time.perf_counter() - w0
+                spent[name][1] += time.process_time() - c0
+        for name, (w, c) in spent.items():
+            wall[name].append(w / calls * 1e6)
+            cpu[name].append(c / calls * 1e6)
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in fns}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-pytensor", action="store_true")
+    args = parser.parse_args(argv)
+    print("| draw | linker | implementation | wall µs/call | CPU µs/call |")
+    print("|---|---|---|---|---|")
+    for size in ((), (1000,)):
+        g = np.random.default_rng(0)
+        for linker in ("py", "c"):
+            fns: dict[str, Callable[[], object]] = {
+                "inplace": _workbench(size, linker, True),
+                "copy": _workbench(size, linker, False),
+                "numpy": lambda g=g, size=size: g.normal(0.0, 1.0, size=size or None)}
+            pt = None if args.no_pytensor or linker == "c" else _pytensor(size)
+            if pt is not None:
+                fns["pytensor"] = pt
+            result = measure(fns, args.calls, args.repeats)
+            for name, (w, c) in result.items():
+                print(f"| normal{size} | {linker} | {name} | {w:.2f} | {c:.2f} |")
+            saved_w = result["copy"][0] - result["inplace"][0]
+            saved_c = result["copy"][1] - result["inplace"][1]
+            print(f"| normal{size} | {linker} | copy - inplace | {saved_w:.2f} | "
+                  f"{saved_c:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
