@@ -196,6 +196,11 @@ class ChoiceRV(RandomVariable):
     def batch_shape_of_params(self, params: Sequence[Variable]) -> tuple[int | None, ...]:
         return ()
 
+    @property
+    def independent_batch(self) -> bool:  # type: ignore[override]
+        """Without replacement, the entries of one draw depend on each other."""
+        return self.replace
+
     def draw(self, rng: np.random.Generator, size: Any, a: Any, p: Any) -> Any:
         population = int(a[0]) if self.from_range else a
         return rng.choice(population, size=size, replace=self.replace,
@@ -217,6 +222,7 @@ class PermutationRV(RandomVariable):
 
     method = "permutation"
     ndims_params = (0,)
+    independent_batch = False
 
     def batch_shape_of_params(self, params: Sequence[Variable]) -> tuple[int | None, ...]:
         return ()

@@ -85,6 +85,9 @@ class RandomVariable(Op):
     ndim_supp = 0
     #: rank of each parameter within one draw
     ndims_params: tuple[int, ...] = ()
+    #: whether the entries along the batch dimensions are independent given the
+    #: parameters (so a part of a draw has the law of a smaller draw: rewrites.py)
+    independent_batch = True
     #: what the C linker's report says of these nodes
     why_no_c_code = ("random draws run NumPy's Generator through perform inside the C loop "
                      "(the same draws as the py linker)")
