@@ -10,6 +10,7 @@ inputs.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -223,6 +224,15 @@ def _increasing(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) ->
     return values.astype(dtypes.as_dtype(dtype).numpy)
 
 
+def _deprecated(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` with DeprecationWarnings silenced (NumPy 2's 2-vectors in cross)."""
+    def quiet(*args: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return function(*args)
+    return quiet
+
+
 def _grid_cases() -> list[Case]:
     def meshgrid(**kwargs: Any) -> Callable[..., Any]:
         return lambda *xs: _wt().meshgrid(*xs, **kwargs)
@@ -254,6 +264,12 @@ def _grid_cases() -> list[Case]:
         Case("cross", _call("cross"), _np(np.cross), (Arg((4, 3)), Arg((3,)))),
         Case("cross_axis0", _call("cross", axis=0), _np(np.cross, axis=0),
              (Arg((3, 2)), Arg((3, 2)))),
+        Case("cross_2_vectors", _deprecated(_call("cross")), _deprecated(_np(np.cross)),
+             (Arg((4, 2), static=True), Arg((2,), static=True))),
+        Case("cross_2_and_3_vectors", _deprecated(_call("cross")),
+             _deprecated(_np(np.cross)), (Arg((2,), static=True), Arg((4, 3)))),
+        Case("interp_period", _call("interp", period=-10.0), _np(np.interp, period=-10.0),
+             (Arg((3, 4), low=0.5, high=9.5), Arg((6,), sample=_increasing), Arg((6,)))),
         Case("interp", _call("interp"), _np(np.interp),
              (Arg((3, 4), low=-3, high=4), Arg((6,), sample=_increasing), Arg((6,)))),
         Case("interp_one_knot", _call("interp"), _np(np.interp),

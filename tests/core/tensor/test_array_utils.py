@@ -99,11 +99,13 @@ def test_roll_by_a_symbolic_shift_of_any_sign() -> None:
     (lambda: wt.diff(wt.dvector("x"), -1), ValueError, "non-negative int"),
     (lambda: wt.diff(wt.dmatrix("x"), prepend=wt.dvector("p")), ValueError,
      "prepend must be a scalar"),
-    (lambda: wt.cross(static(2), static(2)), ValueError, "3-vectors"),
+    (lambda: wt.cross(static(4), static(3)), ValueError, "3-vectors"),
     (lambda: wt.interp(wt.dvector("x"), wt.dmatrix("xp"), wt.dvector("fp")), ValueError,
      "xp must be 1-d"),
-    (lambda: wt.interp(1.0, [0.0, 1.0], [0.0, 1.0], period=2.0), NotImplementedError,
-     "period"),
+    (lambda: wt.interp(1.0, [0.0, 1.0], [0.0, 1.0], period=0), ValueError,
+     "period must be a non-zero value"),
+    (lambda: wt.interp(1.0, [0.0, 1.0], [0.0, 1.0], period="2"), TypeError,
+     "period must be a Python number"),
 ])
 def test_bad_input_names_the_argument(build, error, message) -> None:
     with pytest.raises(error, match=message):
@@ -121,6 +123,38 @@ def test_cross_of_unknown_length_is_checked_when_run() -> None:
     f = wb.function([a], wt.cross(a, a), linker="py")
     with pytest.raises(Exception, match="3"):
         f(np.ones((2, 2)))
+
+
+def test_cross_of_2_vectors_warns_and_computes_as_numpy() -> None:
+    """NumPy 2 deprecates 2-vectors but computes them: the z component of two, or a
+    3-vector when one side is a 3-vector (its 2-vector's third component 0)."""
+    a, b, c = static(4, 2), static(2), static(3)
+    with pytest.warns(DeprecationWarning, match="2-dimensional vectors are deprecated"):
+        z = wt.cross(a, b)
+    with pytest.warns(DeprecationWarning):
+        mixed = wt.cross(b, c)
+    assert z.type.shape == (4,) and mixed.type.shape == (3,)
+    values = [np.arange(8.0).reshape(4, 2), np.array([3.0, -1.0]), np.array([1.0, 2.0, 5.0])]
+    got_z, got_mixed = wb.function([a, b, c], [z, mixed])(*values)
+    with pytest.warns(DeprecationWarning):
+        np.testing.assert_array_equal(got_z, np.cross(values[0], values[1]))
+    with pytest.warns(DeprecationWarning):
+        np.testing.assert_array_equal(got_mixed, np.cross(values[1], values[2]))
+
+
+def test_interp_with_period_wraps_unsorted_knots() -> None:
+    x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.dvector("fp")
+    f = wb.function([x, xp, fp], wt.interp(x, xp, fp, period=360))
+    points = np.array([-180.0, -5.0, 0.0, 5.0, 175.0, 181.0, 360.0, 725.0])
+    knots, values = np.array([190.0, -190.0, 350.0, -350.0]), np.array([5.0, 10.0, 3.0, 4.0])
+    np.testing.assert_allclose(f(points, knots, values),
+                               np.interp(points, knots, values, period=360), rtol=1e-15)
+
+
+def test_argwhere_of_a_scalar_has_no_columns() -> None:
+    x = wt.dscalar("x")
+    f = wb.function([x], wt.argwhere(x))
+    assert f(2.0).shape == (1, 0) and f(0.0).shape == (0, 0)
 
 
 def test_methods_users_type_by_habit() -> None:

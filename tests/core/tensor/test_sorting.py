@@ -134,6 +134,10 @@ def test_dynamic_lengths_print_as_unknown() -> None:
     (lambda: wt.Unique(axis=-1), ValueError, "None or a non-negative int"),
     (lambda: wt.histogram(wt.dvector("x"), 0), ValueError, "bins must be a positive int"),
     (lambda: wt.histogram(wt.dvector("x"), 3, range=(2, 1)), ValueError, "low <= high"),
+    (lambda: wt.histogram(wt.dvector("x"), "best"), ValueError,
+     "'best' is not a valid estimator"),
+    (lambda: wt.histogram(wt.dvector("x"), "auto", weights=wt.dvector("w")), TypeError,
+     "does not take weights"),
 ])
 def test_bad_input_names_the_argument(build, error, message) -> None:
     with pytest.raises(error, match=message):
@@ -147,6 +151,28 @@ def test_bad_values_are_refused_when_run() -> None:
     v = wt.dvector("v")
     with pytest.raises(ValueError, match="k=3 is larger"):
         wb.function([v], wt.topk(v, 3), linker="py")(np.ones(2))
+
+
+@pytest.mark.parametrize("rule", ["auto", "fd", "doane", "scott", "stone", "rice", "sturges",
+                                  "sqrt"])
+def test_histogram_bin_rules_match_numpy(rule: str) -> None:
+    """Every NumPy estimator, on data of several sizes and shapes (skewed, constant, a
+    single value, none), with and without a range that trims the data."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    x = wt.dvector("x")
+    data = [rng.normal(size=300), rng.exponential(size=500), rng.normal(size=3),
+            np.array([2.0]), np.zeros(0), np.full(7, 3.0)]
+    for limits in (None, (-1.0, 1.5)):
+        f = wb.function([x], list(wt.histogram(x, rule, range=limits)), linker="py")
+        for values in data:
+            with warnings.catch_warnings():  # stone's "may be suboptimal"
+                warnings.simplefilter("ignore", RuntimeWarning)
+                counts, edges = np.histogram(values, rule, range=limits)
+            got_counts, got_edges = f(values)
+            np.testing.assert_array_equal(got_counts, counts)
+            np.testing.assert_array_equal(got_edges, edges)
 
 
 def test_flops_count_comparisons() -> None:

@@ -270,49 +270,70 @@ def flatnonzero(a: Any) -> Variable:
 
 
 def argwhere(a: Any) -> Variable:
-    """numpy.argwhere: an (N, a.ndim) int64 matrix, one row per non-zero entry."""
+    """numpy.argwhere: an (N, a.ndim) int64 matrix, one row per non-zero entry. A 0-d
+    `a` gives shape (1, 0) when it is non-zero and (0, 0) when it is zero, as NumPy."""
     from workbench.core.tensor.join import stack
 
+    a = as_tensor_variable(a)
+    if a.type.ndim == 0:  # NumPy: argwhere(atleast_1d(a))[:, :0]
+        return stack(nonzero(a.dimshuffle("x")), axis=1)[:, :0]
     return stack(nonzero(a), axis=1)
 
 
 # -- histogram ----------------------------------------------------------------------------
 
 
-def _edges(a: Variable, bins: Any, range: Any) -> tuple[Variable, Any]:
-    """(bin edges, number of bins) of numpy.histogram's `bins` and `range`."""
-    from workbench.core import dtypes
-    from workbench.core.tensor.grids import linspace
+def _outer_edges(a: Variable, range: Any, dtype: Any) -> tuple[Variable, Variable]:
+    """numpy.histogram's first and last edges: `range`, or the data's min and max ((0, 1)
+    for no data), widened by 0.5 each way when they are equal."""
     from workbench.core.tensor.math import eq, switch
     from workbench.core.tensor.reduction import max, min
 
+    if range is not None:
+        lo, hi = range
+        if not lo <= hi:
+            raise ValueError(f"histogram: range must be (low, high) with low <= high, "
+                             f"got {range!r}")
+        lo, hi = as_tensor_variable(np.asarray(lo, dtype.numpy)), as_tensor_variable(
+            np.asarray(hi, dtype.numpy))
+    else:  # NumPy's range of an empty `a` is (0, 1): +-inf sentinels keep min/max defined
+        from workbench.core.tensor.join import concatenate
+        from workbench.core.tensor.shape import shape_tuple
+
+        lo = min(concatenate([a.astype(dtype), as_tensor_variable(np.array([np.inf],
+                                                                           dtype.numpy))]))
+        hi = max(concatenate([a.astype(dtype), as_tensor_variable(np.array([-np.inf],
+                                                                            dtype.numpy))]))
+        empty = eq(shape_tuple(a)[0], 0)
+        lo, hi = switch(empty, 0.0, lo), switch(empty, 1.0, hi)
+    same = eq(lo, hi)
+    return switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
+
+
+def _edges(a: Variable, bins: Any, range: Any, weights: Any) -> tuple[Variable, Any]:
+    """(bin edges, number of bins) of numpy.histogram's `bins` and `range`."""
+    from workbench.core import dtypes
+    from workbench.core.tensor.grids import linspace
+
+    dtype = dtypes.result_type(a.type.dtype, 1.0)
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
         if bins < 1:
             raise ValueError(f"histogram: bins must be a positive int, got {bins}")
-        dtype = dtypes.result_type(a.type.dtype, 1.0)
-        if range is not None:
-            lo, hi = range
-            if not lo <= hi:
-                raise ValueError(f"histogram: range must be (low, high) with low <= high, "
-                                 f"got {range!r}")
-            lo, hi = as_tensor_variable(np.asarray(lo, dtype.numpy)), as_tensor_variable(
-                np.asarray(hi, dtype.numpy))
-        else:  # NumPy's range of an empty `a` is (0, 1): +-inf sentinels keep min/max defined
-            from workbench.core.tensor.join import concatenate
-            from workbench.core.tensor.shape import shape_tuple
-
-            lo = min(concatenate([a.astype(dtype), as_tensor_variable(np.array([np.inf],
-                                                                               dtype.numpy))]))
-            hi = max(concatenate([a.astype(dtype), as_tensor_variable(np.array([-np.inf],
-                                                                                dtype.numpy))]))
-            empty = eq(shape_tuple(a)[0], 0)
-            lo, hi = switch(empty, 0.0, lo), switch(empty, 1.0, hi)
-        same = eq(lo, hi)
-        lo, hi = switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
+        lo, hi = _outer_edges(a, range, dtype)
         return linspace(lo, hi, int(bins) + 1), int(bins)
     if isinstance(bins, str):
-        raise NotImplementedError(f"histogram: bins={bins!r} (an estimator name) is not "
-                                  "supported; give a number of bins or the edges")
+        from workbench.core.tensor.creation import arange
+        from workbench.core.tensor.histogram_bins import bin_count
+        from workbench.core.tensor.subtensor import set_subtensor
+
+        if weights is not None:
+            raise TypeError(f"histogram: bins={bins!r} (an estimator) does not take weights, "
+                            "as in NumPy; give a number of bins or the edges")
+        lo, hi = _outer_edges(a, range, dtype)
+        n_bins = bin_count(bins, a, lo, hi, trim=range is not None)
+        # numpy.linspace(lo, hi, n_bins + 1): start + j * step, the last edge exactly hi
+        edges = arange(n_bins + 1).astype(dtype) * ((hi - lo) / n_bins.astype(dtype)) + lo
+        return set_subtensor(edges[-1], hi), n_bins
     edges = as_tensor_variable(bins)
     if edges.type.ndim != 1:
         raise ValueError(f"histogram: bins must be an int or a 1-d tensor of edges, got "
@@ -328,6 +349,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     except the last, which includes its right edge; values outside the edges are not
     counted. With `weights`, the bins sum them; `density` divides by the total and the
     bin widths. Not differentiable (the counts are piecewise constant in `a`).
+
+    `bins` is a number of equal bins, a 1-d tensor of edges, or the name of one of
+    NumPy's estimators ("auto", "fd", "doane", "scott", "stone", "rice", "sturges",
+    "sqrt"; see `histogram_bins`), whose number of bins is computed when run.
     """
     from workbench.core.tensor.basic import cast
     from workbench.core.tensor.creation import zeros
@@ -338,7 +363,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     from workbench.core.tensor.sort import searchsorted
 
     a = flatten(as_tensor_variable(a))
-    edges, n_bins = _edges(a, bins, range)
+    edges, n_bins = _edges(a, bins, range, weights)
     first, last = edges[0], edges[-1]
     position = searchsorted(edges, a, side="right") - 1
     position = switch(eq(a, last), n_bins - 1, position)

@@ -4,7 +4,7 @@
 As in NumPy: `linspace` computes ``start + arange(num) * step`` and writes `stop`
 exactly into the last entry; `meshgrid` broadcasts its vectors (``indexing="xy"``
 swaps the first two axes); `diff` of booleans is ``!=``; `cross` takes 3-vectors
-along `axis` (NumPy 2 deprecates 2-vectors: refused here); `interp` finds each
+along `axis` (2-vectors, deprecated by NumPy 2, as NumPy still computes them); `interp` finds each
 point's interval with `searchsorted` and always computes in float64, as NumPy does.
 All are differentiable where NumPy's result is (`interp` in `x`, `xp` and `fp`
 between the knots).
@@ -143,27 +143,48 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
 
 def cross(a: Any, b: Any, axis: int = -1) -> Variable:
     """numpy.cross of 3-vectors along `axis` of `a` and `b` (the other axes broadcast);
-    the result's vectors lie along `axis` of the broadcast shape."""
+    the result's vectors lie along `axis` of the broadcast shape.
+
+    2-vectors (a static length of 2 along `axis`) behave as in NumPy 2, which
+    deprecates them but still computes: a 2-vector stands for a 3-vector whose third
+    component is 0; two 2-vectors give the z component only (the axis is dropped).
+    A DeprecationWarning says so when the graph is built, as NumPy warns when called.
+    An axis of unknown length must hold 3-vectors (checked when run).
+    """
+    import warnings
+
     from workbench.core.tensor.join import stack
     from workbench.core.tensor.reshape import moveaxis
     from workbench.core.tensor.shape import specify_shape
 
-    def vectors(v: Any, arg: str) -> Variable:
+    def vectors(v: Any, arg: str) -> tuple[Variable, int]:
         v = as_tensor_variable(v)
         if v.type.ndim == 0:
             raise ValueError(f"cross: {arg} must have at least 1 dimension, got {v.type}")
         d = normalize_axis(axis, v.type.ndim, "axis")
         length = v.type.shape[d]
-        if length is not None and length != 3:
-            raise ValueError(f"cross: {arg} must hold 3-vectors along axis {axis}, got "
-                             f"{v.type} (2-vectors are deprecated in NumPy 2, not supported)")
+        if length is not None and length not in (2, 3):
+            raise ValueError(f"cross: {arg} must hold 3-vectors (or the deprecated "
+                             f"2-vectors) along axis {axis}, got {v.type}")
         v = moveaxis(v, d, -1)
-        return specify_shape(v, [None] * (v.type.ndim - 1) + [3]) if length is None else v
+        if length is None:
+            return specify_shape(v, [None] * (v.type.ndim - 1) + [3]), 3
+        return v, length
 
-    a, b = vectors(a, "a"), vectors(b, "b")
-    a0, a1, a2 = (a[..., k] for k in range(3))
-    b0, b1, b2 = (b[..., k] for k in range(3))
-    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    (a, len_a), (b, len_b) = vectors(a, "a"), vectors(b, "b")
+    if 2 in (len_a, len_b):
+        warnings.warn("cross: arrays of 2-dimensional vectors are deprecated (as in NumPy "
+                      "2.0); use arrays of 3-dimensional vectors instead",
+                      DeprecationWarning, stacklevel=2)
+    a0, a1 = a[..., 0], a[..., 1]
+    b0, b1 = b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if len_a == len_b == 2:
+        return z
+    zero = as_tensor_variable(np.zeros((), dtype=z.type.dtype.numpy))
+    a2 = a[..., 2] if len_a == 3 else zero
+    b2 = b[..., 2] if len_b == 3 else zero
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z], axis=-1)
     return moveaxis(c, -1, normalize_axis(axis, c.type.ndim, "axis"))
 
 
@@ -174,17 +195,34 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     `xp` is an increasing 1-d tensor (not checked, as in NumPy), `fp` of the same
     length. Below ``xp[0]`` the
     result is `left` (default ``fp[0]``), above ``xp[-1]`` `right` (default
-    ``fp[-1]``). Computed in float64, as NumPy does; `period` is not supported.
-    """
-    from workbench.core.tensor.math import clip, eq, gt, lt, switch
-    from workbench.core.tensor.sort import searchsorted
+    ``fp[-1]``). Computed in float64, as NumPy does.
 
-    if period is not None:
-        raise NotImplementedError("interp: period is not supported")
+    With `period` (a non-zero Python number) the knots are periodic, as in NumPy:
+    `x` and `xp` are taken modulo ``abs(period)``, `xp` need not be sorted (it is
+    sorted with `fp`), the first knot is repeated one period up and the last one
+    period down, and `left`/`right` are ignored.
+    """
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.math import clip, eq, gt, lt, switch
+    from workbench.core.tensor.sort import argsort, searchsorted
+
     x, xp, fp = (cast(as_tensor_variable(v), "float64") for v in (x, xp, fp))
     for arg, v in (("xp", xp), ("fp", fp)):
         if v.type.ndim != 1:
             raise ValueError(f"interp: {arg} must be 1-d, got {v.type}")
+    if period is not None:
+        if isinstance(period, (bool, np.bool_)) or not isinstance(
+                period, (int, float, np.integer, np.floating)):
+            raise TypeError(f"interp: period must be a Python number, got {period!r}")
+        if period == 0:
+            raise ValueError("interp: period must be a non-zero value, got 0")
+        period = abs(float(period))
+        left = right = None
+        x, xp = x % period, xp % period
+        order = argsort(xp)
+        xp, fp = xp[order], fp[order]
+        xp = concatenate([xp[-1:] - period, xp, xp[0:1] + period])
+        fp = concatenate([fp[-1:], fp, fp[0:1]])
     n = shape_tuple(xp)[0]
     interval = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
     x0, x1, y0, y1 = xp[interval], xp[interval + 1], fp[interval], fp[interval + 1]
