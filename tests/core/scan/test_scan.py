@@ -390,30 +390,6 @@ def test_unroll_writes_a_short_loop_out_with_the_same_values():
     assert unroll(outs, max_steps=3)[0] is outs[0]  # longer loops stay loops
 
 
-def test_random_draws_inside_the_loop_are_fresh_at_every_step_and_carry_on():
-    import copy
-
-    srng = wb.random.RandomStream(seed=3)
-    x = wt.dvector("x")
-    ys, updates = wb.scan(lambda xt: xt + srng.normal(0.0, 1.0, size=()), sequences=x,
-                          name="noisy")
-    (rng,) = updates
-    start = copy.deepcopy(rng.get_value())
-    one = wb.random.normal(0.0, 1.0, size=(), rng=rng)  # the same draws, one per call
-    draw = wb.function([], one, updates={rng: one.owner.outputs[0]}, linker="py")
-    expected = [float(draw()) for _ in range(8)]
-    for linker in LINKERS:
-        rng.set_value(copy.deepcopy(start))
-        f = wb.function([x], ys, updates=updates, linker=linker)
-        first, second = f(np.zeros(4)), f(np.zeros(4))
-        assert len(set(first.tolist())) == 4  # a new draw at each step
-        if linker != "gpu":  # (torch's streams differ from NumPy's)
-            np.testing.assert_allclose(np.concatenate([first, second]), expected)
-    cost = ys.sum()
-    with pytest.raises(wb.NullTypeGradError, match="loop 'noisy'.*random generator"):
-        wb.grad(cost, x)
-
-
 def test_map_reduce_and_the_folds():
     x = wt.dvector("x")
     squares, _ = wb.map(lambda xt: xt**2, sequences=x)

@@ -14,6 +14,8 @@ non-sequences automatically.
 
 Each recurrent output is returned without its initial rows (n_steps rows), as in
 PyTensor; a shared variable updated inside the step gets its last value as update.
+A step drawing random numbers carries its generator from step to step (a state);
+the loop records its draws so that its gradient reuses them (see gradient.py).
 `map`, `reduce`, `foldl` and `foldr` are the usual special cases.
 """
 
@@ -311,6 +313,9 @@ def scan(
                     len(free_inner), stop is not None)
     inner_inputs = list(seqs.inner) + [p for r in ordered for p in r.inner] + free_inner
     op = Scan(inner_inputs, inner_outs, info, name=name, truncate_gradient=truncate_gradient)
+    # a loop drawing random values also returns its draws (after the other outputs), for
+    # its gradient; compiling drops those no gradient reads (scan_drop_unused_records)
+    op = op.recording_draws()
     node_outputs = op(n, *seqs.outer, *[r.outer for r in ordered], *free_outer,
                       return_list=True)
 

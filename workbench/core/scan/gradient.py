@@ -19,6 +19,12 @@ backward loop can itself be differentiated (hessian-vector products).
 `truncate_gradient = T > 0` runs only the last T steps backwards: earlier
 sequence rows and the initial values then get no gradient through the loop.
 
+A loop carrying a random generator (a *state*) is differentiated as PyTensor does:
+the state is not differentiable (its adjoint is disconnected) and the backward loop
+carries no generator. It reads, instead of drawing, the draws the forward loop
+recorded (`Scan.recording_draws`), so the gradient is that of the noise the forward
+pass used: a dropout mask, the eps of ``mu + sigma * eps``.
+
 Forward mode (`scan_jvp`): one loop computing the values and, next to each
 recurrent output, its tangent as a recurrent output with the same taps (the
 body's tangents from `Rop`).
@@ -55,9 +61,19 @@ def _steps_run(op: Scan, n_steps: Variable, outputs: list[Variable]) -> Variable
     """How many steps the forward loop ran (for a while-loop: read from an output)."""
     if not op.info.as_while:
         return n_steps
-    if op.info.n_recurrent:
-        return outputs[0].shape[0] - op.info.depths[0]
-    return outputs[0].shape[0]
+    for j in range(op.info.n_recurrent):
+        if not op.is_state(j):
+            return outputs[j].shape[0] - op.info.depths[j]
+    return outputs[op.info.n_recurrent].shape[0]
+
+
+def _no_gradient(value: Variable) -> Variable:
+    """The gradient of an input the loop is not differentiable in: zeros for a tensor,
+    disconnected for a generator state."""
+    from workbench.core.grad import disconnected_type, float_zeros_like
+
+    return float_zeros_like(value) if isinstance(value.type, wt.TensorType) \
+        else disconnected_type()
 
 
 def _row_zeros(value: Variable) -> Variable:
@@ -111,6 +127,9 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
     k = 0
     for j, taps in enumerate(info.recurrent_taps):
         depth = info.depths[j]
+        if op.is_state(j):  # (the backward loop carries no generator)
+            k += len(taps)
+            continue
         for tap in taps:
             b_seq_outer.append(backwards(outputs[j][depth + tap + start:depth + tap + n]))
             b_seq_inner.append(tap_in[k])
@@ -173,12 +192,14 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
         step_grads = [float_zeros_like(v) for v in wrt]
     # The body's own results at step s are in the forward loop's outputs: the backward
     # body reads them (tanh's gradient reads tanh's output) instead of recomputing them,
-    # and what only served to compute them (x_t W + h U in an RNN) drops out.
+    # and what only served to compute them (x_t W + h U in an RNN) drops out. So are
+    # the recorded draws, whatever their dtype: the backward body never draws.
     stored: dict[Variable, Variable] = {}
+    first_recorded = n_rec + n_nit - info.n_recorded
     for j in range(n_rec + n_nit):
         out = body_out[j]
-        if out.owner is None or out in stored or not _differentiable(out) or \
-                not _differentiable(outputs[j]):
+        if out.owner is None or out in stored or (j < first_recorded and (
+                not _differentiable(out) or not _differentiable(outputs[j]))):
             continue
         offset = info.depths[j] if j < n_rec else 0
         b_seq_outer.append(backwards(outputs[j][offset + start:offset + n]))
@@ -186,6 +207,7 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
         b_seq_inner.append(stored[out])
     if stored:
         step_grads = list(clone_replace(step_grads, stored))
+    _check_no_draws_left(op, body_in, step_grads)
     grad_of = dict(zip(wrt_positions, step_grads))
 
     def contribution(position: int, like: Variable) -> Variable:
@@ -224,13 +246,13 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
     seq_grad_rows = dict(zip(seq_diff, b_outs[len(b_state_inner):]))
     for i, seq in enumerate(seqs):
         if i not in seq_grad_rows:
-            result.append(float_zeros_like(seq))
+            result.append(_no_gradient(seq))
             continue
         result.append(wt.set_subtensor(wt.zeros_like(seq)[start:n], backwards(seq_grad_rows[i])))
     state_index = 0
     for j, init in enumerate(inits):
         if j not in pending:
-            result.append(float_zeros_like(init))
+            result.append(_no_gradient(init))
             continue
         depth = info.depths[j]
         finals = [b_outs[state_index + m][-1] for m in range(depth)]
@@ -244,14 +266,35 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
                       else total)
     acc_of = dict(zip(ns_diff, b_outs[state_index:state_index + len(ns_diff)]))
     for i, value in enumerate(non_seqs):
-        result.append(acc_of[i][-1] if i in acc_of else float_zeros_like(value))
+        result.append(acc_of[i][-1] if i in acc_of else _no_gradient(value))
     return result
+
+
+def _check_no_draws_left(op: Scan, body_in: list[Variable], step_grads: list[Variable]
+                         ) -> None:
+    """Refuse clearly a backward body that would still read a generator state (a draw the
+    forward loop did not record): it would draw other noise than the forward pass."""
+    from workbench.core.graph.basic import graph_inputs
+
+    states, k = set(), op.info.n_seqs
+    for j, taps in enumerate(op.info.recurrent_taps):
+        if op.is_state(j):
+            states.update(body_in[k:k + len(taps)])
+        k += len(taps)
+    if states & set(graph_inputs([g for g in step_grads if g is not None])):
+        raise NotImplementedError(
+            f"loop {op.name!r}: its gradient would draw again from the generator it "
+            "carries, which the backward loop does not have; record the draws first "
+            "(Scan.recording_draws())")
 
 
 def scan_jvp(op: Scan, inputs: list[Variable], eval_points: list[Variable | None]
              ) -> list[Variable | None]:
     from workbench.core.derivatives import Rop
 
+    n_records = op.info.n_recorded
+    if n_records:  # (the tangent loop draws what the loop draws: no record needed)
+        op = op.without_records(range(n_records))
     info = op.info
     n_rec, n_nit = info.n_recurrent, info.n_nit_sot
     n_steps, seqs, inits, non_seqs = op.outer_parts(inputs)
@@ -268,14 +311,13 @@ def scan_jvp(op: Scan, inputs: list[Variable], eval_points: list[Variable | None
             return wt.zeros_like(value)
         return wt.cast(given, value.type.dtype) if given.type.dtype != value.type.dtype else given
 
+    rec_diff = [j for j in range(n_rec) if _differentiable(op.tap_inputs_of_outputs()[j][0])]
     wrt = list(tangent_of)
-    moving = [body_out[j] for j in range(n_rec + n_nit)]
+    moving = [body_out[j] for j in rec_diff] + body_out[n_rec:n_rec + n_nit]
     tangents = Rop(moving, wrt, [tangent_of[v] for v in wrt]) if wrt else \
         [wt.zeros_like(v) for v in moving]
     tangents = [wt.cast(t, o.type.dtype) if t.type.dtype != o.type.dtype else t
                 for t, o in zip(tangents, moving)]
-
-    rec_diff = [j for j in range(n_rec) if _differentiable(op.tap_inputs_of_outputs()[j][0])]
     seq_diff = [i for i in range(info.n_seqs) if x_in[i] in tangent_of]
     ns_diff = [i for i in range(len(ns_in)) if ns_in[i] in tangent_of]
     groups = []
@@ -287,8 +329,8 @@ def scan_jvp(op: Scan, inputs: list[Variable], eval_points: list[Variable | None
     inner_in = list(x_in) + [tangent_of[x_in[i]] for i in seq_diff]
     inner_in += list(tap_in) + [tangent_of[v] for j in rec_diff for v in groups[j]]
     inner_in += list(ns_in) + [tangent_of[ns_in[i]] for i in ns_diff]
-    inner_out = body_out[:n_rec] + [tangents[j] for j in rec_diff]
-    inner_out += body_out[n_rec:n_rec + n_nit] + tangents[n_rec:]
+    inner_out = body_out[:n_rec] + tangents[:len(rec_diff)]
+    inner_out += body_out[n_rec:n_rec + n_nit] + tangents[len(rec_diff):]
     if info.as_while:
         inner_out.append(body_out[-1])
     taps = info.recurrent_taps + tuple(info.recurrent_taps[j] for j in rec_diff)
@@ -305,4 +347,4 @@ def scan_jvp(op: Scan, inputs: list[Variable], eval_points: list[Variable | None
     first_nit = n_rec + len(rec_diff)
     for m in range(n_nit):
         result[n_rec + m] = outs[first_nit + n_nit + m]
-    return result
+    return result + [None] * n_records

@@ -10,7 +10,10 @@ Outer inputs, in this order::
 Outer outputs::
 
     recurrent   buffers of L_j + n rows: the L_j initial rows, then one row per step
-    nit_sots    n rows: one per step (outputs that are not fed back)
+                (a *state*, a random generator, is its value after the last step)
+    nit_sots    n rows: one per step (outputs that are not fed back); the last
+                `n_recorded` of them are the loop's random draws, recorded for the
+                backward pass (see `recording_draws`)
 
 The inner graph's inputs are the sequence rows, then for each recurrent output
 its values at its taps (tap -2 is the value two steps back; row L_j + t + tap of
@@ -44,6 +47,8 @@ class ScanInfo(NamedTuple):
     n_nit_sot: int
     n_non_seqs: int
     as_while: bool = False
+    #: how many of the last nit-sot outputs are random draws kept for the backward pass
+    n_recorded: int = 0
 
     @property
     def n_recurrent(self) -> int:
@@ -135,14 +140,71 @@ class Scan(InnerGraphOp):
     def has_states(self) -> bool:
         return any(self.is_state(k) for k in range(self.info.n_recurrent))
 
-    def _no_derivative(self, inputs: Sequence[Variable]) -> list[Variable]:
-        from workbench.core.graph.type import grad_not_implemented
+    def draws(self) -> list[Variable]:
+        """The body's random draws that its tensor outputs read: the tensor outputs of the
+        body nodes that read a carried generator state (a state's tap, or a generator
+        computed from one), in the body's order."""
+        info = self.info
+        states = [taps[0] for k, taps in enumerate(self.tap_inputs_of_outputs())
+                  if self.is_state(k)]
+        if not states:
+            return []
+        generators, found = set(states), []
+        for node in self.fgraph.toposort():
+            if not any(v in generators for v in node.inputs):
+                continue
+            for out in node.outputs:
+                if isinstance(out.type, wt.TensorType):
+                    found.append(out)
+                else:
+                    generators.add(out)
+        tensors = [out for k, out in enumerate(self.inner_outputs)
+                   if not (k < info.n_recurrent and self.is_state(k))]
+        read = set(ancestors(tensors))
+        return [d for d in found if d in read]
 
-        why = ("it carries a random generator from step to step, whose states are not kept "
-               "for the backward loop; draw the random values outside and pass them as a "
-               "sequence")
-        return [grad_not_implemented(self, i, v, f"loop {self.name!r}: {why}")
-                for i, v in enumerate(inputs)]
+    def recorded_draws(self) -> list[Variable]:
+        """The body outputs the loop records its draws by (the last nit-sot outputs)."""
+        stop = self.info.n_recurrent + self.info.n_nit_sot
+        return self.inner_outputs[stop - self.info.n_recorded:stop]
+
+    def recording_draws(self) -> Scan:
+        """This loop also returning, as nit-sot outputs after the others, every draw of its
+        body not recorded yet (itself when there is none).
+
+        A loop carrying a generator draws new values at each step; its backward loop
+        reads the draws the forward loop recorded instead of drawing (it carries no
+        generator), so the gradient is that of the noise the forward pass used.
+        `scan` records them when it builds a loop; the rewrite
+        `scan_drop_unused_records` drops those no gradient reads."""
+        info = self.info
+        recorded = set(self.recorded_draws())
+        new = [d for d in self.draws() if d not in recorded]
+        if not new:
+            return self
+        stop = info.n_recurrent + info.n_nit_sot
+        outputs = list(self.inner_outputs)
+        outputs[stop:stop] = new
+        keep_last = (*self.keep_last, *[False] * len(new)) if self.keep_last else ()
+        return Scan(self.inner_inputs, outputs,
+                    info._replace(n_nit_sot=info.n_nit_sot + len(new),
+                                  n_recorded=info.n_recorded + len(new)),
+                    self.name, self.truncate_gradient, keep_last)
+
+    def without_records(self, dropped: Sequence[int]) -> Scan:
+        """This loop without the recorded draws at positions `dropped` (0: the first
+        recorded output)."""
+        info = self.info
+        first = info.n_recurrent + info.n_nit_sot - info.n_recorded
+        gone = {first + i for i in dropped}
+        outputs = [v for k, v in enumerate(self.inner_outputs) if k not in gone]
+        keep_last = tuple(v for k, v in enumerate(self.keep_last) if k not in gone)
+        new = Scan(self.inner_inputs, outputs,
+                   info._replace(n_nit_sot=info.n_nit_sot - len(gone),
+                                 n_recorded=info.n_recorded - len(gone)),
+                   self.name, self.truncate_gradient, keep_last)
+        new.inner_graph_rewritten = self.inner_graph_rewritten
+        return new
 
     def keeps_last(self, k: int) -> bool:
         """Whether outer output k holds only its last row."""
@@ -336,24 +398,26 @@ class Scan(InnerGraphOp):
     # -- differentiation ------------------------------------------------------------
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.graph.type import disconnected_type
         from workbench.core.scan.gradient import full_rows_grads, scan_vjp
 
-        if self.has_states():
-            return self._no_derivative(inputs)
-        if self.keep_last:  # backpropagation needs every step: the loop keeping all rows
-            full = self.with_keep_last(())(*inputs, return_list=True)
-            output_grads = full_rows_grads(self, full, list(output_grads))
+        op = self.with_keep_last(()).recording_draws() if self.keep_last else \
+            self.recording_draws()
+        grads = list(output_grads)
+        if op is not self:
+            # backpropagation needs every step's rows and every draw: a loop keeping them
+            # (computing what this one does, from the same inputs: the same draws)
+            full = op(*inputs, return_list=True)
+            grads = full_rows_grads(self, full[:len(outputs)], grads) if self.keep_last \
+                else grads
+            grads += [disconnected_type() for _ in full[len(outputs):]]
             outputs = full
-        return scan_vjp(self, list(inputs), list(outputs), list(output_grads))
+        return scan_vjp(op, list(inputs), list(outputs), grads)
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
              ) -> list[Variable | None]:
         from workbench.core.scan.gradient import scan_jvp
 
-        if self.has_states():
-            raise NotImplementedError(
-                f"R_op of loop {self.name!r}: it carries a random generator from step to "
-                "step; derivatives through such a loop are not implemented")
         if self.keep_last:
             tangents = self.with_keep_last(()).R_op(inputs, eval_points)
             return [t[-1:] if t is not None and self.keeps_last(k) else t

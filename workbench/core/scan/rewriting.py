@@ -4,6 +4,8 @@
   non-sequences (and constants) alone is the same at every step; it is computed once
   before the loop and enters as a new non-sequence. Non-sequences the body no longer
   reads are dropped.
+- `scan_drop_unused_records` (canonicalize): the draws a loop records for its
+  gradient (`Scan.recording_draws`) that no gradient reads are not stored.
 - `scan_keep_last_row` (specialize): an output used only through its last row
   (``ys[-1]``, a shared variable's update) is stored as that row alone: the loop keeps
   a ring of the rows its taps read instead of n_steps rows.
@@ -32,8 +34,8 @@ from workbench.core.scan.op import Scan
 from workbench.core.tensor.indexing import SliceEntry
 from workbench.core.tensor.subtensor import Subtensor
 
-__all__ = ["ScanMerge", "push_out_invariants", "scan_keep_last_row", "scan_merge",
-           "scan_push_out_invariants"]
+__all__ = ["ScanMerge", "push_out_invariants", "scan_drop_unused_records",
+           "scan_keep_last_row", "scan_merge", "scan_push_out_invariants"]
 
 
 def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non_seqs: int,
@@ -52,6 +54,24 @@ def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non
 def scan_push_out_invariants(fgraph: Any, node: Apply) -> Any:
     """Compute once, before the loop, what the body computes from non-sequences alone."""
     return push_out_invariants(node)
+
+
+@register_canonicalize
+@node_rewriter([Scan])
+def scan_drop_unused_records(fgraph: Any, node: Apply) -> Any:
+    """Drop the recorded draws nothing reads (no gradient was taken through the loop)."""
+    op: Scan = node.op
+    n = op.info.n_recorded
+    if not n:
+        return None
+    first = len(node.outputs) - n
+    unused = [i for i in range(n) if not fgraph.clients.get(node.outputs[first + i])]
+    if not unused:
+        return None
+    new_outs = op.without_records(unused)(*node.inputs, return_list=True)
+    kept = [k for k in range(len(node.outputs)) if k - first not in unused]
+    return {node.outputs[k]: new for k, new in zip(kept, new_outs)
+            if node.outputs[k] in fgraph.variables}
 
 
 def _destroyed(inner: Any, var: Variable) -> bool:
