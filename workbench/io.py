@@ -11,6 +11,11 @@ naming the place in the file (e.g. `nodes[3].inputs[1]`), and nothing else: no
 RecursionError for deep nesting (MAX_DEPTH), no TypeError for a value of the wrong
 kind, no MemoryError for an array header claiming more data than the file holds.
 
+An Op that holds a graph (an OpFromGraph, a loop) is stored once: later nodes with the
+same Op name the first (`same_op_as`), and one held in a prop (an OpFromGraph's gradient
+override, itself an OpFromGraph) is stored at its first place with an `inner_op_id` and
+named by `same_inner_op` at later ones.
+
 Names in a file are checked before anything uses them: an Op's name is an
 identifier (as `add`, `Cast{float64}`), a variable's name and any other text is
 printable and at most NAME_LIMIT characters, and Ops and Types take only their own
@@ -21,6 +26,7 @@ second wall, and keeps control characters out of printed graphs.)
 from __future__ import annotations
 
 import base64
+import contextvars
 import importlib
 import inspect
 import io as _io
@@ -56,6 +62,13 @@ OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}(\{[A-Za-z0-9_.,]{0,14}\})?")
 #: The deepest nesting of JSON objects and lists a file may hold (saved graphs use
 #: about 20; each Composite inside a Composite adds 6).
 MAX_DEPTH = 120
+
+
+#: While one document is encoded (decoded): the inner-graph Ops found in props (an
+#: OpFromGraph's gradient overrides), each stored once. The first place holds the Op with
+#: ``"inner_op_id": k`` (k counting from 0 in file order); a later one is
+#: ``{"same_inner_op": k}``. (Nodes sharing an Op use ``same_op_as``, see encode_graph.)
+_inner_ops: contextvars.ContextVar[Any] = contextvars.ContextVar("inner_ops", default=None)
 
 
 class GraphFileError(ValueError):
@@ -183,7 +196,7 @@ def encode_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {"dict": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
     if isinstance(value, Op):
-        return encode_op(value)
+        return _encode_prop_op(value)
     if isinstance(value, Type):
         return {"type": _qualified(type(value)),
                 "props": {p: encode_value(getattr(value, p)) for p in type(value).__props__}}
@@ -192,6 +205,19 @@ def encode_value(value: Any) -> Any:
     if inspect.ismethod(value) and value.__name__ == "_rule":
         return {"own_rule": True}  # the dtype rule an Op derives from its own props
     raise TypeError(f"cannot save a value of type {type(value).__name__}: {value!r}")
+
+
+def _encode_prop_op(op: Op) -> dict[str, Any]:
+    """An Op held in a prop: an inner-graph Op is stored once per document (_inner_ops)."""
+    memo = _inner_ops.get()
+    if memo is None or not isinstance(op, InnerGraphOp):
+        return encode_op(op)
+    if op in memo:
+        return {"same_inner_op": memo[op]}
+    memo[op] = k = len(memo)  # numbered before the graphs inside it
+    encoded = encode_op(op)
+    encoded["inner_op_id"] = k
+    return encoded
 
 
 def encode_op(op: Op) -> dict[str, Any]:
@@ -285,7 +311,11 @@ def to_document(graph: Any, inputs: Sequence[Variable] | None = None) -> dict[st
 
         inputs = explicit_graph_inputs(outputs)
     document = {"format": FORMAT, "version": VERSION}
-    document.update(encode_graph(inputs, outputs))
+    token = _inner_ops.set({})
+    try:
+        document.update(encode_graph(inputs, outputs))
+    finally:
+        _inner_ops.reset(token)
     return document
 
 
@@ -451,7 +481,9 @@ def _decode_value(spec: Any, where: str) -> Any:
             return known[name](*[decode_value(v, where) for v in spec["fields"]])
         return known[name]
     if tag == "op":
-        return decode_op(spec, where)
+        return _decode_prop_op(spec, where)
+    if tag == "same_inner_op":
+        return _earlier_inner_op(spec["same_inner_op"], f"{where}.same_inner_op")
     if tag == "type":
         cls = known.get(spec["type"]) if isinstance(spec["type"], str) else None
         if not (inspect.isclass(cls) and issubclass(cls, Type)):
@@ -463,6 +495,29 @@ def _decode_value(spec: Any, where: str) -> Any:
         except (TypeError, ValueError) as exc:
             raise GraphFileError(where, f"bad type {spec['type']} {props}: {exc}") from None
     raise GraphFileError(where, f"unknown value tag {_shown(tag)}")
+
+
+def _decode_prop_op(spec: dict[str, Any], where: str) -> Op:
+    """An Op held in a prop; one with an ``inner_op_id`` is kept for later references."""
+    memo = _inner_ops.get()
+    if memo is None or "inner_op_id" not in spec:
+        return decode_op(spec, where)
+    k = spec["inner_op_id"]
+    if k != len(memo) or isinstance(k, bool):
+        raise GraphFileError(f"{where}.inner_op_id", f"expected {len(memo)} (ids count up in "
+                                                     f"file order), got {_shown(k)}")
+    memo.append(None)  # reserved: the graphs inside it may hold later ones
+    memo[k] = decode_op(spec, where)
+    return memo[k]
+
+
+def _earlier_inner_op(k: Any, where: str) -> Op:
+    memo = _inner_ops.get() or []
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(memo) \
+            or memo[k] is None:
+        raise GraphFileError(where, f"expected the inner_op_id of an Op stored earlier, got "
+                                    f"{_shown(k)}")
+    return memo[k]
 
 
 def decode_op(spec: dict[str, Any], where: str) -> Op:
@@ -639,12 +694,15 @@ def from_document(document: Any) -> LoadedGraph:
         raise GraphFileError("version", f"unsupported version {version!r} (this workbench "
                                         f"reads versions 1 to {VERSION})")
     _check_depth(document)
+    token = _inner_ops.set([])
     try:
         inputs, outputs = decode_graph(document)
     except RecursionError:  # (a second wall: MAX_DEPTH keeps decoding far from it)
         raise GraphFileError("", "the graph nests too deeply to be rebuilt") from None
     except MemoryError:
         raise GraphFileError("", "the graph asks for more memory than there is") from None
+    finally:
+        _inner_ops.reset(token)
     return LoadedGraph(inputs, outputs)
 
 

@@ -18,7 +18,14 @@ under its first node, graph files save it, the inspector can open it.
   OpFromGraph named ``grad_<name>``; `lop_overrides(inputs, outputs,
   output_grads)` returns the gradients instead (a callable, or an OpFromGraph
   taking inputs + outputs + output gradients). `rop_overrides(inputs,
-  eval_points)` likewise for `R_op` (default: the Rop of the inner graph).
+  eval_points)` likewise for `R_op` (default: the Rop of the inner graph). An
+  OpFromGraph override gets zeros for a disconnected output gradient (or a missing
+  eval point).
+- Graph files: an override is saved as an OpFromGraph (io.py stores each once). A
+  callable is traced into one when saved (`override_graph`): called once on fresh
+  variables of the inner inputs' (outputs', output gradients') types, its results
+  must be tensors computed from those variables and constants only; else saving
+  raises a TypeError naming this Op and what the callable did.
 """
 
 from __future__ import annotations
@@ -103,6 +110,7 @@ class OpFromGraph(InnerGraphOp):
         self._function: Any = None
         self._linked: dict[str, Any] = {}
         self._grad_ops: dict[Any, tuple[OpFromGraph | None, list[Variable]]] = {}
+        self._traced: dict[str, OpFromGraph] = {}
 
     def __str__(self) -> str:
         return self.label
@@ -120,11 +128,62 @@ class OpFromGraph(InnerGraphOp):
         return cls(inputs, outputs, **props)
 
     def inner_graph_props(self) -> dict[str, Any]:
-        if self.lop_overrides is not None or self.rop_overrides is not None:
-            raise TypeError(
-                f"OpFromGraph {self.name!r} has gradient overrides, which are Python code: a "
-                "graph file cannot hold them (save the graph built without overrides)")
-        return {"name": self.label, "inline": self.inline}
+        props: dict[str, Any] = {"name": self.label, "inline": self.inline}
+        for kind in ("lop", "rop"):
+            if getattr(self, f"{kind}_overrides") is not None:
+                props[f"{kind}_overrides"] = self.override_graph(kind)
+        return props
+
+    def override_graph(self, kind: str) -> OpFromGraph | None:
+        """The `kind` ("lop" or "rop") override as an OpFromGraph: itself when it is one,
+        else the callable traced once into one (see the module docstring); None without
+        an override. A TypeError names this Op and why when the callable cannot be."""
+        if kind not in ("lop", "rop"):
+            raise ValueError(f"override_graph: kind must be 'lop' or 'rop', got {kind!r}")
+        override = getattr(self, f"{kind}_overrides")
+        if override is None or isinstance(override, OpFromGraph):
+            return override
+        if kind not in self._traced:
+            self._traced[kind] = self._trace_override(kind, override)
+        return self._traced[kind]
+
+    def _trace_override(self, kind: str, override: Callable[..., Any]) -> OpFromGraph:
+        from workbench.core.graph.type import is_disconnected, is_null
+
+        xs = [v.type(v.name) for v in self.inner_inputs]
+        if kind == "lop":
+            outs = [o.type(o.name) for o in self.inner_outputs]
+            gs = [o.type(f"d_{o.name or k}") for k, o in enumerate(self.inner_outputs)]
+            free, args, per = [*xs, *outs, *gs], (list(xs), outs, gs), "input"
+        else:
+            points = [x.type(f"eval_{x.name or k}") for k, x in enumerate(xs)]
+            free, args, per = [*xs, *points], (list(xs), points), "output"
+        expected = len(xs) if kind == "lop" else len(self.inner_outputs)
+        what = (f"OpFromGraph {self.label!r}: its {kind}_overrides "
+                f"{getattr(override, '__name__', type(override).__name__)!r} cannot be saved "
+                "in a graph file")
+        try:
+            results = list(override(*args))
+        except Exception as exc:
+            raise TypeError(f"{what}: calling it on symbolic variables to trace its graph "
+                            f"failed ({type(exc).__name__}: {exc}); give an OpFromGraph as "
+                            "the override instead") from exc
+        if len(results) != expected:
+            raise TypeError(f"{what}: it returns {len(results)} results for {expected} "
+                            f"{per}s")
+        for k, r in enumerate(results):
+            if not isinstance(r, Variable) or is_disconnected(r) or is_null(r):
+                raise TypeError(f"{what}: for {per} {k} it returns {r!r}, not a tensor (a "
+                                "file holds a graph of tensors; a disconnected or undefined "
+                                "gradient is Python-side only)")
+        given = set(free)
+        for root in graph_inputs(results):
+            if root not in given and not isinstance(root, Constant):
+                kind_of = "the shared variable" if isinstance(root, SharedVariable) else \
+                    "the variable"
+                raise TypeError(f"{what}: its graph reads {kind_of} {root}, which is not "
+                                "among the inputs, outputs and output gradients it was given")
+        return OpFromGraph(free, results, name=f"{kind}_{self.label}")
 
     # -- building and running --------------------------------------------------------
     def make_node(self, *inputs: Any) -> Apply:
@@ -233,7 +292,12 @@ class OpFromGraph(InnerGraphOp):
              output_grads: Sequence[Variable]) -> list[Variable]:
         if self.lop_overrides is not None:
             if isinstance(self.lop_overrides, OpFromGraph):
-                return self.lop_overrides(*inputs, *outputs, *output_grads, return_list=True)
+                from workbench.core.graph.type import is_disconnected
+                from workbench.core.tensor.creation import zeros_like
+
+                grads = [zeros_like(out) if is_disconnected(g) else g
+                         for out, g in zip(outputs, output_grads)]
+                return self.lop_overrides(*inputs, *outputs, *grads, return_list=True)
             return list(self.lop_overrides(list(inputs), list(outputs), list(output_grads)))
         return self._default_grads(inputs, output_grads)
 
@@ -280,7 +344,10 @@ class OpFromGraph(InnerGraphOp):
              ) -> list[Variable | None]:
         if self.rop_overrides is not None:
             if isinstance(self.rop_overrides, OpFromGraph):
-                return self.rop_overrides(*inputs, *eval_points, return_list=True)
+                from workbench.core.tensor.creation import zeros_like
+
+                points = [zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)]
+                return self.rop_overrides(*inputs, *points, return_list=True)
             return list(self.rop_overrides(list(inputs), list(eval_points)))
         from workbench.core.derivatives import Rop
 
