@@ -140,10 +140,18 @@ def run_phase(impls: dict[str, Callable[[], Any]], seconds: float, block: int
     return times
 
 
+def cores() -> int:
+    """The cores this process may run on (under `taskset`, fewer than the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def start_load(seconds: float) -> list[subprocess.Popen[bytes]]:
-    """One spinning process per core, each ending by itself after `seconds`."""
+    """One spinning process per core this process may use (they inherit its affinity),
+    each ending by itself after `seconds`."""
     code = SPIN.format(seconds=seconds)
-    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(cores())]
 
 
 def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         impls["jax jit"] = jax_call
     from workbench.core.link.c import blas_threads
 
-    print(f"MLP step 784-256-10 batch 128 {args.dtype}; {os.cpu_count()} cores; "
+    print(f"MLP step 784-256-10 batch 128 {args.dtype}; {cores()} cores; "
           f"{args.seconds:g} s per phase, turns of {args.block} steps", flush=True)
     phases: dict[str, dict[str, list[float]]] = {}
     loads: dict[str, str] = {}

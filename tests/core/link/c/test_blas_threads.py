@@ -36,8 +36,18 @@ def policy():
     yield blas_threads
     blas_threads.set_max_threads(int(saved["max"]) or None)
     blas_threads.set_policy(work_per_thread=saved["work"], adaptive=bool(saved["adaptive"]),
-                            efficiency=saved["efficiency"],
+                            solo_ratio=saved["solo_ratio"], spare=saved["spare"],
+                            recalibrate=saved["recalibrate"],
                             backoff=(saved["backoff_min"], saved["backoff_max"]))
+
+
+def _cores() -> int:
+    """The cores this process may use: no call gets more threads than that."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+
+
+#: what a call capped at 2 threads gets here (1 on a one-core machine or affinity)
+TWO = min(2, _cores())
 
 
 def _product(dtype: str = "float64"):
@@ -84,7 +94,7 @@ def test_a_small_product_runs_on_one_thread_and_a_large_one_on_the_cap(policy):
     assert blas_threads.last_threads() == 1  # 64**3 multiply-adds: far below 2**23
     policy.set_policy(work_per_thread=1000)  # now 64**3 is work for 262 threads
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
-    assert blas_threads.last_threads() == 2
+    assert blas_threads.last_threads() == TWO
     wb.config.blas_threads = 1
     f(a, b)
     assert blas_threads.last_threads() == 1
@@ -115,24 +125,47 @@ def test_without_a_cap_the_blass_own_setting_counts_and_is_restored(policy):
 
 
 @needs_threads_api
-def test_a_busy_machine_gives_one_thread_until_the_back_off_ends(policy):
+def test_a_slow_threaded_call_gives_one_thread_until_the_back_off_ends(policy):
+    if TWO < 2:
+        pytest.skip("one core: every call runs on one thread")
     f = _product()
     a, b = _values(64)
     wb.config.blas_threads = 2
-    # an efficiency no call reaches: every multi-threaded call counts as "machine busy"
-    policy.set_policy(work_per_thread=1000, adaptive=True, efficiency=1e6,
-                      backoff=(60.0, 60.0))
+    # a ratio no call meets: every threaded call is "slower than one thread"
+    policy.set_policy(work_per_thread=1000, adaptive=True, solo_ratio=0.0, spare=0.0,
+                      recalibrate=1e9, backoff=(60.0, 60.0))
     events = blas_threads.busy_events()
+    f(a, b)  # a site's first call measures its one-thread time
+    assert blas_threads.last_threads() == 1 and blas_threads.busy_events() == events
     f(a, b)
     assert blas_threads.last_threads() == 2 and blas_threads.busy_events() == events + 1
     for _ in range(3):
         np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
         assert blas_threads.last_threads() == 1
     assert blas_threads.busy_events() == events + 1
-    policy.set_policy(efficiency=0.0)  # never busy; also ends the back-off
+    policy.set_policy(solo_ratio=1e300)  # never busy; also ends the back-off
     f(a, b)
     f(a, b)
-    assert blas_threads.last_threads() == 2
+    assert blas_threads.last_threads() == 2 and blas_threads.busy_events() == events + 1
+
+
+@needs_threads_api
+def test_no_call_gets_more_threads_than_the_cores_it_may_run_on(policy):
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    f = _product()
+    a, b = _values(64)
+    wb.config.blas_threads = 4
+    policy.set_policy(work_per_thread=1, adaptive=False)
+    cores = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(cores)})
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+        assert blas_threads.last_threads() == 1
+    finally:
+        os.sched_setaffinity(0, cores)
+    f(a, b)
+    assert blas_threads.last_threads() == min(4, len(cores))
 
 
 @needs_threads_api

@@ -3,23 +3,30 @@
 OpenBLAS keeps one process-wide thread count, and a call shared among threads waits
 for every one of them: on a machine whose cores are busy with other processes, a
 worker the scheduler has not run yet stalls the call (the caller spins meanwhile),
-and a product that takes 0.4 ms on one thread took 3.7 ms on two on this project's
-loaded 2-core machine. So the C linker chooses the count of every call itself (the
-generated code of ops/blas.py, `POLICY_C` below):
+and a product that takes 0.4 ms on one thread took 30-50 ms on two one call in ten on
+this project's loaded 2-core machine. So the C linker chooses the count of every call
+itself (the generated code of ops/blas.py and ops/lapack.py, `POLICY_C` below):
 
 1. at most `max_threads()`: `config.blas_threads` or `WORKBENCH_NUM_THREADS`, else the
-   BLAS's own setting (`OPENBLAS_NUM_THREADS`, a `threadpoolctl` limit);
+   BLAS's own setting (`OPENBLAS_NUM_THREADS`, a `threadpoolctl` limit); never more than
+   the cores the process may run on (`os.sched_getaffinity`);
 2. one thread per `WORK_PER_THREAD` multiply-adds: small products run on the calling
    thread alone, where waking a helper costs more than it saves;
-3. adaptive (on by default): after a call on n > 1 threads whose process CPU time was
-   under `BUSY_EFFICIENCY` x n x its wall time (the threads did not all run: the
-   machine is busy), calls use one thread for a back-off period, doubled from
-   `BACKOFF_MIN` up to `BACKOFF_MAX` s each time a multi-threaded call finds the machine
-   busy again. While backing off, the one-thread calls that would have had more threads
-   are watched too: one whose thread CPU time is under `SOLO_EFFICIENCY` x its wall
-   time was preempted (the cores are still taken), and the back-off starts over, so a
-   machine that stays busy is not probed with a multi-threaded call (which costs the
-   most exactly then: 70 ms instead of 1 ms for the MLP step here).
+3. adaptive (on by default): every call site keeps an estimate of its one-thread time
+   (seconds per multiply-add, from the calling thread's CPU time of its one-thread
+   calls: preemption does not inflate it; re-measured by one one-thread call every
+   `RECALIBRATE` s). A call on n > 1 threads whose wall time exceeds `SOLO_RATIO` x that
+   estimate lost to one thread: its helpers did not run, the machine is busy, and calls
+   use one thread for a back-off period, doubled from `BACKOFF_MIN` up to `BACKOFF_MAX` s
+   at each busy call. When a back-off ends, the idle time of the allowed cores since it
+   began (/proc/stat) decides: less than `SPARE` x (n - 1) idle cores and the back-off
+   starts over (doubled) without trying threads, which cost the most exactly then;
+   otherwise one call tries n threads again and, if it is not slow, ends the back-off.
+
+Why not the process CPU time of the threaded call (the first version of this module):
+Linux adds a running thread's CPU time to its process only at a scheduler tick, so the
+helpers of a sub-millisecond call are often not counted yet when it returns and an idle
+machine looked busy (CPU time = wall time of one thread, efficiency 0.5 of 2).
 
 The count is set just before the call and restored after it, so NumPy's own BLAS calls
 keep theirs. Threads of one process calling compiled functions at the same moment share
@@ -28,6 +35,8 @@ recent call (what the profiler shows per node).
 
 The policy is a small block of doubles (`POLICY`) that generated modules find at load
 through `POLICY_ADDRESS` and read at every call, so changing it needs no recompilation.
+The decisions are plain C functions of the block and the measurements (`LOGIC_C`), which
+the tests compile alone and drive with made-up measurements.
 """
 
 from __future__ import annotations
@@ -35,9 +44,10 @@ from __future__ import annotations
 import ctypes
 import os
 
-__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "BUSY_EFFICIENCY", "POLICY_ADDRESS", "POLICY_C",
-           "SOLO_EFFICIENCY", "THREADS_ENV", "WORK_PER_THREAD", "busy_events", "last_threads",
-           "max_threads", "policy", "set_max_threads", "set_policy", "take_last_threads"]
+__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "LOGIC_C", "MODES", "POLICY_ADDRESS", "POLICY_C",
+           "RECALIBRATE", "SLOTS", "SOLO_RATIO", "SPARE", "THREADS_ENV", "WORK_PER_THREAD",
+           "busy_events", "last_threads", "max_threads", "policy", "set_max_threads",
+           "set_policy", "still_busy_events", "take_last_threads"]
 
 #: The environment variable capping the threads of compiled code (BLAS calls and the
 #: row kernels of ops/special.py); unset or 0: the BLAS's own setting.
@@ -45,21 +55,28 @@ THREADS_ENV = "WORKBENCH_NUM_THREADS"
 #: Multiply-adds a call needs per thread it is given (2**23: about 0.1 ms of float64
 #: work per core).
 WORK_PER_THREAD = float(1 << 23)
-#: Below this share of n x wall time of process CPU time, a call on n threads did not
-#: get its n cores.
-BUSY_EFFICIENCY = 0.65
-#: Below this share of its wall time of thread CPU time, a one-thread call was preempted.
-SOLO_EFFICIENCY = 0.9
+#: A call on n threads slower than this many times the site's one-thread estimate found
+#: the machine busy (on an idle machine two threads take ~0.6 of it).
+SOLO_RATIO = 1.0
+#: Idle cores per extra thread, over a back-off, for threads to be tried again.
+SPARE = 0.5
+#: Seconds between the one-thread calls that refresh a site's estimate.
+RECALIBRATE = 2.0
 #: Seconds of one-thread calls after a busy call: the first, and the most.
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 3.2
 
-# The slots of the block (C reads them by these indices: see POLICY_C).
-_SLOTS = ("max", "work", "adaptive", "last", "busy_until", "backoff", "efficiency",
-          "backoff_min", "backoff_max", "busy_events", "solo_efficiency")
-_INDEX = {name: k for k, name in enumerate(_SLOTS)}
+#: The slots of the block (C reads them by these indices: see LOGIC_C).
+SLOTS = ("max", "work", "adaptive", "last", "busy_until", "backoff", "solo_ratio",
+         "backoff_min", "backoff_max", "busy_events", "spare", "recalibrate", "idle_ticks",
+         "idle_at", "still_busy")
+_INDEX = {name: k for k, name in enumerate(SLOTS)}
+#: How a call that may use several threads runs (LOGIC_C's `wb_blas_plan`): `calibrate`
+#: and `backoff` on one thread, `threaded` on n; `ask`: a back-off has ended and the
+#: caller measures the idle cores (`wb_blas_answer` then says backoff or threaded).
+MODES = ("solo", "calibrate", "backoff", "threaded", "ask")
 
 #: The policy block every compiled module of this process reads.
-POLICY = (ctypes.c_double * len(_SLOTS))()
+POLICY = (ctypes.c_double * len(SLOTS))()
 #: Its address, which generated modules read at load (`wb_blas_policy_init`).
 POLICY_ADDRESS = ctypes.addressof(POLICY)
 
@@ -99,37 +116,41 @@ def set_max_threads(value: int | None) -> None:
     POLICY[_INDEX["max"]] = float(_check_threads(value) or 0)
 
 
+def _non_negative(name: str, value: float) -> float:
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return float(value)
+
+
 def set_policy(*, work_per_thread: float | None = None, adaptive: bool | None = None,
-               efficiency: float | None = None, backoff: tuple[float, float] | None = None,
-               solo_efficiency: float | None = None) -> None:
+               solo_ratio: float | None = None, spare: float | None = None,
+               recalibrate: float | None = None,
+               backoff: tuple[float, float] | None = None) -> None:
     """Change the policy's other knobs (see the module docstring); None keeps one. Also
-    ends a back-off in progress."""
+    ends a back-off in progress. `solo_ratio` 0: every threaded call counts as busy;
+    `spare` 0: threads are always tried again when a back-off ends."""
     if work_per_thread is not None:
-        if work_per_thread < 1:
+        if not work_per_thread >= 1:
             raise ValueError(f"work_per_thread must be >= 1, got {work_per_thread!r}")
         POLICY[_INDEX["work"]] = float(work_per_thread)
     if adaptive is not None:
         POLICY[_INDEX["adaptive"]] = 1.0 if adaptive else 0.0
-    if efficiency is not None:
-        if not efficiency >= 0:
-            raise ValueError(f"efficiency must be >= 0 (0: never busy), got {efficiency!r}")
-        POLICY[_INDEX["efficiency"]] = float(efficiency)
-    if solo_efficiency is not None:
-        if not solo_efficiency >= 0:
-            raise ValueError(f"solo_efficiency must be >= 0, got {solo_efficiency!r}")
-        POLICY[_INDEX["solo_efficiency"]] = float(solo_efficiency)
+    for name, value in (("solo_ratio", solo_ratio), ("spare", spare),
+                        ("recalibrate", recalibrate)):
+        if value is not None:
+            POLICY[_INDEX[name]] = _non_negative(name, value)
     if backoff is not None:
         low, high = backoff
         if not 0 <= low <= high:
             raise ValueError(f"backoff must be (min, max) with 0 <= min <= max, got {backoff!r}")
         POLICY[_INDEX["backoff_min"]], POLICY[_INDEX["backoff_max"]] = low, high
-    POLICY[_INDEX["busy_until"]] = 0.0
-    POLICY[_INDEX["backoff"]] = 0.0
+    for name in ("busy_until", "backoff", "idle_at"):
+        POLICY[_INDEX[name]] = 0.0
 
 
 def policy() -> dict[str, float]:
     """The policy block as a dict (for display and tests)."""
-    return {name: POLICY[k] for k, name in enumerate(_SLOTS)}
+    return {name: POLICY[k] for k, name in enumerate(SLOTS)}
 
 
 def last_threads() -> int:
@@ -147,20 +168,91 @@ def take_last_threads() -> int:
 
 
 def busy_events() -> int:
-    """How many multi-threaded calls found the machine busy (each started a back-off)."""
+    """How many multi-threaded calls were slower than one thread (each started a back-off)."""
     return int(POLICY[_INDEX["busy_events"]])
 
 
-set_max_threads(_env_threads())
-set_policy(work_per_thread=WORK_PER_THREAD, adaptive=True, efficiency=BUSY_EFFICIENCY,
-           backoff=(BACKOFF_MIN, BACKOFF_MAX), solo_efficiency=SOLO_EFFICIENCY)
+def still_busy_events() -> int:
+    """How many ended back-offs started over because the cores had no spare time."""
+    return int(POLICY[_INDEX["still_busy"]])
 
-_DEFINES = "\n".join(f"#define WB_BP_{name.upper()} {k}" for k, name in enumerate(_SLOTS))
+
+set_max_threads(_env_threads())
+set_policy(work_per_thread=WORK_PER_THREAD, adaptive=True, solo_ratio=SOLO_RATIO,
+           spare=SPARE, recalibrate=RECALIBRATE, backoff=(BACKOFF_MIN, BACKOFF_MAX))
+
+_DEFINES = "\n".join(f"#define WB_BP_{name.upper()} {k}" for k, name in enumerate(SLOTS))
+_MODE_DEFINES = "\n".join(f"#define WB_RUN_{name.upper()} {k}" for k, name in enumerate(MODES))
+
+#: The decisions, functions of the block and of measurements only (no clock, no BLAS):
+#: `WB_BLAS_LOGIC` is `static` in generated modules; the tests export them to call
+#: them through ctypes.
+LOGIC_C = _DEFINES + "\n" + _MODE_DEFINES + r"""
+#ifndef WB_BLAS_LOGIC
+#define WB_BLAS_LOGIC static
+#endif
+/* A call site's one-thread estimate: seconds per unit of work, and when it was measured. */
+typedef struct { double rate, measured; } wb_blas_site;
+
+/* How a call that may use more than one thread runs at time `now` (a WB_RUN_ mode). */
+WB_BLAS_LOGIC int wb_blas_plan(volatile double *p, wb_blas_site *s, double now) {
+  if (s->rate <= 0 || now >= s->measured + p[WB_BP_RECALIBRATE]) return WB_RUN_CALIBRATE;
+  if (now < p[WB_BP_BUSY_UNTIL]) return WB_RUN_BACKOFF;
+  if (p[WB_BP_BACKOFF] > 0) return WB_RUN_ASK;
+  return WB_RUN_THREADED;
+}
+
+static void wb_blas_back_off(volatile double *p, double now) {
+  double backoff = 2 * p[WB_BP_BACKOFF];
+  if (backoff < p[WB_BP_BACKOFF_MIN]) backoff = p[WB_BP_BACKOFF_MIN];
+  if (backoff > p[WB_BP_BACKOFF_MAX]) backoff = p[WB_BP_BACKOFF_MAX];
+  p[WB_BP_BACKOFF] = backoff;
+  p[WB_BP_BUSY_UNTIL] = now + backoff;
+}
+
+/* After WB_RUN_ASK: `idle` cores were idle on average since the back-off began (< 0:
+   unknown). Enough for the `threads` asked: try them (WB_RUN_THREADED); else the
+   back-off starts over, doubled (WB_RUN_BACKOFF). */
+WB_BLAS_LOGIC int wb_blas_answer(volatile double *p, int threads, double idle, double now) {
+  if (idle < 0 || idle >= p[WB_BP_SPARE] * (threads - 1)) return WB_RUN_THREADED;
+  wb_blas_back_off(p, now);
+  p[WB_BP_STILL_BUSY] += 1;
+  return WB_RUN_BACKOFF;
+}
+
+/* After a call run in `mode` on `work` units: `wall` seconds, `cpu` the calling thread's
+   CPU seconds (one-thread modes). Returns 1 when the call found the machine busy (a
+   back-off began: the caller notes the idle time of the cores from then on). */
+WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, double work,
+                                double wall, double cpu, double now) {
+  if (mode == WB_RUN_THREADED) {
+    if (wall > p[WB_BP_SOLO_RATIO] * s->rate * work) {
+      wb_blas_back_off(p, now);
+      p[WB_BP_BUSY_EVENTS] += 1;
+      return 1;
+    }
+    p[WB_BP_BACKOFF] = 0;
+  } else if ((mode == WB_RUN_CALIBRATE || mode == WB_RUN_BACKOFF) && work > 0 && cpu > 0) {
+    /* CPU time is only ever inflated (cold caches, page faults): a faster measurement is
+       taken at once, a slower one a quarter of the way */
+    const double rate = cpu / work;
+    s->rate = s->rate <= 0 || rate < s->rate ? rate : s->rate + 0.25 * (rate - s->rate);
+    s->measured = now;
+  }
+  return 0;
+}
+"""
 
 #: The C of the policy (in every module that calls BLAS): `wb_blas_policy_init()` at
-#: module load, `wb_blas_begin` / `wb_blas_end` around each call.
-POLICY_C = _DEFINES + r"""
+#: module load, `wb_blas_begin` / `wb_blas_end` around each call, each call site with its
+#: own `static wb_blas_site`.
+POLICY_C = LOGIC_C + r"""
 #include <time.h>
+#ifdef __linux__
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+#endif
 static volatile double *wb_blas_policy = NULL;
 
 /* Finds the policy block of this process (blas_threads.POLICY_ADDRESS). */
@@ -187,58 +279,112 @@ static double wb_blas_clock(clockid_t id) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* One call: its threads, the BLAS's count to restore, and what it measures (mode 1: a
-   multi-threaded call, process CPU time; mode 2: a one-thread call of a back-off, the
-   calling thread's CPU time) from `wall` and `cpu`. */
-typedef struct { int threads, previous, mode; double wall, cpu; } wb_blas_call;
+/* The cores this process may run on (0: unknown). */
+static int wb_blas_cpus(void) {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+#endif
+  return 0;
+}
 
-/* Sets the BLAS thread count for a call of `work` multiply-adds (blas_threads.py). */
-static void wb_blas_begin(wb_blas_call *c, double work) {
+/* The idle ticks (idle + iowait) of the cores this process may run on, from the cpuN
+   lines at the top of /proc/stat; -1 when unknown. */
+static double wb_blas_idle_ticks(void) {
+#ifdef __linux__
+  cpu_set_t set;
+  const int have_set = sched_getaffinity(0, sizeof set, &set) == 0;
+  char text[16384];
+  const int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t len = 0, got;
+  while (len < (ssize_t)sizeof text - 1 &&
+         (got = read(fd, text + len, sizeof text - 1 - len)) > 0) len += got;
+  close(fd);
+  text[len > 0 ? len : 0] = 0;
+  double ticks = 0;
+  int found = 0;
+  for (char *line = text, *next; line && (next = strchr(line, '\n')); line = next + 1) {
+    *next = 0;
+    if (strncmp(line, "cpu", 3) != 0) break;
+    if (line[3] < '0' || line[3] > '9') continue;  /* the "cpu" line of all cores */
+    char *end;
+    const long cpu = strtol(line + 3, &end, 10);
+    unsigned long long v[5];
+    if (sscanf(end, "%llu %llu %llu %llu %llu", v, v + 1, v + 2, v + 3, v + 4) != 5) continue;
+    if (have_set && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
+    ticks += (double)(v[3] + v[4]);
+    found++;
+  }
+  return found ? ticks : -1;
+#else
+  return -1;
+#endif
+}
+
+/* The cores idle on average since the last note (-1: unknown, or no note), and a new
+   note of the idle time at `now`. */
+static double wb_blas_idle_since(volatile double *p, double now) {
+  const double ticks = wb_blas_idle_ticks();
+  const double then = p[WB_BP_IDLE_AT], before = p[WB_BP_IDLE_TICKS];
+  p[WB_BP_IDLE_TICKS] = ticks;
+  p[WB_BP_IDLE_AT] = ticks >= 0 ? now : 0;
+  if (ticks < 0 || then <= 0 || now <= then) return -1;
+#ifdef __linux__
+  return (ticks - before) / ((double)sysconf(_SC_CLK_TCK) * (now - then));
+#else
+  return -1;
+#endif
+}
+
+/* One call: its threads, the BLAS's count to restore, its mode (WB_RUN_), its site and
+   work, and its start (wall, and the calling thread's CPU time in one-thread modes). */
+typedef struct {
+  int threads, previous, mode;
+  double start, cpu, work;
+  wb_blas_site *site;
+} wb_blas_call;
+
+/* Sets the BLAS thread count for a call of `work` multiply-adds at `site`. */
+static void wb_blas_begin(wb_blas_call *c, wb_blas_site *site, double work) {
   volatile double *p = wb_blas_policy;
   c->previous = c->threads = wb_blas_get_threads();
-  c->mode = 0;
+  c->mode = WB_RUN_SOLO;
+  c->site = site;
+  c->work = work;
   if (c->previous <= 0) { p[WB_BP_LAST] = 0; return; }  /* a BLAS without the API */
   int n = p[WB_BP_MAX] >= 1 ? (int)p[WB_BP_MAX] : c->previous;
   const double per = p[WB_BP_WORK] >= 1 ? p[WB_BP_WORK] : 1;
   if (work < per * n) n = (int)(work / per);
+  if (n > 1) {
+    const int cpus = wb_blas_cpus();
+    if (cpus > 0 && n > cpus) n = cpus;
+  }
   if (n < 1) n = 1;
   if (n > 1 && p[WB_BP_ADAPTIVE] != 0) {
-    c->wall = wb_blas_clock(CLOCK_MONOTONIC);
-    if (c->wall < p[WB_BP_BUSY_UNTIL]) {
-      n = 1;
-      c->mode = 2;
-      c->cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID);
-    } else {
-      c->mode = 1;
-      c->cpu = wb_blas_clock(CLOCK_PROCESS_CPUTIME_ID);
-    }
+    const double now = wb_blas_clock(CLOCK_MONOTONIC);
+    c->mode = wb_blas_plan(p, site, now);
+    if (c->mode == WB_RUN_ASK) c->mode = wb_blas_answer(p, n, wb_blas_idle_since(p, now), now);
+    if (c->mode != WB_RUN_THREADED) n = 1;
   }
   c->threads = n;
   p[WB_BP_LAST] = n;
   if (n != c->previous) wb_blas_set_threads(n);
+  if (c->mode != WB_RUN_SOLO) {
+    if (c->mode != WB_RUN_THREADED) c->cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID);
+    c->start = wb_blas_clock(CLOCK_MONOTONIC);
+  }
 }
 
-/* After the call: a busy machine starts (or doubles) a back-off; restores the count. */
+/* After the call: judges it (LOGIC_C) and restores the BLAS's count. */
 static void wb_blas_end(wb_blas_call *c) {
   volatile double *p = wb_blas_policy;
-  if (c->mode == 2) {  /* backing off: preempted even alone means the cores are still taken */
-    const double cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID) - c->cpu;
+  if (c->mode != WB_RUN_SOLO) {
     const double now = wb_blas_clock(CLOCK_MONOTONIC);
-    if (cpu < p[WB_BP_SOLO_EFFICIENCY] * (now - c->wall))
-      p[WB_BP_BUSY_UNTIL] = now + p[WB_BP_BACKOFF];
-  } else if (c->mode == 1) {
-    const double now = wb_blas_clock(CLOCK_MONOTONIC);
-    const double cpu = wb_blas_clock(CLOCK_PROCESS_CPUTIME_ID) - c->cpu;
-    if (cpu < p[WB_BP_EFFICIENCY] * c->threads * (now - c->wall)) {
-      double backoff = 2 * p[WB_BP_BACKOFF];
-      if (backoff < p[WB_BP_BACKOFF_MIN]) backoff = p[WB_BP_BACKOFF_MIN];
-      if (backoff > p[WB_BP_BACKOFF_MAX]) backoff = p[WB_BP_BACKOFF_MAX];
-      p[WB_BP_BACKOFF] = backoff;
-      p[WB_BP_BUSY_UNTIL] = now + backoff;
-      p[WB_BP_BUSY_EVENTS] += 1;
-    } else {
-      p[WB_BP_BACKOFF] = 0;
-    }
+    const double cpu = c->mode == WB_RUN_THREADED ? 0
+        : wb_blas_clock(CLOCK_THREAD_CPUTIME_ID) - c->cpu;
+    if (wb_blas_judge(p, c->site, c->mode, c->work, now - c->start, cpu, now))
+      wb_blas_idle_since(p, now);
   }
   if (c->threads != c->previous) wb_blas_set_threads(c->previous);
 }

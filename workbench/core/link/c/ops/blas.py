@@ -154,8 +154,9 @@ static int wb_gemm_%(t)s(PyArrayObject *a, PyArrayObject *b, %(ctype)s alpha, %(
   %(ctype)s *pc = (%(ctype)s*)PyArray_DATA(c);
   const double work = (double)m * n * k;
   PyThreadState *ts = work >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  static wb_blas_site site;  /* this helper's one-thread estimate (blas_threads.py) */
   wb_blas_call call;
-  wb_blas_begin(&call, work);
+  wb_blas_begin(&call, &site, work);
   if (!tc)  /* c row-major: c = op(a) op(b) */
     wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
                      m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
@@ -205,8 +206,9 @@ static int wb_gemv_%(t)s(PyArrayObject *a, PyArrayObject *x, %(ctype)s alpha, %(
   const int trans = ta ^ (transpose_a != 0);
   const double work = (double)m * k;
   PyThreadState *ts = work >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  static wb_blas_site site;  /* this helper's one-thread estimate (blas_threads.py) */
   wb_blas_call call;
-  wb_blas_begin(&call, work);
+  wb_blas_begin(&call, &site, work);
   wb_cblas_%(t)sgemv(WB_ROW_MAJOR, trans ? WB_TRANS : WB_NO_TRANS, rows, cols, alpha,
                    (const %(ctype)s*)PyArray_DATA(a), lda, (const %(ctype)s*)PyArray_DATA(x),
                    incx, beta, (%(ctype)s*)PyArray_DATA(y), incy);
@@ -226,8 +228,9 @@ static int wb_dot_%(t)s(PyArrayObject *x, PyArrayObject *y, %(ctype)s *out) {
   wb_blasint incx = wb_blas_inc(x), incy = wb_blas_inc(y);
   if (!incx) { if (!(xc = wb_blas_c_copy(x))) return -1; x = xc; incx = 1; }
   if (!incy) { if (!(yc = wb_blas_c_copy(y))) { Py_XDECREF(xc); return -1; } y = yc; incy = 1; }
+  static wb_blas_site site;
   wb_blas_call call;
-  wb_blas_begin(&call, (double)n);
+  wb_blas_begin(&call, &site, (double)n);
   *out = wb_cblas_%(t)sdot(n, (const %(ctype)s*)PyArray_DATA(x), incx,
                           (const %(ctype)s*)PyArray_DATA(y), incy);
   wb_blas_end(&call);

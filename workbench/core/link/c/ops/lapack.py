@@ -334,8 +334,9 @@ class _LapackC(COpAdapter):
             buffers,
             f"if (wb_status == 0 && !({run_if})) {{ {when_empty} }}",
             f"if (wb_status == 0 && {run_if}) {{",
+            "  static wb_blas_site wb_site;  /* its one-thread estimate (blas_threads.py) */",
             "  wb_blas_call wb_call;",
-            f"  wb_blas_begin(&wb_call, {flops} * wb_nb);  /* this call's BLAS threads */",
+            f"  wb_blas_begin(&wb_call, &wb_site, {flops} * wb_nb);  /* its BLAS threads */",
             f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
             "PyEval_SaveThread() : NULL;",
             "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",
