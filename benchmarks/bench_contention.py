@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     events: dict[str, int] = {}
     for phase in ("idle", "busy", "idle again"):
         before = blas_threads.busy_events()
+        still_before = blas_threads.still_busy_events()
         procs = start_load(args.seconds + 5) if phase == "busy" else []
         try:
             if procs:
@@ -189,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop_load(procs)
         events[phase] = blas_threads.busy_events() - before
-        print(f"[{phase}: {loads[phase]}; workbench saw a busy machine "
-              f"{events[phase]} time(s)]", file=sys.stderr, flush=True)
+        still = blas_threads.still_busy_events() - still_before
+        print(f"[{phase}: {loads[phase]}; workbench: {events[phase]} threaded call(s) slower "
+              f"than one thread, {still} back-off(s) renewed for want of idle cores]",
+              file=sys.stderr, flush=True)
     print()
     print("| implementation | phase | steps | mean ms | median ms | p90 ms | slowdown "
           "(mean busy / mean idle) |")
