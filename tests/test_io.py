@@ -43,6 +43,14 @@ def test_large_constants_are_stored_as_npy_and_names_survive(tmp_path):
                                   big + 1)
 
 
+def test_a_complex_scalar_constant_keeps_its_rank():
+    z = wt.zvector("z")
+    y = z * np.complex128(2 - 1j)  # a 0-d complex constant: stored as npy
+    loaded = from_document(json.loads(json.dumps(to_document(y))))
+    f = wb.function(loaded.inputs, loaded.outputs[0])
+    np.testing.assert_array_equal(f(np.array([1j, 2])), np.array([1j, 2]) * (2 - 1j))
+
+
 def good_document():
     x = wt.dmatrix("x")
     return to_document(wt.exp(x).sum(axis=0))

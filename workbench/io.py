@@ -161,7 +161,8 @@ def _encode_array(array: np.ndarray) -> dict[str, Any]:
         return {"array": {"dtype": str(dtype), "shape": list(array.shape), "data": flat}}
     buffer = _io.BytesIO()
     stored = array.view(np.uint16) if dtype == dtypes.bfloat16 else array
-    np.save(buffer, np.ascontiguousarray(stored), allow_pickle=False)
+    # np.ascontiguousarray would make a 0-d array 1-d
+    np.save(buffer, np.require(stored, requirements="C"), allow_pickle=False)
     return {"npy": {"dtype": str(dtype), "base64": base64.b64encode(buffer.getvalue()).decode()}}
 
 

@@ -76,7 +76,8 @@ def _trace_np(x: Any) -> Any:
     return wt.trace(x, 1, axis1=0, axis2=2)
 
 
-def _block_diag_ref(*arrs: Any) -> Any:
+def block_diag_reference(*arrs: Any) -> Any:
+    """A NumPy transcription of scipy.linalg.block_diag."""
     blocks = [np.atleast_2d(a) for a in arrs]
     rows = sum(b.shape[0] for b in blocks)
     cols = sum(b.shape[1] for b in blocks)
@@ -112,9 +113,9 @@ def _other_cases() -> list[Case]:
              (Arg((2, 3, 4)),)),
         Case("kron_matrix_vector", _call("kron"), _np(np.kron), (Arg((2, 3)), Arg((4,)))),
         Case("kron_rank3", _kron_top_level, _np(np.kron), (Arg((2, 1, 3)), Arg((2, 2)))),
-        Case("block_diag", _block_diag, _block_diag_ref,
+        Case("block_diag", _block_diag, block_diag_reference,
              (Arg((2, 3)), Arg((4,)), Arg(()), Arg((1, 2)))),
-        Case("block_diag_int_float", _block_diag, _block_diag_ref,
+        Case("block_diag_int_float", _block_diag, block_diag_reference,
              (Arg((2, 2), "int32"), Arg((1, 3)))),
         Case("matrix_power_3", _call("matrix_power", 3),
              _np(np.linalg.matrix_power, 3), (square,)),
@@ -157,10 +158,11 @@ def _lstsq_x_ref(a: Any, b: Any) -> Any:
     return np.linalg.lstsq(a, b)[0]
 
 
-def _expm_taylor(a: Any) -> Any:
+def expm_taylor(a: Any) -> Any:
     """The reference matrix exponential: scaled until the 1-norm is below 1/2, a Taylor
-    series of 30 terms, squared back (independent of the Padé method under test)."""
-    a = np.asarray(a, dtype=np.float64)
+    series of 30 terms, squared back (independent of the Padé method under test); in
+    float64, or complex128 for complex `a`."""
+    a = np.asarray(a, dtype=np.result_type(np.asarray(a).dtype, np.float64))
     out = np.empty_like(a)
     for index in np.ndindex(a.shape[:-2]):
         m = a[index]
@@ -186,12 +188,12 @@ def _expm_cases() -> list[Case]:
 
     expm = _call("expm")
     return [
-        Case("expm_small_norm", expm, _expm_taylor, (Arg((3, 3), sample=scaled(0.01)),)),
-        Case("expm", expm, _expm_taylor, (Arg((4, 4), sample=scaled(0.5)),)),
-        Case("expm_scaled_and_squared", expm, _expm_taylor, (Arg((3, 3), sample=scaled(4.0)),),
+        Case("expm_small_norm", expm, expm_taylor, (Arg((3, 3), sample=scaled(0.01)),)),
+        Case("expm", expm, expm_taylor, (Arg((4, 4), sample=scaled(0.5)),)),
+        Case("expm_scaled_and_squared", expm, expm_taylor, (Arg((3, 3), sample=scaled(4.0)),),
              rtol=1e-6),
-        Case("expm_stack", expm, _expm_taylor, (Arg((2, 3, 3), sample=scaled(1.0)),)),
-        Case("expm_empty", expm, _expm_taylor, (Arg((0, 0)),), grad=EMPTY),
+        Case("expm_stack", expm, expm_taylor, (Arg((2, 3, 3), sample=scaled(1.0)),)),
+        Case("expm_empty", expm, expm_taylor, (Arg((0, 0)),), grad=EMPTY),
     ]
 
 

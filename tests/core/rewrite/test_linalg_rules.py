@@ -109,6 +109,17 @@ def test_l_times_l_is_not_an_outer_product():
     assert "local_cholesky_outer_product" not in f.maker.rewrite_trace.rewrites_used()
 
 
+def test_a_complex_factor_times_its_plain_transpose_is_kept():
+    """a = L L^H for complex a: ``L @ L.T`` is not a, so the rule declines."""
+    z = wt.zmatrix("z")
+    factor = la.cholesky(z)
+    f = wb.function([z], factor @ factor.T)
+    assert "local_cholesky_outer_product" not in f.maker.rewrite_trace.rewrites_used()
+    m = np.array([[2.0, 1j], [-1j, 3.0]])
+    low = np.linalg.cholesky(m)
+    np.testing.assert_allclose(f(m), low @ low.T)
+
+
 def test_log_of_a_negative_determinant_stays_nan():
     f = wb.function([A], wt.log(la.det(A)))
     assert "local_log_det_to_slogdet" in f.maker.rewrite_trace.rewrites_used()

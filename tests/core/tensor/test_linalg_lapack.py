@@ -104,8 +104,8 @@ def test_dtypes_follow_numpy_linalg():
 
 
 def test_refusals_name_the_function():
-    with pytest.raises(TypeError, match="cholesky: .*complex128"):
-        la.cholesky(wt.zmatrix())
+    with pytest.raises(TypeError, match="cholesky: array type float16 is unsupported"):
+        la.cholesky(wt.tensor("float16", shape=(None, None)))
     with pytest.raises(ValueError, match="det: .*at least 2"):
         la.det(wt.dvector("v"))
     with pytest.raises(ValueError, match="inv: last 2 dimensions .* square"):

@@ -5,6 +5,12 @@ filled by symmetry, or zeroed, before torch sees the matrix), and turns torch's
 failure reports (`info` of the ``*_ex`` functions, a zero on a triangular diagonal)
 into the `numpy.linalg.LinAlgError` the other linkers raise, with the function's name.
 Checking `info` reads one small tensor back from the device.
+
+Complex matrices go to the same functions (torch.linalg computes in complex64 and
+complex128); Hermitian structure ("her", "pos", cholesky) mirrors the read triangle
+conjugated, "sym" mirrors it as is (scipy's complex symmetric). torch has no
+symmetric-indefinite solver (LAPACK sysv/hesv, which the C linker calls): "sym" and
+"her" solve the mirrored matrix by LU.
 """
 
 from __future__ import annotations
@@ -31,10 +37,15 @@ __all__ = ["lower_cholesky", "lower_eigh", "lower_qr", "lower_solve", "lower_sol
            "lower_svd"]
 
 
-def _symmetrized(torch: Any, a: Any, lower: bool) -> Any:
-    if lower:
-        return torch.tril(a) + torch.tril(a, -1).mT
-    return torch.triu(a) + torch.triu(a, 1).mT
+def _symmetrized(torch: Any, a: Any, lower: bool, hermitian: bool = True) -> Any:
+    """The matrix one triangle of `a` describes: mirrored conjugated when `hermitian`
+    (the diagonal's imaginary part dropped, as LAPACK reads it), as is otherwise."""
+    t = torch.tril(a) if lower else torch.triu(a)
+    strict = torch.tril(a, -1) if lower else torch.triu(a, 1)
+    if not (hermitian and a.is_complex()):
+        return t + strict.mT
+    full = t + strict.mH
+    return full - 1j * torch.diag_embed(torch.diagonal(full, dim1=-2, dim2=-1).imag)
 
 
 def _raise_if_failed(torch: Any, info: Any, function: str, message: str,
@@ -63,12 +74,12 @@ def _check_triangular_diagonal(torch: Any, t: Any, function: str) -> None:
 
 
 def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool,
-                function: str) -> Any:
+                function: str, conjugate: bool = False) -> Any:
     t = torch.tril(a) if lower else torch.triu(a)
     if not unit:
         _check_triangular_diagonal(torch, t, function)
     if trans:
-        t, lower = t.mT, not lower
+        t, lower = (t.mH if conjugate else t.mT), not lower
     a_b = torch.broadcast_shapes(t.shape[:-2], b.shape[:-2])
     t = t.expand(*a_b, *t.shape[-2:])
     b = b.expand(*a_b, *b.shape[-2:])
@@ -91,7 +102,8 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
             x = torch.cholesky_solve(b2.expand(*shape, *b2.shape[-2:]),
                                      low.expand(*shape, *low.shape[-2:]))
         else:
-            m = a if op.assume_a == "gen" else _symmetrized(torch, a, op.lower)
+            m = a if op.assume_a == "gen" else _symmetrized(torch, a, op.lower,
+                                                            op.assume_a == "her")
             x, info = torch.linalg.solve_ex(m, b2)
             _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
                              "pivot ")
@@ -106,7 +118,8 @@ def lower_solve_triangular(node: Apply, ctx: LowerContext) -> Kernel:
 
     def kernel(a: Any, b: Any) -> list[Any]:
         b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
-        x = _triangular(torch, a, b2, op.lower, op.trans, op.unit_diagonal, "solve_triangular")
+        x = _triangular(torch, a, b2, op.lower, op.trans, op.unit_diagonal, "solve_triangular",
+                        op.conjugate)
         return [x.squeeze(-1) if op.b_ndim == 1 else x]
 
     return kernel
@@ -120,7 +133,7 @@ def lower_cholesky(node: Apply, ctx: LowerContext) -> Kernel:
         low, info = torch.linalg.cholesky_ex(_symmetrized(torch, a, lower))
         _raise_if_failed(torch, info, "cholesky", "Matrix is not positive definite: the "
                          "leading minor of order ")
-        return [low if lower else low.mT.contiguous()]
+        return [low if lower else low.mH.contiguous()]  # a = L L^H = U^H U
 
     return kernel
 

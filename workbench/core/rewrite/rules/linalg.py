@@ -359,8 +359,8 @@ def local_cholesky_outer_product(fgraph: Any, node: Apply) -> Any:
     from workbench.core.tensor.linalg.base import triangle
 
     x, y = node.inputs
-    if x.type.ndim < 2 or y.type.ndim < 2:
-        return None
+    if x.type.ndim < 2 or y.type.ndim < 2 or x.type.dtype.is_complex:
+        return None  # complex: a = L L^H, and ^T here is a plain transpose
     for factor, other, first_is_factor in ((x, y, True), (y, x, False)):
         if factor.owner is None or not isinstance(factor.owner.op, Cholesky):
             continue

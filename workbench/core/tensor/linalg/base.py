@@ -8,10 +8,21 @@ of matrices); they broadcast between inputs like numpy's, and `make_node` and
 `infer_shape` read the output shapes off the signature. A Blockwise wrapper can
 use the same signature.
 
-Dtypes: the Ops compute in float32 or float64 (LAPACK's s and d routines); the
-functions of the namespace convert integer and boolean inputs to float64 and
-mixed float inputs to the wider one, as numpy.linalg does. float16, bfloat16
-and complex inputs are refused with a message saying what to do.
+Dtypes: the Ops compute in float32, float64, complex64 or complex128 (LAPACK's s,
+d, c and z routines); the functions of the namespace convert integer and boolean
+inputs to float64 and mixed inputs to the common one (complex64 only when every
+input is float32 or complex64), as numpy.linalg does. float16 and bfloat16 raise
+numpy.linalg's TypeError ("array type float16 is unsupported in linalg"; scipy.linalg
+would upcast, but the names of `wt.linalg` are numpy's). Outputs that are real by
+definition (eigenvalues of a Hermitian matrix, singular values, log|det|) are real
+for complex inputs (`output_dtypes` "real"). Complex matrices follow the conjugate
+conventions: Hermitian for cholesky/eigh/"pos"/"her", ``a = L L^H``, ``U S V^H``.
+
+Gradients of complex inputs: the autodiff has no complex gradient convention yet
+(the elementwise Ops say "holomorphic gradients come later"), so every `L_op` of a
+`LinalgOp` gives, for complex inputs, a gradient that is not implemented: `grad`
+raises `NullTypeGradError` naming the Op and the dtype, never a wrong number; `R_op`
+raises `MethodNotDefined`.
 
 Failures (a singular matrix for `solve`/`inv`, a matrix that is not positive
 definite for `cholesky`) raise `numpy.linalg.LinAlgError` naming the function,
@@ -33,13 +44,62 @@ from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_sh
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["LinAlgError", "LinalgOp", "as_float_operands", "linalg_error"]
+__all__ = ["LinAlgError", "LinalgOp", "as_lapack_operands", "linalg_error", "real_dtype"]
 
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
 LinAlgError = np.linalg.LinAlgError
 
 #: The dtypes the Ops compute in.
-COMPUTE_DTYPES = ("float32", "float64")
+COMPUTE_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def real_dtype(dtype: Any) -> dtypes.Dtype:
+    """The real dtype of the same precision (float32 for complex64); real ones unchanged."""
+    d = dtypes.as_dtype(dtype)
+    if d == dtypes.complex64:
+        return dtypes.float32
+    return dtypes.float64 if d == dtypes.complex128 else d
+
+
+def _complex_inputs(inputs: Sequence[Variable]) -> list[Variable]:
+    return [v for v in inputs if getattr(getattr(v.type, "dtype", None), "is_complex", False)]
+
+
+def _refusing_complex_l_op(l_op: Any) -> Any:
+    """`l_op` that, for complex inputs, returns "not implemented" gradients naming the
+    Op and the dtype (see the module docstring) instead of running."""
+    import functools
+
+    @functools.wraps(l_op)
+    def L_op(self: Op, inputs: Sequence[Variable], outputs: Sequence[Variable],  # noqa: N802
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        found = _complex_inputs(inputs)
+        if not found:
+            return l_op(self, inputs, outputs, output_grads)
+        from workbench.core.graph.type import grad_not_implemented
+
+        why = (f"complex inputs ({found[0].type.dtype}): workbench has no complex gradient "
+               "convention yet")
+        return [grad_not_implemented(self, i, x, why) for i, x in enumerate(inputs)]
+
+    return L_op
+
+
+def _refusing_complex_r_op(r_op: Any) -> Any:
+    import functools
+
+    @functools.wraps(r_op)
+    def R_op(self: Op, inputs: Sequence[Variable],  # noqa: N802
+             eval_points: Sequence[Variable | None]) -> list[Variable | None]:
+        found = _complex_inputs(inputs)
+        if found:
+            from workbench.core.graph.utils import MethodNotDefined
+
+            raise MethodNotDefined(f"{self}.R_op for complex inputs ({found[0].type.dtype}): "
+                                   "workbench has no complex gradient convention yet")
+        return r_op(self, inputs, eval_points)
+
+    return R_op
 
 
 def linalg_error(function: str, message: str, batch_index: int | None = None) -> LinAlgError:
@@ -71,15 +131,29 @@ class LinalgOp(Op):
 
     Subclasses set `gufunc_signature`, `function_name` (for messages) and
     `perform_core`/`perform`; `make_node` checks ranks, square matrices and matching
-    core lengths, and builds the outputs (dtype: the inputs' common float dtype,
-    or `output_dtypes` per output).
+    core lengths, and builds the outputs (dtype: the inputs' common dtype, or
+    `output_dtypes` per output). The `L_op` and `R_op` a subclass writes are wrapped
+    to refuse complex inputs (module docstring).
     """
 
     abstract = True
     gufunc_signature = ""
     function_name = ""
-    #: per output, a dtype to force (None: the inputs' dtype)
+    #: per output, None (the inputs' dtype) or "real" (its real counterpart: float64
+    #: for complex128 inputs)
     output_dtypes: tuple[str | None, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "L_op" in cls.__dict__:
+            cls.L_op = _refusing_complex_l_op(cls.__dict__["L_op"])  # type: ignore[method-assign]
+        if "R_op" in cls.__dict__:
+            cls.R_op = _refusing_complex_r_op(cls.__dict__["R_op"])  # type: ignore[method-assign]
+
+    def output_dtype(self, k: int, dtype: Any) -> dtypes.Dtype:
+        """The dtype of output `k` for inputs of `dtype`."""
+        forced = self.output_dtypes[k] if k < len(self.output_dtypes) else None
+        return real_dtype(dtype) if forced == "real" else dtypes.as_dtype(dtype)
 
     @property
     def core_ndims(self) -> tuple[list[int], list[int]]:
@@ -101,8 +175,9 @@ class LinalgOp(Op):
                     f"least {len(core)} (core dimensions {'(' + ','.join(core) + ')'})")
             if str(var.type.dtype) not in COMPUTE_DTYPES or var.type.dtype != dtype:
                 raise TypeError(
-                    f"{self}: all inputs must be float32 or float64 of one dtype, got {what} "
-                    f"of type {var.type} (the functions of wt.linalg cast for you)")
+                    f"{self}: all inputs must be of one dtype among {', '.join(COMPUTE_DTYPES)}"
+                    f", got {what} of type {var.type} (the functions of wt.linalg cast for "
+                    "you)")
             shape = var.type.shape[var.type.ndim - len(core):]
             for name, length in zip(core, shape):
                 if length is None:
@@ -138,9 +213,8 @@ class LinalgOp(Op):
         dtype = inputs[0].type.dtype
         outputs = []
         for k, core in enumerate(outs):
-            forced = self.output_dtypes[k] if k < len(self.output_dtypes) else None
             shape = batch + tuple(lengths.get(name) for name in core)
-            outputs.append(TensorType(forced or dtype, shape)())
+            outputs.append(TensorType(self.output_dtype(k, dtype), shape)())
         return Apply(self, inputs, outputs)
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
@@ -207,27 +281,39 @@ class LinalgOp(Op):
 # -- conversion of user inputs ---------------------------------------------------------
 
 
-def as_float_operands(function: str, *values: Any, min_ndims: Sequence[int] = ()
-                      ) -> list[Variable]:
-    """The inputs of a linalg function as tensors of one compute dtype (float32 or
-    float64): integers and booleans become float64, mixed floats the wider one.
-    Refuses float16/bfloat16/complex (no LAPACK routine computes in them here) and
-    too few dimensions."""
+def lapack_dtype(function: str, tensors: Sequence[Variable]) -> dtypes.Dtype:
+    """numpy.linalg's compute dtype of `tensors`: float32 or complex64 when every input is
+    float32 or complex64, else float64 or complex128 (complex when one input is);
+    integers and booleans count as float64. float16 and bfloat16 raise numpy's
+    TypeError, naming the function and the input."""
+    narrow = (dtypes.float32, dtypes.complex64)
+    for position, var in enumerate(tensors):
+        d = var.type.dtype
+        if d in (dtypes.float16, dtypes.bfloat16):
+            what = var.name or f"input {position}"
+            raise TypeError(f"{function}: array type {d} is unsupported in linalg ({what} has "
+                            f"type {var.type}; numpy.linalg refuses it too: cast to float32)")
+    single = all(v.type.dtype in narrow for v in tensors)
+    if any(v.type.dtype.is_complex for v in tensors):
+        return dtypes.complex64 if single else dtypes.complex128
+    return dtypes.float32 if single else dtypes.float64
+
+
+def as_lapack_operands(function: str, *values: Any, min_ndims: Sequence[int] = ()
+                       ) -> list[Variable]:
+    """The inputs of a linalg function as tensors of one compute dtype (`lapack_dtype`:
+    float32, float64, complex64 or complex128). Refuses float16/bfloat16 (as numpy)
+    and too few dimensions."""
     from workbench.core.tensor.basic import cast
 
     tensors = [as_tensor_variable(v) for v in values]
     for position, var in enumerate(tensors):
-        d = var.type.dtype
-        what = var.name or f"input {position}"
-        if d.is_complex or d in (dtypes.float16, dtypes.bfloat16):
-            raise TypeError(f"{function}: {what} has dtype {d}; wt.linalg computes in float32 "
-                            "or float64 (complex matrices are not supported yet): cast it first")
         need = min_ndims[position] if position < len(min_ndims) else 0
         if var.type.ndim < need:
+            what = var.name or f"input {position}"
             raise ValueError(f"{function}: {what} has {var.type.ndim} dimension(s), needs at "
                              f"least {need} (got type {var.type})")
-    all_float32 = all(v.type.dtype == dtypes.float32 for v in tensors)
-    dtype = dtypes.float32 if all_float32 else dtypes.float64
+    dtype = lapack_dtype(function, tensors)
     return [v if v.type.dtype == dtype else cast(v, dtype) for v in tensors]
 
 
@@ -238,6 +324,15 @@ def transpose(x: Variable) -> Variable:
     """`x` with its last two dimensions swapped (numpy's ``x.mT``)."""
     nd = x.type.ndim
     return dimshuffle(x, (*range(nd - 2), nd - 1, nd - 2))
+
+
+def conj_transpose(x: Variable) -> Variable:
+    """`x` with its last two dimensions swapped and, when complex, conjugated (``x.mH``)."""
+    if not x.type.dtype.is_complex:
+        return transpose(x)
+    from workbench.core.tensor import math as tm
+
+    return tm.conj(transpose(x))
 
 
 def add_axis(x: Variable, position: int) -> Variable:

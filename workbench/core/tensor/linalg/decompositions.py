@@ -1,14 +1,15 @@
 """Factorisations of stacks of matrices: `Cholesky` and `Eigh`, and the functions
 `cholesky`, `eigh` and `eigvalsh`.
 
-- ``cholesky(a, lower=True)``: the triangular factor of a symmetric positive-definite
-  matrix (``a = L L^T``; with ``lower=False`` the upper ``U`` with ``a = U^T U``, as
-  scipy). Only the named triangle of `a` is read (numpy and LAPACK do the same). A
+- ``cholesky(a, lower=True)``: the triangular factor of a symmetric (Hermitian)
+  positive-definite matrix (``a = L L^H``; with ``lower=False`` the upper ``U`` with
+  ``a = U^H U``, as scipy). Only the named triangle of `a` is read (numpy and LAPACK do the same). A
   matrix that is not positive definite raises `numpy.linalg.LinAlgError`
   ("cholesky: Matrix is not positive definite").
 - ``eigh(a, UPLO="L")``: eigenvalues in ascending order and orthonormal eigenvectors
-  (columns) of a symmetric matrix, reading only the triangle `UPLO` names (numpy's
-  convention). ``eigvalsh`` gives the eigenvalues alone (an `Eigh` without vectors).
+  (columns) of a symmetric (Hermitian) matrix, reading only the triangle `UPLO` names
+  (numpy's convention); the eigenvalues are real for complex `a` too. ``eigvalsh``
+  gives the eigenvalues alone (an `Eigh` without vectors).
 
 Gradients. Cholesky by Murray's formula (Murray 2016, "Differentiation of the
 Cholesky decomposition"): ``P = L^-T Phi(L^T gL) L^-1`` with Phi the lower triangle
@@ -33,7 +34,7 @@ from workbench.core.tensor.linalg.base import (
     LinAlgError,
     LinalgOp,
     add_axis,
-    as_float_operands,
+    as_lapack_operands,
     diagonal_part,
     eye_like,
     linalg_error,
@@ -131,6 +132,7 @@ class Eigh(LinalgOp):
     __props__ = ("lower", "compute_v")
     function_name = "eigh"
     pprint_hidden = ("compute_v",)
+    output_dtypes = ("real", None)  # a Hermitian matrix's eigenvalues are real
 
     def pprint_text(self, args: Sequence[str]) -> str:
         name = "eigh" if self.compute_v else "eigvalsh"
@@ -151,7 +153,8 @@ class Eigh(LinalgOp):
         try:
             if self.compute_v:
                 w, v = np.linalg.eigh(a, UPLO=uplo)
-                output_storage[1][0] = np.ascontiguousarray(v, dtype=dtype)
+                output_storage[1][0] = np.ascontiguousarray(
+                    v, dtype=node.outputs[1].type.numpy_dtype)
             else:
                 w = np.linalg.eigvalsh(a, UPLO=uplo)
         except LinAlgError as exc:
@@ -202,7 +205,7 @@ def cholesky(a: Any, lower: bool = True) -> Variable:
     """The Cholesky factor of each symmetric positive-definite matrix of `a`: ``L`` with
     ``a = L L^T`` (numpy.linalg.cholesky), or ``U`` with ``a = U^T U`` when
     ``lower=False`` (scipy.linalg.cholesky's default)."""
-    (a,) = as_float_operands("cholesky", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("cholesky", a, min_ndims=(2,))
     return Cholesky(lower)(a)
 
 
@@ -222,12 +225,12 @@ def _uplo(uplo: str, function: str) -> bool:
 def eigh(a: Any, UPLO: str = "L") -> tuple[Variable, Variable]:  # noqa: N803
     """numpy.linalg.eigh: ``(w, v)``, eigenvalues ascending and eigenvectors as columns,
     of each symmetric matrix of `a` (only the `UPLO` triangle is read)."""
-    (a,) = as_float_operands("eigh", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("eigh", a, min_ndims=(2,))
     w, v = Eigh(_uplo(UPLO, "eigh"), True)(a)
     return w, v
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Variable:  # noqa: N803
     """numpy.linalg.eigvalsh: the eigenvalues (ascending) of each symmetric matrix."""
-    (a,) = as_float_operands("eigvalsh", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("eigvalsh", a, min_ndims=(2,))
     return Eigh(_uplo(UPLO, "eigvalsh"), False)(a)

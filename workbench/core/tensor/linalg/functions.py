@@ -4,7 +4,8 @@ runs them and their gradients come from their parts): `norm`, `vector_norm`,
 `lstsq`; and `trace_np` (numpy.trace, top-level ``wt.trace``).
 
 Semantics are numpy.linalg's (scipy.linalg's for `block_diag`): dtypes (integers give
-float64 norms), `axis`, `keepdims`, the vector orders (``None``/2, ``inf``, ``-inf``, 0,
+float64 norms, complex inputs real ones; `pinv` and `lstsq` use conjugate
+transposes), `axis`, `keepdims`, the vector orders (``None``/2, ``inf``, ``-inf``, 0,
 1, any p) and the matrix orders (``"fro"``, ``"nuc"``, 1, -1, 2, -2, ``inf``,
 ``-inf``; 2, -2 and ``"nuc"`` through the singular values), with numpy's errors for
 orders that do not exist. `pinv` cuts singular values at ``rcond * largest`` (numpy's
@@ -19,7 +20,12 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Variable
-from workbench.core.tensor.linalg.base import add_axis, as_float_operands, transpose
+from workbench.core.tensor.linalg.base import (
+    add_axis,
+    as_lapack_operands,
+    conj_transpose,
+    real_dtype,
+)
 from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = ["block_diag", "diagonal", "kron", "lstsq", "matrix_norm", "matrix_power", "norm",
@@ -39,15 +45,19 @@ def _red() -> Any:
 
 
 def _float(x: Any, function: str) -> Variable:
-    """`x` as a tensor in a float dtype (integers and booleans become float64, as numpy's
-    norms); float16/bfloat16 stay themselves here (no LAPACK involved)."""
+    """`x` as a tensor in a float or complex dtype (integers and booleans become float64,
+    as numpy's norms); float16/bfloat16 stay themselves here (no LAPACK involved)."""
     from workbench.core.tensor.basic import cast
 
     x = as_tensor_variable(x)
     d = x.type.dtype
-    if d.is_complex:
-        raise TypeError(f"{function}: complex inputs are not supported yet (got {x.type})")
-    return x if d.is_float else cast(x, "float64")
+    return x if d.is_float or d.is_complex else cast(x, "float64")
+
+
+def _abs_squared(x: Variable) -> Variable:
+    """``|x|^2`` elementwise, real (the squared modulus for complex x)."""
+    tm = _tm()
+    return tm.sqr(tm.abs(x) if x.type.dtype.is_complex else x)
 
 
 def _normalize_axes(axis: Any, ndim: int, function: str) -> tuple[int, ...]:
@@ -82,17 +92,17 @@ def vector_norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False) 
     elif p == -np.inf:
         out = red.min(tm.abs(x), axis=ax)
     elif p == 0:
-        out = red.sum(tm.neq(x, 0), axis=ax, dtype=x.type.dtype)
+        out = red.sum(tm.neq(x, 0), axis=ax, dtype=real_dtype(x.type.dtype))
     elif p == 1:
         out = red.sum(tm.abs(x), axis=ax)
     elif p == 2:
-        out = tm.sqrt(red.sum(tm.sqr(x), axis=ax))
+        out = tm.sqrt(red.sum(_abs_squared(x), axis=ax))
     else:
         out = tm.pow(red.sum(tm.pow(tm.abs(x), p), axis=ax), 1.0 / p)
-    if out.type.dtype != x.type.dtype:
+    if out.type.dtype != real_dtype(x.type.dtype):
         from workbench.core.tensor.basic import cast
 
-        out = cast(out, x.type.dtype)
+        out = cast(out, real_dtype(x.type.dtype))
     return _restore_dims(out, axes, ndim) if keepdims and ndim else out
 
 
@@ -108,12 +118,12 @@ def _matrix_norm_axes(x: Variable, ord: Any, row: int, col: int) -> Variable:  #
         nd = x.type.ndim
         rest = [d for d in range(nd) if d not in (row, col)]
         moved = dimshuffle(x, [*rest, row, col])
-        (a,) = as_float_operands("norm", moved)
+        (a,) = as_lapack_operands("norm", moved)
         s = SVD(False, False)(a)
         out = {2: red.max, -2: red.min, "nuc": red.sum}[ord](s, axis=-1)
         return out
     if ord in (None, "fro", "f"):
-        return tm.sqrt(red.sum(tm.sqr(x), axis=(row, col)))
+        return tm.sqrt(red.sum(_abs_squared(x), axis=(row, col)))
     if ord in (1, -1):
         reduce = red.max if ord == 1 else red.min
         sums = red.sum(tm.abs(x), axis=row)
@@ -312,16 +322,16 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
     if rcond is not None and rtol is not None:
         raise ValueError("pinv: rtol and rcond cannot both be set")
     cut = rcond if rcond is not None else (rtol if rtol is not None else 1e-15)
-    (a,) = as_float_operands("pinv", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("pinv", a, min_ndims=(2,))
     if hermitian:
         w, v = eigh(a)
         keep = tm.gt(tm.abs(w), _cutoff(tm.abs(w), cut))
         w_inv = tm.switch(keep, tm.true_div(1, tm.switch(keep, w, 1)), 0)
-        return matmul(tm.mul(v, add_axis(w_inv, -2)), transpose(v))
+        return matmul(tm.mul(v, add_axis(w_inv, -2)), conj_transpose(v))
     u, s, vh = svd(a, full_matrices=False)
     keep = tm.gt(s, _cutoff(s, cut))
     s_inv = tm.switch(keep, tm.true_div(1, tm.switch(keep, s, 1)), 0)
-    return matmul(tm.mul(transpose(vh), add_axis(s_inv, -2)), transpose(u))
+    return matmul(tm.mul(conj_transpose(vh), add_axis(s_inv, -2)), conj_transpose(u))
 
 
 def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variable, Variable]:
@@ -334,21 +344,21 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
     from workbench.core.tensor.shape import shape_tuple
 
     tm, red = _tm(), _red()
-    a, b = as_float_operands("lstsq", a, b, min_ndims=(2, 1))
+    a, b = as_lapack_operands("lstsq", a, b, min_ndims=(2, 1))
     if a.type.ndim != 2 or b.type.ndim > 2:
         raise ValueError(f"lstsq: a must be 2-d and b 1-d or 2-d, got {a.type} and {b.type}")
     m, n = shape_tuple(a)
     u, s, vh = svd(a, full_matrices=False)
     if rcond is None:
         eps = float(np.finfo(a.type.dtype.numpy).eps)
-        rcond = tm.mul(eps, cast(tm.maximum(m, n), a.type.dtype))
+        rcond = tm.mul(eps, cast(tm.maximum(m, n), real_dtype(a.type.dtype)))
     keep = tm.gt(s, _cutoff(s, rcond))
     s_inv = tm.switch(keep, tm.true_div(1, tm.switch(keep, s, 1)), 0)
     rank = red.sum(keep, dtype="int64")
-    coef = matmul(transpose(u), b)  # (k,) or (k, nrhs)
+    coef = matmul(conj_transpose(u), b)  # (k,) or (k, nrhs)
     coef = tm.mul(coef, s_inv if b.type.ndim == 1 else add_axis(s_inv, -1))
-    x = matmul(transpose(vh), coef)
-    squares = red.sum(tm.sqr(tm.sub(b, matmul(a, x))), axis=0)
+    x = matmul(conj_transpose(vh), coef)
+    squares = red.sum(_abs_squared(tm.sub(b, matmul(a, x))), axis=0)
     if b.type.ndim == 1:
         squares = add_axis(squares, 0)
     full = tm.and_(tm.eq(rank, n), tm.gt(m, n))

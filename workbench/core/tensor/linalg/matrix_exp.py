@@ -7,7 +7,8 @@ Anal. Appl. 26(4): the smallest Padé degree m in (3, 5, 7, 9, 13) whose bound t
 the 1-norm of the matrix respects; above theta_13 the matrix is scaled by 2^-s, its
 degree-13 approximant computed and squared s times. ``r_m = (V - U)^-1 (V + U)`` with U
 the odd and V the even part of the Padé numerator (a solve, never an inverse).
-Computed in float64 (float32 inputs are rounded back at the end). The C linker runs
+Computed in float64 or complex128 (float32 and complex64 inputs are rounded back at
+the end). The C linker runs
 this `perform` (no LAPACK routine computes expm); torch uses `torch.linalg.matrix_exp`.
 
 Gradient (and R_op): the Fréchet derivative by the block-triangular identity
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Apply, Variable
-from workbench.core.tensor.linalg.base import LinalgOp, as_float_operands, transpose
+from workbench.core.tensor.linalg.base import LinalgOp, as_lapack_operands, transpose
 
 __all__ = ["Expm", "expm", "expm_numpy"]
 
@@ -68,12 +69,12 @@ def _pade(a: np.ndarray, m: int) -> np.ndarray:
 
 
 def expm_numpy(a: np.ndarray) -> np.ndarray:
-    """The matrix exponential of one square float64 matrix (Higham 2005)."""
+    """The matrix exponential of one square float64 or complex128 matrix (Higham 2005)."""
     n = a.shape[0]
     if n == 0:
-        return np.zeros((0, 0))
+        return np.zeros((0, 0), a.dtype)
     if not np.all(np.isfinite(a)):
-        return np.full((n, n), np.nan)
+        return np.full((n, n), np.nan, a.dtype)
     norm = np.abs(a).sum(axis=0).max()
     for m in (3, 5, 7, 9):
         if norm <= THETA[m]:
@@ -96,7 +97,8 @@ class Expm(LinalgOp):
                 ) -> None:
         (a,) = inputs
         batch = int(np.prod(a.shape[:-2], dtype=np.int64))
-        flat = np.asarray(a, dtype=np.float64).reshape((batch,) + a.shape[-2:])
+        wide = np.complex128 if np.iscomplexobj(a) else np.float64
+        flat = np.asarray(a, dtype=wide).reshape((batch,) + a.shape[-2:])
         result = np.empty_like(flat)
         for k in range(flat.shape[0]):
             result[k] = expm_numpy(flat[k])
@@ -135,5 +137,5 @@ def frechet(x: Variable, e: Variable) -> Variable:
 
 def expm(a: Any) -> Variable:
     """scipy.linalg.expm: the matrix exponential of each square matrix of `a`."""
-    (a,) = as_float_operands("expm", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("expm", a, min_ndims=(2,))
     return Expm()(a)

@@ -2,7 +2,8 @@
 `svdvals`, `qr` (numpy.linalg's semantics, stacks of matrices included).
 
 - ``svd(a, full_matrices=True, compute_uv=True)``: ``(U, S, Vh)`` with ``a = U diag(S)
-  Vh``, singular values descending; ``compute_uv=False`` gives ``S`` alone.
+  Vh``, singular values descending (real for complex `a`, `Vh` then ``V^H``);
+  ``compute_uv=False`` gives ``S`` alone.
 - ``qr(a, mode="reduced"|"complete"|"r")``: ``(Q, R)`` with orthonormal columns in
   `Q` and upper-triangular `R` (LAPACK's Householder signs, as numpy); "r" gives `R`.
 
@@ -30,7 +31,7 @@ from workbench.core.tensor.linalg.base import (
     LinAlgError,
     LinalgOp,
     add_axis,
-    as_float_operands,
+    as_lapack_operands,
     eye_like,
     linalg_error,
     min_length,
@@ -65,9 +66,8 @@ class _RectangularOp(LinalgOp):
 
     @staticmethod
     def store(node: Apply, results: Sequence[Any], output_storage: list[list[Any]]) -> None:
-        dtype = node.outputs[0].type.numpy_dtype
-        for storage, value in zip(output_storage, results):
-            storage[0] = np.ascontiguousarray(value, dtype=dtype)
+        for storage, value, out in zip(output_storage, results, node.outputs):
+            storage[0] = np.ascontiguousarray(value, dtype=out.type.numpy_dtype)
 
 
 class SVD(_RectangularOp):
@@ -79,6 +79,11 @@ class SVD(_RectangularOp):
 
     def __init__(self, full_matrices: bool = True, compute_uv: bool = True) -> None:
         self.full_matrices, self.compute_uv = bool(full_matrices), bool(compute_uv)
+
+    @property
+    def output_dtypes(self) -> tuple[str | None, ...]:  # type: ignore[override]
+        """The singular values are real (for complex `a` too)."""
+        return (None, "real", None) if self.compute_uv else ("real",)
 
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
@@ -237,7 +242,7 @@ class QR(_RectangularOp):
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """numpy.linalg.svd: ``(U, S, Vh)`` of each matrix of `a` (``S`` alone when
     ``compute_uv=False``), singular values in descending order."""
-    (a,) = as_float_operands("svd", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("svd", a, min_ndims=(2,))
     if not compute_uv:
         return SVD(full_matrices, False)(a)
     u, s, vh = SVD(full_matrices, True)(a)
@@ -246,14 +251,14 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 def svdvals(a: Any) -> Variable:
     """numpy.linalg.svdvals: the singular values of each matrix, descending."""
-    (a,) = as_float_operands("svdvals", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("svdvals", a, min_ndims=(2,))
     return SVD(False, False)(a)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     """numpy.linalg.qr: ``(Q, R)`` of each matrix of `a` ("reduced" or "complete"), or
     ``R`` (mode "r")."""
-    (a,) = as_float_operands("qr", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("qr", a, min_ndims=(2,))
     if mode == "r":
         return QR("r")(a)
     q, r = QR(mode)(a)

@@ -3,15 +3,19 @@ and the functions `solve`, `solve_triangular`, `cho_solve`, `inv`, `det`, `slogd
 
 Semantics are numpy.linalg's and scipy.linalg's:
 
-- ``solve(a, b, assume_a="gen"|"sym"|"pos"|"tri", lower=False)``: ``a @ x = b``. With
-  ``"sym"`` and ``"pos"`` only the triangle named by `lower` is read (the other is
-  implied by symmetry), with ``"tri"`` only that triangle (scipy's ``assume_a``
-  values; ``"general"``, ``"symmetric"``, ``"positive definite"`` and ``"triangular"``
-  are accepted too). `b` of rank 1 is one right-hand side; otherwise `b` is a stack
-  of matrices (``(..., m, k)``) whose batch dimensions broadcast with `a`'s, as
-  numpy.linalg.solve does.
-- ``solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False)``: scipy's.
-- ``cho_solve((c, lower), b)``: two triangular solves with the Cholesky factor `c`.
+- ``solve(a, b, assume_a="gen"|"sym"|"her"|"pos"|"tri", lower=False)``: ``a @ x = b``.
+  With ``"sym"``, ``"her"`` and ``"pos"`` only the triangle named by `lower` is read
+  (the other is implied: by symmetry ``a = a^T`` for "sym", also for complex `a` as in
+  scipy; by ``a = a^H`` for "her" and "pos", whose diagonal's imaginary part is not
+  read), with ``"tri"`` only that triangle (scipy's ``assume_a`` values;
+  ``"general"``, ``"symmetric"``, ``"hermitian"``, ``"positive definite"`` and
+  ``"triangular"`` are accepted too). For real matrices "her" is "sym". `b` of rank 1
+  is one right-hand side; otherwise `b` is a stack of matrices (``(..., m, k)``) whose
+  batch dimensions broadcast with `a`'s, as numpy.linalg.solve does.
+- ``solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False)``: scipy's
+  (``trans=2``/"C" the conjugate transpose).
+- ``cho_solve((c, lower), b)``: two triangular solves with the Cholesky factor `c`
+  (``a = c c^H``, or ``c^H c`` for an upper `c`).
 
 A singular matrix raises `numpy.linalg.LinAlgError` ("solve: Singular matrix", with
 the pivot where LAPACK found it on the C linker); ``det`` of a singular matrix is 0 and
@@ -38,7 +42,7 @@ from workbench.core.tensor.linalg.base import (
     LinAlgError,
     LinalgOp,
     add_axis,
-    as_float_operands,
+    as_lapack_operands,
     batched_outer,
     drop_axis,
     linalg_error,
@@ -54,22 +58,35 @@ __all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "TriangularMatmu
 
 #: scipy's names of the matrix structures `solve` may assume, by their short form.
 ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
-            "pos": "pos", "positive definite": "pos", "tri": "tri", "triangular": "tri"}
+            "her": "her", "hermitian": "her", "pos": "pos", "positive definite": "pos",
+            "tri": "tri", "triangular": "tri"}
+
+#: the assume_a values whose matrix is one triangle and its mirror image
+SYMMETRIC = ("sym", "her", "pos")
 
 
 
-def symmetrized(a: np.ndarray, lower: bool) -> np.ndarray:
-    """The symmetric matrices whose `lower` (or upper) triangle is that of `a`."""
+def symmetrized(a: np.ndarray, lower: bool, hermitian: bool = False) -> np.ndarray:
+    """The symmetric matrices whose `lower` (or upper) triangle is that of `a`; when
+    `hermitian` and `a` is complex, the Hermitian ones (the mirror conjugated, the
+    diagonal's imaginary part dropped, as LAPACK's Hermitian routines read it)."""
     t = np.tril(a) if lower else np.triu(a)
     strict = np.tril(a, -1) if lower else np.triu(a, 1)
-    return t + np.swapaxes(strict, -1, -2)
+    mirror = np.swapaxes(strict, -1, -2)
+    if not (hermitian and np.iscomplexobj(a)):
+        return t + mirror
+    n = a.shape[-1]
+    full = t + np.conj(mirror)
+    full[..., np.arange(n), np.arange(n)] = full[..., np.arange(n), np.arange(n)].real
+    return full
 
 
 def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool,
-                        trans: bool, unit_diagonal: bool) -> np.ndarray:
+                        trans: bool, unit_diagonal: bool, conjugate: bool = False
+                        ) -> np.ndarray:
     """``op(t)^-1 b`` with t the `lower`/upper triangle of `a` (unit diagonal if asked),
-    op the transpose when `trans`; b has core shape (m, k). A zero on the diagonal raises
-    scipy's "singular matrix: resolution failed at diagonal i"."""
+    op the transpose when `trans` (conjugated when `conjugate`); b has core shape (m, k).
+    A zero on the diagonal raises scipy's "singular matrix: resolution failed at diagonal i"."""
     t = np.tril(a) if lower else np.triu(a)
     n = a.shape[-1]
     if unit_diagonal:
@@ -84,6 +101,8 @@ def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool
                            f"{int(np.argmax(flat[row]))}", batch)
     if trans:
         t = np.swapaxes(t, -1, -2)
+        if conjugate:
+            t = np.conj(t)
     return np.linalg.solve(t, b)
 
 
@@ -121,8 +140,8 @@ class _SolveOp(LinalgOp):
 class Solve(_SolveOp):
     """``x`` with ``a @ x = b`` for stacks of square matrices `a`.
 
-    Props: `assume_a` ("gen", "sym", "pos" or "tri"), `lower` (which triangle of `a`
-    "sym"/"pos"/"tri" read) and `b_ndim` (1: `b` is a stack of vectors, core signature
+    Props: `assume_a` ("gen", "sym", "her", "pos" or "tri"), `lower` (which triangle of
+    `a` "sym"/"her"/"pos"/"tri" read) and `b_ndim` (1: `b` is a stack of vectors, core signature
     ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``).
     """
 
@@ -143,7 +162,7 @@ class Solve(_SolveOp):
             elif self.assume_a == "gen":
                 x = np.linalg.solve(a, b2)
             else:
-                s = symmetrized(a, self.lower)
+                s = symmetrized(a, self.lower, hermitian=self.assume_a != "sym")
                 if self.assume_a == "pos":
                     try:
                         np.linalg.cholesky(s)
@@ -165,7 +184,7 @@ class Solve(_SolveOp):
 
     def _solve_transposed(self, a: Variable, g: Variable) -> Variable:
         """``a^-T g`` with the same structure assumption."""
-        if self.assume_a in ("sym", "pos"):
+        if self.assume_a in SYMMETRIC:
             return Solve(self.assume_a, self.lower, self.b_ndim)(a, g)
         if self.assume_a == "tri":
             return SolveTriangular(self.lower, True, False, self.b_ndim)(a, g)
@@ -174,7 +193,7 @@ class Solve(_SolveOp):
     def grad_of_matrix(self, a: Variable, g_full: Variable) -> Variable:
         """The gradient with respect to `a` from that with respect to the full matrix
         the solve used (restricted to the triangle it read)."""
-        if self.assume_a in ("sym", "pos"):
+        if self.assume_a in SYMMETRIC:
             return symmetric_from_triangle_grad(g_full, self.lower)
         if self.assume_a == "tri":
             return triangle(g_full, self.lower)
@@ -212,7 +231,7 @@ class Solve(_SolveOp):
         """The change of the matrix the solve used when `a` changes by `ea`."""
         from workbench.core.tensor import math as tm
 
-        if self.assume_a in ("sym", "pos"):
+        if self.assume_a in SYMMETRIC:
             t = triangle(ea, self.lower)
             return tm.add(t, transpose(triangle(ea, self.lower, strict=True)))
         if self.assume_a == "tri":
@@ -222,21 +241,23 @@ class Solve(_SolveOp):
 
 class SolveTriangular(_SolveOp):
     """``op(t)^-1 b`` with `t` the lower (or upper) triangle of `a`, op the transpose
-    when `trans`, a unit diagonal assumed when `unit_diagonal` (scipy.linalg's
-    solve_triangular); `b_ndim` as in `Solve`."""
+    when `trans` (the conjugate transpose when also `conjugate`: scipy's ``trans=2``),
+    a unit diagonal assumed when `unit_diagonal` (scipy.linalg's solve_triangular);
+    `b_ndim` as in `Solve`."""
 
-    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim")
+    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim", "conjugate")
     function_name = "solve_triangular"
 
     def __init__(self, lower: bool = False, trans: bool = False, unit_diagonal: bool = False,
-                 b_ndim: int = 2) -> None:
+                 b_ndim: int = 2, conjugate: bool = False) -> None:
         self.lower, self.trans = bool(lower), bool(trans)
         self.unit_diagonal = bool(unit_diagonal)
         self.b_ndim = self.checked_b_ndim("SolveTriangular", b_ndim)
+        self.conjugate = bool(conjugate) and self.trans
 
     def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         return triangular_solve_np("solve_triangular", a, b2, self.lower, self.trans,
-                                   self.unit_diagonal)
+                                   self.unit_diagonal, self.conjugate)
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         n = inputs[0][-1]
@@ -370,13 +391,13 @@ class SLogDet(LinalgOp):
     __props__ = ()
     gufunc_signature = "(m,m)->(),()"
     function_name = "slogdet"
+    output_dtypes = (None, "real")  # the sign is complex (unit modulus) for complex a
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
         sign, logdet = np.linalg.slogdet(inputs[0])
-        dtype = node.outputs[0].type.numpy_dtype
-        output_storage[0][0] = np.asarray(sign, dtype=dtype)
-        output_storage[1][0] = np.asarray(logdet, dtype=dtype)
+        output_storage[0][0] = np.asarray(sign, dtype=node.outputs[0].type.numpy_dtype)
+        output_storage[1][0] = np.asarray(logdet, dtype=node.outputs[1].type.numpy_dtype)
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
@@ -419,14 +440,15 @@ def solve(a: Any, b: Any, assume_a: str = "gen", lower: bool = False) -> Variabl
     if key not in ASSUME_A:
         raise ValueError(f"solve: assume_a must be one of {', '.join(map(repr, ASSUME_A))}; "
                          f"got {assume_a!r}")
-    a, b = as_float_operands("solve", a, b, min_ndims=(2, 1))
+    a, b = as_lapack_operands("solve", a, b, min_ndims=(2, 1))
     return Solve(ASSUME_A[key], lower, _b_ndim(b))(a, b)
 
 
 def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
                      unit_diagonal: bool = False) -> Variable:
     """scipy.linalg.solve_triangular: ``op(t)^-1 b`` for the lower (or upper) triangle
-    `t` of `a`; `trans` is 0/"N" (t), 1/"T" or 2/"C" (its transpose)."""
+    `t` of `a`; `trans` is 0/"N" (t), 1/"T" (its transpose) or 2/"C" (its conjugate
+    transpose)."""
     if trans in (0, "N", "n"):
         transposed = False
     elif trans in (1, 2, "T", "t", "C", "c"):
@@ -434,8 +456,9 @@ def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
     else:
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C'; got "
                          f"{trans!r}")
-    a, b = as_float_operands("solve_triangular", a, b, min_ndims=(2, 1))
-    return SolveTriangular(lower, transposed, unit_diagonal, _b_ndim(b))(a, b)
+    a, b = as_lapack_operands("solve_triangular", a, b, min_ndims=(2, 1))
+    conjugate = a.type.dtype.is_complex and trans in (2, "C", "c")
+    return SolveTriangular(lower, transposed, unit_diagonal, _b_ndim(b), conjugate)(a, b)
 
 
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Variable:
@@ -446,26 +469,27 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Variable:
     except (TypeError, ValueError):
         raise TypeError("cho_solve takes (c, lower) and b, as scipy.linalg.cho_solve; got "
                         f"{c_and_lower!r}") from None
-    c, b = as_float_operands("cho_solve", c, b, min_ndims=(2, 1))
+    c, b = as_lapack_operands("cho_solve", c, b, min_ndims=(2, 1))
     nd = _b_ndim(b)
-    first = SolveTriangular(bool(lower), not lower, False, nd)(c, b)
-    return SolveTriangular(bool(lower), bool(lower), False, nd)(c, first)
+    conj = c.type.dtype.is_complex  # a = c c^H: the transposed solve is conjugated
+    first = SolveTriangular(bool(lower), not lower, False, nd, conj)(c, b)
+    return SolveTriangular(bool(lower), bool(lower), False, nd, conj)(c, first)
 
 
 def inv(a: Any) -> Variable:
     """numpy.linalg.inv: the inverse of each square matrix of `a`."""
-    (a,) = as_float_operands("inv", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("inv", a, min_ndims=(2,))
     return Inv()(a)
 
 
 def det(a: Any) -> Variable:
     """numpy.linalg.det: the determinant of each square matrix of `a`."""
-    (a,) = as_float_operands("det", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("det", a, min_ndims=(2,))
     return Det()(a)
 
 
 def slogdet(a: Any) -> tuple[Variable, Variable]:
     """numpy.linalg.slogdet: ``(sign, logabsdet)`` of each square matrix of `a`."""
-    (a,) = as_float_operands("slogdet", a, min_ndims=(2,))
+    (a,) = as_lapack_operands("slogdet", a, min_ndims=(2,))
     sign, logdet = SLogDet()(a)
     return sign, logdet
