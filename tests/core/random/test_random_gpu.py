@@ -37,10 +37,92 @@ def test_torch_draws_are_reproducible_from_the_seed_and_advance():
 
 def test_distributions_without_a_kernel_run_numpy_on_the_host():
     rng = wb.shared(np.random.default_rng(9))
-    x = wb.random.beta(2.0, 3.0, size=6, rng=rng)
+    low, high = np.array([0, 10]), np.array([5, 20])
+    x = wb.random.integers(low, high, size=(3, 2), rng=rng)  # array bounds: no kernel
     f = _gpu_function(x)
     assert len(host_nodes(f)) == 1
-    np.testing.assert_array_equal(f(), np.random.default_rng(9).beta(2.0, 3.0, size=6))
+    np.testing.assert_array_equal(f(), np.random.default_rng(9).integers(low, high, (3, 2)))
+
+
+N = 100_000
+ALPHA = np.array([[1.0, 3.0], [4.0, 4.0]])
+COV = np.array([[[1.0, 0.6], [0.6, 2.0]], [[4.0, 0.0], [0.0, 0.25]]])
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])  # positive semi-definite: rank 1
+
+
+@pytest.mark.parametrize("name, build, mean, var", [
+    ("gamma", lambda s: s.gamma(np.array([0.5, 2.0]), 3.0, size=(N, 2)),
+     [1.5, 6.0], [4.5, 18.0]),
+    ("beta", lambda s: s.beta(np.array([2.0, 0.5]), 5.0, size=(N, 2)),
+     [2 / 7, 0.5 / 5.5], [10 / (49 * 8), 2.5 / (5.5**2 * 6.5)]),
+    ("binomial", lambda s: s.binomial(np.array([10, 3]), np.array([0.4, 0.9]), size=(N, 2)),
+     [4.0, 2.7], [2.4, 0.27]),
+    ("choice", lambda s: s.choice(4, size=(N,)), 1.5, 1.25),
+    ("choice p", lambda s: s.choice(np.array([1.0, 5.0, 9.0]), size=(N,),
+                                    p=np.array([0.5, 0.25, 0.25])), 4.0, 11.0),
+    ("dirichlet", lambda s: s.dirichlet(ALPHA, size=(N, 2)),
+     ALPHA / ALPHA.sum(-1, keepdims=True),
+     ALPHA * (ALPHA.sum(-1, keepdims=True) - ALPHA)
+     / (ALPHA.sum(-1, keepdims=True) ** 2 * (ALPHA.sum(-1, keepdims=True) + 1))),
+    ("mvn", lambda s: s.multivariate_normal(np.array([0.0, 1.0]), COV, size=(N, 2)),
+     [[0.0, 1.0], [0.0, 1.0]], np.diagonal(COV, axis1=1, axis2=2)),
+    ("mvn semi-definite", lambda s: s.multivariate_normal(np.zeros(2), SINGULAR, size=N),
+     [0.0, 0.0], [1.0, 4.0]),
+])
+def test_moments_of_the_shaped_distributions_on_torch(name, build, mean, var):
+    f = _gpu_function(build(wb.random.RandomStream(seed=12)))
+    assert host_nodes(f) == [], name
+    draws = f()
+    mean, var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
+    assert draws.shape[1:] == np.broadcast_shapes(mean.shape, var.shape)
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=5 * np.sqrt(var.max() / N),
+                               err_msg=name)
+    np.testing.assert_allclose(draws.var(axis=0), var, rtol=0.05, err_msg=name)
+
+
+def test_the_correlation_of_a_torch_multivariate_normal():
+    f = _gpu_function(wb.random.RandomStream(3).multivariate_normal(np.zeros(2), COV[0], N))
+    np.testing.assert_allclose(np.cov(f().T), COV[0], atol=0.05)
+    singular = _gpu_function(wb.random.RandomStream(3).multivariate_normal(
+        np.zeros(2), SINGULAR, size=10))()
+    np.testing.assert_allclose(singular[:, 1], 2.0 * singular[:, 0], atol=1e-6)
+
+
+def test_shaped_torch_draws_have_the_py_linkers_shapes_and_dtypes():
+    def outs(seed):
+        s = wb.random.RandomStream(seed)
+        return [s.gamma(np.ones((3, 1)), np.ones(4)), s.beta(2.0, np.ones(5)),
+                s.binomial(np.array([4, 5]), 0.5, size=(3, 2)), s.dirichlet(ALPHA),
+                s.multivariate_normal(np.zeros((3, 2)), COV[0]),
+                s.choice(np.array([1.5, 2.5, 3.5, 4.5]), size=(2, 2), replace=False),
+                s.choice(7), s.choice(3, size=(3,), replace=False)]
+    on_torch, on_numpy = _gpu_function(outs(1))(), wb.function([], outs(1))()
+    for t, n in zip(on_torch, on_numpy):
+        assert t.shape == n.shape and t.dtype == n.dtype
+    assert sorted(on_torch[-1]) == [0, 1, 2]
+    assert len(set(on_torch[5].ravel())) == 4
+
+
+def test_torch_choice_refuses_what_numpy_refuses():
+    s = wb.random.RandomStream(0)
+    too_many = _gpu_function(s.choice(3, size=(4,), replace=False))
+    with pytest.raises(ValueError, match="without replacement"):
+        too_many()
+    bad_p = _gpu_function(s.choice(3, size=(2,), p=np.array([0.5, 0.2, 0.2])))
+    with pytest.raises(ValueError, match="sum to 1"):
+        bad_p()
+
+
+def test_shaped_torch_draws_are_reproducible_and_advance_in_place():
+    srng = wb.random.RandomStream(seed=8)
+    f = _gpu_function([srng.gamma(2.0, size=3), srng.dirichlet(np.ones(3), size=2)])
+    held = [rng.get_value(borrow=True) for rng, _ in srng.state_updates]
+    first, second = f(), f()
+    assert [rng.get_value(borrow=True) for rng, _ in srng.state_updates] == held
+    assert not np.array_equal(first[0], second[0])
+    srng.seed(8)
+    for a, b in zip(f(), first):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_normal_moments_and_gradient_on_torch():

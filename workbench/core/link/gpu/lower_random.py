@@ -1,13 +1,14 @@
 """Random draws on torch: a `torch.Generator` seeded from the graph's NumPy generator.
 
-The kernel copies the input `numpy.random.Generator`, takes one 63-bit seed from
-it (which advances the copy: that copy is the node's next state), seeds a
-`torch.Generator` on the device with it and draws there. The draws are
-reproducible from the seed and the state still flows through the graph, but
-they are not the draws NumPy's Generator (the py and c linkers) gives for that
-seed: torch's streams and algorithms differ. Distributions without a kernel
-here (beta, binomial, choice, dirichlet, gamma, multivariate_normal, and
-integers with array bounds) run on the host through `perform`, with NumPy's draws.
+The kernel takes one 63-bit seed from the input `numpy.random.Generator` (a copy
+of it, or the generator itself for an inplace draw: that generator, advanced, is
+the node's next state), seeds a `torch.Generator` on the device with it and draws
+there. The draws are reproducible from the seed and the state still flows through
+the graph, but they are not the draws NumPy's Generator (the py and c linkers)
+gives for that seed: torch's streams and algorithms differ. Every distribution
+has a kernel (the shaped ones: gamma, beta, binomial, dirichlet,
+multivariate_normal and choice in lower_random_shaped.py), except integers with
+array bounds, which runs on the host through `perform`, with NumPy's draws.
 """
 
 from __future__ import annotations
@@ -29,7 +30,17 @@ from workbench.core.random.distributions import (
 from workbench.core.random.op import RandomVariable
 from workbench.core.random.type import copy_generator
 
-__all__ = ["lower_random"]
+__all__ = ["lower_random", "seeded_generators"]
+
+
+def seeded_generators(torch: Any, device: Any, rng: Any, inplace: bool) -> tuple[Any, Any]:
+    """(the node's next NumPy state, a torch.Generator on `device` seeded from it): the
+    input generator itself when the draw is inplace, else a copy, advanced by one seed."""
+    if not inplace:
+        rng = copy_generator(rng)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(rng.integers(2**63)))
+    return rng, gen
 
 
 def _noise(torch: Any, kind: type, shape: tuple[int, ...], gen: Any, device: Any,
@@ -41,14 +52,12 @@ def _noise(torch: Any, kind: type, shape: tuple[int, ...], gen: Any, device: Any
     return torch.rand(shape, generator=gen, device=device, dtype=dtype)
 
 
-def _discrete_kernel(kind: type, torch: Any, device: Any, out_dtype: Any
+def _discrete_kernel(kind: type, torch: Any, device: Any, out_dtype: Any, inplace: bool
                      ) -> Kernel:
     """Poisson counts, categorical indices and permutations, drawn by torch."""
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
-        rng = copy_generator(rng)
-        gen = torch.Generator(device=device)
-        gen.manual_seed(int(rng.integers(2**63)))
+        rng, gen = seeded_generators(torch, device, rng, inplace)
         shape = tuple(int(s) for s in size.tolist()) if len(size) else None
         if kind is PermutationRV:
             (x,) = params
@@ -78,7 +87,13 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op
     kind = type(op)
     if kind in (PoissonRV, CategoricalRV, PermutationRV):
-        return _discrete_kernel(kind, ctx.torch, ctx.device, ctx.dtype(node.outputs[1]))
+        return _discrete_kernel(kind, ctx.torch, ctx.device, ctx.dtype(node.outputs[1]),
+                                op.inplace)
+    from workbench.core.link.gpu.lower_random_shaped import shaped_kernel
+
+    shaped = shaped_kernel(node, ctx)
+    if shaped is not None:
+        return shaped
     if kind not in (NormalRV, UniformRV, ExponentialRV, BernoulliRV, IntegersRV):
         return None
     if kind is IntegersRV and any(p.type.ndim for p in node.inputs[2:]):
@@ -88,9 +103,7 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     work = out_dtype if op.dtype.is_float else torch.float64
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
-        rng = copy_generator(rng)
-        gen = torch.Generator(device=device)
-        gen.manual_seed(int(rng.integers(2**63)))
+        rng, gen = seeded_generators(torch, device, rng, op.inplace)
         if len(size):
             shape = tuple(int(s) for s in size.tolist())
         else:
