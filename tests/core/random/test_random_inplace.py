@@ -100,3 +100,14 @@ def test_debug_mode_checks_the_inplace_draw():
     g = np.random.default_rng(np.random.SeedSequence(9, spawn_key=(0,)))
     np.testing.assert_allclose(f(), g.normal(size=3) + 1.0)
     np.testing.assert_allclose(f(), g.normal(size=3) + 1.0)
+
+
+def test_a_generator_given_to_set_value_is_copied_so_the_callers_object_stays():
+    srng = wb.random.RandomStream(seed=1)
+    f = wb.function([], srng.normal(size=(2,)))
+    ((rng, _),) = srng.state_updates
+    mine = np.random.default_rng(42)
+    rng.set_value(mine)
+    before = _state(mine)
+    np.testing.assert_array_equal(f(), np.random.default_rng(42).normal(size=2))
+    assert _state(mine) == before
