@@ -450,8 +450,10 @@ class Scan(InnerGraphOp):
                           linker: Any) -> Thunk:
         """The loop with its body linked like the outer graph: "py", "c" (steps in C),
         "debug" (every body node checked), "gpu" (the body lowered to torch on the
-        linker's device, the buffers on the device, the loop driven from Python); with
-        the linker's profiling, the body is profiled per node (`inner_profile`)."""
+        linker's device; the steps are launched from Python but every buffer, row and
+        state stays on the device, with no transfer per step and a while-loop's
+        condition read back only now and then: run.py); with the linker's profiling,
+        the body is profiled per node (`inner_profile`)."""
         impl = getattr(linker, "name", None) or getattr(linker, "impl", "py")
         if impl == "gpu":
             impl = f"gpu:{linker.device}"

@@ -8,6 +8,21 @@ runs the body (for "c": runtime.c's Program, no Python frame per inner node),
 and copies the new values into the output buffers. Non-sequences are set once
 per loop. Shapes are checked at every step: a body returning a value of another
 shape than the loop's state raises a ScanError naming the loop, step and output.
+
+On the gpu linker ("gpu:DEVICE") the body is lowered to torch and the steps are
+launched from Python, but every value stays on the device: the buffers are
+torch tensors allocated there once (a nit-sot's after step 0 gives its row
+shape), the sequence and tap rows are views of them, the body's outputs are
+copied into them, and nothing is copied to or from the host inside the loop (no
+`.item()`, `.cpu()` or `bool()` of a tensor per step). The host reads the device
+once per call before the loop: `n_steps`. A while-loop writes each step's
+condition into a device vector and reads it back after 1, 2, 4, ... steps (at most `UNTIL_CHECK_MAX`
+apart, so O(log n + n / UNTIL_CHECK_MAX) reads): the steps run past the stop are
+discarded (their rows dropped; a ring of `UNTIL_CHECK_MAX` rows keeps a kept-last
+output's row; a generator state goes back to its value at the stop; an error in
+such a step is ignored). A draw's size is read on the host once per step unless
+it is a constant (lower_random.py); Ops without a torch kernel run on the host
+(`host_nodes`), with their transfers.
 """
 
 from __future__ import annotations
@@ -25,6 +40,9 @@ __all__ = ["LoopRunner", "compile_body"]
 
 #: Bump when loop.c changes.
 LOOP_C_VERSION = (2,)
+
+#: the most steps a while-loop on the device runs before reading its condition back
+UNTIL_CHECK_MAX = 64
 
 
 def compile_body(op: Scan, impl: Any, profile: bool = False) -> Any:
@@ -105,6 +123,12 @@ class _DeviceRows:
 
         return to_device(value, self.device)
 
+    def flags(self, n: int) -> Any:
+        """n false booleans on the device: a while-loop's conditions, one per step."""
+        import torch
+
+        return torch.zeros(n, dtype=torch.bool, device=self.device)
+
 
 class LoopRunner:
     """Runs a Scan's loop on values with its body compiled once by linker `impl` (a
@@ -129,6 +153,7 @@ class LoopRunner:
         self.run_body = self.body._run
         self.steps_run = 0  # of the last call: the while-loop's actual count
         self.n_steps = 0
+        self.ring = 1  # rows of a kept-last nit-sot's buffer (see run)
         #: runtime C for the steps (loop.c) when the body runs as one C Program
         self.c_loop = c_loop_module() if getattr(self.body.linker, "program", None) else None
 
@@ -140,10 +165,14 @@ class LoopRunner:
 
     def _python_steps(self, start: int, stop: int, seq_pairs: list[Any], tap_pairs: list[Any],
                       out_rows: list[Any], nit_cells: list[Any], nits: list[Any],
-                      cond_cell: Any, labels: list[str], states: list[Any]) -> int:
+                      cond_cell: Any, labels: list[str], states: list[Any],
+                      flags: Any = None, history: list[Any] | None = None) -> int:
         """Run steps start..stop-1 from Python; returns the number of steps done. With
         `nit_cells`, step `start` allocates the nit-sot buffers `nits`. `labels` name
-        the `out_rows` in errors; `states` are (tap cell, output cell, [value])."""
+        the `out_rows` in errors; `states` are (tap cell, output cell, [value]). With
+        `flags` (a device vector), a while-loop's condition is written into
+        `flags[t]` instead of read (the steps go on), and `history` gets the states'
+        values after each step."""
         op, run_body, rows = self.op, self.run_body, self.rows
         for t in range(start, stop):
             for cell, seq, offset in seq_pairs:
@@ -166,11 +195,43 @@ class LoopRunner:
                 buf[(offset + t) % len(buf)] = value
             for k, cell in enumerate(nit_cells):
                 value = rows.array(cell[0])
-                n_rows = 1 if self.op.keeps_last(self.op.info.n_recurrent + k) else self.n_steps
+                n_rows = self.ring if self.op.keeps_last(self.op.info.n_recurrent + k) \
+                    else self.n_steps
                 nits[k] = rows.empty((n_rows, *value.shape), value)
                 nits[k][0] = value
-            if cond_cell is not None and bool(cond_cell[0]):
-                return t + 1
+            if cond_cell is None:
+                continue
+            if flags is None:
+                if bool(cond_cell[0]):
+                    return t + 1
+            else:
+                flags[t] = cond_cell[0]
+                if history is not None:
+                    history.append([holder[0] for _, _, holder in states])
+        return stop
+
+    def _until_on_device(self, start: int, stop: int, step_args: tuple[Any, ...],
+                         states: list[Any], flags: Any) -> int:
+        """Steps start..stop-1 of a while-loop on the device, reading the conditions
+        back after 1, 2, 4, ... steps (see the module docstring); returns the steps done."""
+        t, chunk = start, 1
+        while t < stop:
+            end = min(t + chunk, stop)
+            history: list[Any] | None = [] if states else None
+            try:
+                self._python_steps(t, end, *step_args, states, flags=flags, history=history)
+            except Exception:
+                first = _first_true(flags, t, end)
+                if first is None:  # (no earlier step stopped the loop: a real error)
+                    raise
+            else:
+                first = _first_true(flags, t, end)
+            if first is not None:
+                if history is not None:
+                    for (_, _, holder), value in zip(states, history[first - t]):
+                        holder[0] = value
+                return first + 1
+            t, chunk = end, min(chunk * 2, UNTIL_CHECK_MAX)
         return stop
 
     def _c_steps(self, n: int, seq_pairs: list[Any], tap_pairs: list[Any],
@@ -194,6 +255,10 @@ class LoopRunner:
             if seq.shape[0] < n:
                 raise ScanError(f"loop {op.name!r}: sequence {k} has {seq.shape[0]} rows, "
                                 f"fewer than the {n} steps")
+        # a while-loop on the device runs steps past its stop before it knows: a kept-last
+        # output keeps a ring of rows long enough for them
+        on_device = info.as_while and isinstance(self.rows, _DeviceRows)
+        self.ring = min(UNTIL_CHECK_MAX, max(n, 1)) if on_device else 1
         buffers: list[Any] = []
         holders: dict[int, list[Any]] = {}
         for j, (init, depth) in enumerate(zip(inits, info.depths)):
@@ -206,7 +271,7 @@ class LoopRunner:
                                 f"initial row(s), got an initial value of shape {init.shape}")
             # a loop keeping only the last row stores the taps' rows and the new one, in a
             # ring (row r of the loop is row r % len(buf))
-            rows = depth + 1 if op.keeps_last(j) else depth + n
+            rows = depth + self.ring if op.keeps_last(j) else depth + n
             buf = self.rows.empty((rows, *init.shape[1:]), init)
             buf[:depth] = init
             buffers.append(buf)
@@ -233,13 +298,20 @@ class LoopRunner:
         nit_cells = outs[info.n_recurrent:info.n_recurrent + info.n_nit_sot]
         nits: list[Any] = [None] * info.n_nit_sot
         cond_cell = outs[-1] if info.as_while else None
+        flags = self.rows.flags(n) if on_device else None
         steps = self._python_steps(0, min(n, 1), seq_pairs, tap_pairs, out_rows, nit_cells,
-                                   nits, cond_cell, labels, states)
-        stopped = cond_cell is not None and steps == 1 and bool(cond_cell[0])
+                                   nits, cond_cell, labels, states, flags=flags)
+        if flags is not None:
+            stopped = n > 0 and _first_true(flags, 0, 1) is not None
+        else:
+            stopped = cond_cell is not None and steps == 1 and bool(cond_cell[0])
         if n > 1 and not stopped:  # step 0 made the nit-sot buffers: the rest in one go
             out_rows += [(cell, nits[k], 0) for k, cell in enumerate(nit_cells)]
             if self.c_loop is not None and not states:
                 steps = self._c_steps(n, seq_pairs, tap_pairs, out_rows, cond_cell, labels)
+            elif on_device:
+                steps = self._until_on_device(1, n, (seq_pairs, tap_pairs, out_rows, [], [],
+                                                     cond_cell, labels), states, flags)
             else:
                 steps = self._python_steps(1, n, seq_pairs, tap_pairs, out_rows, [], [],
                                            cond_cell, labels, states)
@@ -258,6 +330,18 @@ class LoopRunner:
             elif steps < n:
                 buffers[j] = buf[:depth + steps]
         for k in range(info.n_nit_sot):
-            if steps < len(nits[k]):
+            if op.keeps_last(info.n_recurrent + k) and len(nits[k]) > 1 and steps:
+                last = (steps - 1) % len(nits[k])  # (a ring: see self.ring)
+                nits[k] = self.rows.copy(nits[k][last:last + 1])
+            elif steps < len(nits[k]):
                 nits[k] = nits[k][:steps]
         return buffers + nits
+
+
+def _first_true(flags: Any, start: int, stop: int) -> int | None:
+    """The first t in start..stop-1 with flags[t] true, or None: one read from the device."""
+    import torch
+
+    window = flags[start:stop]
+    first = int(torch.where(window.any(), window.to(torch.uint8).argmax(), -1))
+    return None if first < 0 else start + first

@@ -9,13 +9,17 @@ gives for that seed: torch's streams and algorithms differ. Every distribution
 has a kernel (the shaped ones: gamma, beta, binomial, dirichlet,
 multivariate_normal and choice in lower_random_shaped.py), except integers with
 array bounds, which runs on the host through `perform`, with NumPy's draws.
+
+A constant `size` (and integers' constant bounds) is read at lowering time, so a
+draw in a loop on the device reads nothing back from it at each step; a size
+computed on the device is read back at each draw.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.graph.basic import Apply
+from workbench.core.graph.basic import Apply, Constant
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.random.distributions import (
     BernoulliRV,
@@ -52,13 +56,24 @@ def _noise(torch: Any, kind: type, shape: tuple[int, ...], gen: Any, device: Any
     return torch.rand(shape, generator=gen, device=device, dtype=dtype)
 
 
-def _discrete_kernel(kind: type, torch: Any, device: Any, out_dtype: Any, inplace: bool
+def size_reader(node: Apply) -> Any:
+    """A function of a draw's `size` value giving its shape (None for NumPy's
+    ``size=None``): a constant's shape is read here, once; else read from the device."""
+    size = node.inputs[1]
+    if isinstance(size, Constant):
+        fixed = tuple(int(s) for s in size.data) if len(size.data) else None
+        return lambda _: fixed
+    return lambda value: tuple(int(s) for s in value.tolist()) if len(value) else None
+
+
+def _discrete_kernel(node: Apply, torch: Any, device: Any, out_dtype: Any, inplace: bool
                      ) -> Kernel:
     """Poisson counts, categorical indices and permutations, drawn by torch."""
+    kind, shape_of = type(node.op), size_reader(node)
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
         rng, gen = seeded_generators(torch, device, rng, inplace)
-        shape = tuple(int(s) for s in size.tolist()) if len(size) else None
+        shape = shape_of(size)
         if kind is PermutationRV:
             (x,) = params
             if x.dim() == 0:
@@ -87,7 +102,7 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op
     kind = type(op)
     if kind in (PoissonRV, CategoricalRV, PermutationRV):
-        return _discrete_kernel(kind, ctx.torch, ctx.device, ctx.dtype(node.outputs[1]),
+        return _discrete_kernel(node, ctx.torch, ctx.device, ctx.dtype(node.outputs[1]),
                                 op.inplace)
     from workbench.core.link.gpu.lower_random_shaped import shaped_kernel
 
@@ -101,15 +116,18 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     torch, device = ctx.torch, ctx.device
     out_dtype = ctx.dtype(node.outputs[1])
     work = out_dtype if op.dtype.is_float else torch.float64
+    shape_of = size_reader(node)
+    bounds = None
+    if kind is IntegersRV and all(isinstance(p, Constant) for p in node.inputs[2:]):
+        bounds = tuple(int(p.data) for p in node.inputs[2:])
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
         rng, gen = seeded_generators(torch, device, rng, op.inplace)
-        if len(size):
-            shape = tuple(int(s) for s in size.tolist())
-        else:
+        shape = shape_of(size)
+        if shape is None:
             shape = tuple(torch.broadcast_shapes(*(p.shape for p in params)))
         if kind is IntegersRV:
-            low, high = (int(p) for p in params)
+            low, high = bounds if bounds is not None else (int(p) for p in params)
             draw = torch.randint(low, high, shape, generator=gen, device=device,
                                  dtype=out_dtype)
             return [rng, draw]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from workbench.core import dtypes
-from workbench.core.graph.basic import Apply
+from workbench.core.graph.basic import Apply, Constant
 from workbench.core.ifelse import IfElse
 from workbench.core.link.gpu.lower_elemwise import astype
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
@@ -158,14 +160,19 @@ def lower_matmul(node: Apply, ctx: LowerContext) -> Kernel:
 def lower_blas(node: Apply, ctx: LowerContext) -> Kernel:
     dtype = _out_dtype(node)
     op = node.op
+    # constant coefficients are read here, once: the kernel then reads nothing back from
+    # the device (a Gemv in a loop's body would otherwise wait for it at every step)
+    fixed_alpha, fixed_beta = (np.asarray(v.data).item() if isinstance(v, Constant) else None
+                               for v in (node.inputs[1], node.inputs[4]))
 
     def kernel(z: Any, alpha: Any, x: Any, y: Any, beta: Any) -> list[Any]:
         result = _dot(ctx, x, y, dtype)
-        if bool(alpha != 1):
-            result = result * astype(alpha, dtype)
-        if bool(beta != 0):
-            term = z if bool(beta == 1) else astype(beta, dtype) * astype(z, dtype)
-            result = astype(result + term, dtype)
+        a = astype(alpha, dtype) if fixed_alpha is None else fixed_alpha
+        b = astype(beta, dtype) if fixed_beta is None else fixed_beta
+        if bool(a != 1):
+            result = result * a
+        if bool(b != 0):
+            result = astype(result + (z if bool(b == 1) else b * astype(z, dtype)), dtype)
         if op.inplace and tuple(z.shape) != tuple(result.shape):
             raise ValueError(f"{op}: cannot write a result of shape {tuple(result.shape)} "
                              f"into the accumulated operand of shape {tuple(z.shape)}")
