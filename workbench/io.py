@@ -67,7 +67,8 @@ MAX_DEPTH = 120
 #: While one document is encoded (decoded): the inner-graph Ops found in props (an
 #: OpFromGraph's gradient overrides), each stored once. The first place holds the Op with
 #: ``"inner_op_id": k`` (k counting from 0 in file order); a later one is
-#: ``{"same_inner_op": k}``. (Nodes sharing an Op use ``same_op_as``, see encode_graph.)
+#: ``{"same_inner_op": k, "name": ...}`` (the name is checked on loading). (Nodes
+#: sharing an Op use ``same_op_as``, see encode_graph.)
 _inner_ops: contextvars.ContextVar[Any] = contextvars.ContextVar("inner_ops", default=None)
 
 
@@ -213,8 +214,8 @@ def _encode_prop_op(op: Op) -> dict[str, Any]:
     memo = _inner_ops.get()
     if memo is None or not isinstance(op, InnerGraphOp):
         return encode_op(op)
-    if op in memo:
-        return {"same_inner_op": memo[op]}
+    if op in memo:  # (its name too, for a person reading the file)
+        return {"same_inner_op": memo[op], "name": checked_text(str(op), "name")}
     memo[op] = k = len(memo)  # numbered before the graphs inside it
     encoded = encode_op(op)
     encoded["inner_op_id"] = k
@@ -484,7 +485,11 @@ def _decode_value(spec: Any, where: str) -> Any:
     if tag == "op":
         return _decode_prop_op(spec, where)
     if tag == "same_inner_op":
-        return _earlier_inner_op(spec["same_inner_op"], f"{where}.same_inner_op")
+        op = _earlier_inner_op(spec["same_inner_op"], f"{where}.same_inner_op")
+        if "name" in spec and spec["name"] != str(op):
+            raise GraphFileError(f"{where}.name", f"names {_shown(spec['name'])} but Op "
+                                                  f"{spec['same_inner_op']} is {_shown(str(op))}")
+        return op
     if tag == "type":
         cls = known.get(spec["type"]) if isinstance(spec["type"], str) else None
         if not (inspect.isclass(cls) and issubclass(cls, Type)):

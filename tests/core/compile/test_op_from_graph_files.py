@@ -59,7 +59,8 @@ def test_an_op_from_graph_override_shared_by_two_ops_is_stored_once(linker, tmp_
     cost = (a(y) * b(y)).sum()
     document = graph_io.to_document(cost, inputs=[y])
     text = str(document)
-    assert text.count("'halve_grad'") == 1 and text.count("'same_inner_op': 0") == 1
+    assert text.count("'graph'") == 3  # exp_halved, halve_grad (once), sin_halved
+    assert text.count("{'same_inner_op': 0, 'name': 'halve_grad'}") == 1
     loaded = _round_trip(cost, [y], tmp_path)
     before = _value_and_grad([y], cost, linker)
     after = _value_and_grad(loaded.inputs, loaded.outputs[0], linker)
@@ -129,4 +130,18 @@ def test_a_forged_reference_is_a_graph_file_error():
         graph_io.from_document(document)
     props["lop_overrides"] = {"same_inner_op": True}
     with pytest.raises(graph_io.GraphFileError, match="same_inner_op"):
+        graph_io.from_document(document)
+
+
+def test_a_reference_naming_another_op_is_a_graph_file_error():
+    x, out, gz = wt.dvector("x"), wt.dvector("out"), wt.dvector("gz")
+    halve = OpFromGraph([x, out, gz], [0.5 * gz], name="halve_grad")
+    a = OpFromGraph([x], [wt.exp(x)], name="exp_halved", lop_overrides=halve)
+    b = OpFromGraph([x], [wt.sin(x)], name="sin_halved", lop_overrides=halve)
+    y = wt.dvector("y")
+    document = graph_io.to_document((a(y) * b(y)).sum(), inputs=[y])
+    (second,) = [n["op"]["props"]["lop_overrides"] for n in document["nodes"]
+                 if "same_inner_op" in n["op"].get("props", {}).get("lop_overrides", {})]
+    second["name"] = "other_grad"
+    with pytest.raises(graph_io.GraphFileError, match="other_grad"):
         graph_io.from_document(document)
