@@ -11,6 +11,18 @@ import pytest
 import workbench as wb
 import workbench.core.tensor as wt
 from workbench.core.graph.utils import MethodNotDefined
+from workbench.core.link.c.compiler import has_compiler
+from workbench.core.tensor.linalg import (
+    QR,
+    SVD,
+    Cholesky,
+    Det,
+    Eigh,
+    Inv,
+    SLogDet,
+    Solve,
+    SolveTriangular,
+)
 
 la = wt.linalg
 
@@ -108,3 +120,36 @@ def test_r_op_of_complex_inputs_is_refused():
     a, e = _t("complex128", name="A"), _t("complex128", name="E")
     with pytest.raises(MethodNotDefined, match=r"Inv.*R_op for complex inputs \(complex128\)"):
         wb.Rop(la.inv(a), [a], [e], use_op_rop_implementation=True)
+
+
+@pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_the_c_linker_runs_lapack_for_complex_matrices(dtype):
+    """Every LAPACK-backed Op runs its c/z routine (none falls back to perform), and
+    agrees with the Python linker (numpy.linalg)."""
+    from workbench.core.compile.mode import get_mode
+    from workbench.core.link.c.ops.lapack import lapack_available
+
+    if not lapack_available():
+        pytest.skip("no LAPACK in the BLAS found here")
+    a, b = _t(dtype, 3, "a"), _t(dtype, 2, "b")
+    sign, logdet = la.slogdet(a)
+    w, v = la.eigh(a)
+    u, s, vh = la.svd(a, full_matrices=False)
+    outs = [la.solve(a, b), la.solve(a, b, assume_a="sym"), la.solve(a, b, assume_a="her"),
+            la.solve(a, b, assume_a="pos", lower=True), la.solve_triangular(a, b, trans=2),
+            la.cholesky(a), la.inv(a), la.det(a), sign, logdet, w, v @ la.base.transpose(
+                wt.conj(v)), u * s[..., None, :] @ vh, *la.qr(a)]
+    mode = get_mode("FAST_RUN").excluding("local_det_from_cholesky")
+    f = wb.function([a, b], outs, linker="c", mode=mode)
+    c_ops = {type(node.op) for node in f.linker.report.c_nodes}
+    assert {Solve, SolveTriangular, Cholesky, Inv, Det, SLogDet, Eigh, SVD, QR} <= c_ops
+    rng = np.random.default_rng(3)
+    m = rng.uniform(-1, 1, (2, 3, 3)) + 1j * rng.uniform(-1, 1, (2, 3, 3))
+    hpd = (m @ np.conj(np.swapaxes(m, -1, -2)) + 3 * np.eye(3)).astype(dtype)
+    rhs = (rng.uniform(-1, 1, (3, 2)) + 1j * rng.uniform(-1, 1, (3, 2))).astype(dtype)
+    tol = 1e-4 if dtype == "complex64" else 1e-10
+    for got, want in zip(f(hpd, rhs), wb.function([a, b], outs, linker="py", mode=mode)(
+            hpd, rhs)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -48,6 +48,10 @@ IDS = [str(getattr(linker, "name", linker)) if isinstance(linker, str) else "gpu
 
 FAILURES = [
     ("solve", lambda a, b: la.solve(a, b), [np.ones((3, 3)), np.ones(3)], "solve: Singular"),
+    ("solve_sym", lambda a, b: la.solve(a, b, assume_a="sym"), [np.ones((3, 3)), np.ones(3)],
+     "solve: Singular"),
+    ("solve_her", lambda a, b: la.solve(a, b, assume_a="her", lower=True),
+     [np.ones((2, 3, 3)), np.ones(3)], "solve: Singular"),
     ("inv", lambda a: la.inv(a), [np.ones((2, 3, 3))], "inv: Singular"),
     ("cholesky", lambda a: la.cholesky(a), [-np.eye(3)], "cholesky: Matrix is not positive"),
     ("solve_pos", lambda a, b: la.solve(a, b, assume_a="pos"), [-np.eye(3), np.ones(3)],

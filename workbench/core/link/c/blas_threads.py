@@ -5,7 +5,7 @@ for every one of them: on a machine whose cores are busy with other processes, a
 worker the scheduler has not run yet stalls the call (the caller spins meanwhile),
 and a product that takes 0.4 ms on one thread took 30-50 ms on two one call in ten on
 this project's loaded 2-core machine. So the C linker chooses the count of every call
-itself (the generated code of ops/blas.py and ops/lapack.py, `POLICY_C` below):
+itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` below):
 
 1. at most `max_threads()`: `config.blas_threads` or `WORKBENCH_NUM_THREADS`, else the
    BLAS's own setting (`OPENBLAS_NUM_THREADS`, a `threadpoolctl` limit); never more than

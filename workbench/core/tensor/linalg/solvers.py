@@ -9,7 +9,10 @@ Semantics are numpy.linalg's and scipy.linalg's:
   scipy; by ``a = a^H`` for "her" and "pos", whose diagonal's imaginary part is not
   read), with ``"tri"`` only that triangle (scipy's ``assume_a`` values;
   ``"general"``, ``"symmetric"``, ``"hermitian"``, ``"positive definite"`` and
-  ``"triangular"`` are accepted too). For real matrices "her" is "sym". `b` of rank 1
+  ``"triangular"`` are accepted too). For real matrices "her" is "sym". The C linker
+  solves "sym"/"her" with LAPACK's symmetric-indefinite sysv/hesv (as scipy), "pos"
+  with posv; torch has no sysv, so the gpu linker and `perform` solve the mirrored
+  matrix by LU (the same solution; LU costs twice the flops). `b` of rank 1
   is one right-hand side; otherwise `b` is a stack of matrices (``(..., m, k)``) whose
   batch dimensions broadcast with `a`'s, as numpy.linalg.solve does.
 - ``solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False)``: scipy's

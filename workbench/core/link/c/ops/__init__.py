@@ -8,6 +8,7 @@ from workbench.core.link.c.ops import (  # noqa: F401
     creation,
     elemwise,
     lapack,
+    lapack_factorizations,
     reduction,
     shape,
     sort,

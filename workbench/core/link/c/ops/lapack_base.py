@@ -1,0 +1,467 @@
+"""What the C of the linear-algebra Ops of `wt.linalg` shares (lapack.py: the solvers,
+lapack_factorizations.py: eigh, svd, qr): one LAPACK call per matrix of a stack,
+through the same OpenBLAS the BLAS Ops link (blas_lib.py finds it; scipy-openblas
+builds ship LAPACK). Never a hand-written factorisation.
+
+LAPACK's Fortran routines are declared here, once each in `LAPACK_ROUTINES`, for
+every type letter they exist in (s, d, c, z), under `wb_la_<t><name>` macros mapped
+to the library's real symbols: ``<prefix><name>_<suffix>`` (``scipy_zgesv_64_`` in
+the 64-bit-integer scipy-openblas, ``zgesv_`` in a system OpenBLAS). Character
+arguments pass their hidden Fortran length. Each matrix is copied into a
+column-major work buffer (LAPACK overwrites its inputs; any strides are read),
+factorised or solved there, and copied into the C-ordered output, so the inputs are
+never modified.
+
+Batch dimensions broadcast like numpy's (a length-1 batch dimension is re-read). A
+matrix for which LAPACK reports failure raises `numpy.linalg.LinAlgError` with the
+function's name, LAPACK's position and the matrix's index in the stack, after the
+GIL is taken back (large stacks run without it). Empty matrices never reach LAPACK.
+Each node's calls run on the number of BLAS threads the C linker's policy gives its
+work (blas_threads.py: one thread for small matrices or a busy machine), like the
+BLAS Ops' calls.
+
+float32, float64, complex64 and complex128 use the s, d, c and z routines (C99
+``float _Complex``/``double _Complex``, NumPy's own complex types, which have
+LAPACK's layout); the Hermitian routines (heevd, hesv, ungqr) replace the symmetric
+and orthogonal ones for complex matrices. Graphs compiled where the library lacks a
+routine run the Ops' `perform`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
+from workbench.core.link.c.blas_threads import POLICY_C
+from workbench.core.link.c.interface import COpAdapter
+
+__all__ = ["DTYPES", "LAPACK_ROUTINES", "LapackC", "LapackType", "buffers", "finish",
+           "lapack_available", "lapack_symbol", "messages", "typed"]
+
+ALL = "sdcz"
+
+#: name -> (Fortran argument list, number of char arguments, the type letters it exists
+#: for). T is the matrix's element type and R its real type; ``[r:...]`` is only in the
+#: real routines' list and ``[c:...]`` only in the complex ones'.
+LAPACK_ROUTINES: dict[str, tuple[str, int, str]] = {
+    "potrf": ("const char *uplo, const wb_laint *n, T *a, const wb_laint *lda, wb_laint *info",
+              1, ALL),
+    "gesv": ("const wb_laint *n, const wb_laint *nrhs, T *a, const wb_laint *lda, "
+             "wb_laint *ipiv, T *b, const wb_laint *ldb, wb_laint *info", 0, ALL),
+    "posv": ("const char *uplo, const wb_laint *n, const wb_laint *nrhs, T *a, "
+             "const wb_laint *lda, T *b, const wb_laint *ldb, wb_laint *info", 1, ALL),
+    "sysv": ("const char *uplo, const wb_laint *n, const wb_laint *nrhs, T *a, "
+             "const wb_laint *lda, wb_laint *ipiv, T *b, const wb_laint *ldb, T *work, "
+             "const wb_laint *lwork, wb_laint *info", 1, ALL),
+    "hesv": ("const char *uplo, const wb_laint *n, const wb_laint *nrhs, T *a, "
+             "const wb_laint *lda, wb_laint *ipiv, T *b, const wb_laint *ldb, T *work, "
+             "const wb_laint *lwork, wb_laint *info", 1, "cz"),
+    "trtrs": ("const char *uplo, const char *trans, const char *diag, const wb_laint *n, "
+              "const wb_laint *nrhs, const T *a, const wb_laint *lda, T *b, "
+              "const wb_laint *ldb, wb_laint *info", 3, ALL),
+    "getrf": ("const wb_laint *m, const wb_laint *n, T *a, const wb_laint *lda, "
+              "wb_laint *ipiv, wb_laint *info", 0, ALL),
+    "getrs": ("const char *trans, const wb_laint *n, const wb_laint *nrhs, const T *a, "
+              "const wb_laint *lda, const wb_laint *ipiv, T *b, const wb_laint *ldb, "
+              "wb_laint *info", 1, ALL),
+    "gecon": ("const char *norm, const wb_laint *n, const T *a, const wb_laint *lda, "
+              "const R *anorm, R *rcond, T *work, [r:wb_laint *iwork][c:R *rwork], "
+              "wb_laint *info", 1, ALL),
+    "pocon": ("const char *uplo, const wb_laint *n, const T *a, const wb_laint *lda, "
+              "const R *anorm, R *rcond, T *work, [r:wb_laint *iwork][c:R *rwork], "
+              "wb_laint *info", 1, ALL),
+    "sycon": ("const char *uplo, const wb_laint *n, const T *a, const wb_laint *lda, "
+              "const wb_laint *ipiv, const R *anorm, R *rcond, T *work, "
+              "[r:wb_laint *iwork, ]wb_laint *info", 1, ALL),
+    "hecon": ("const char *uplo, const wb_laint *n, const T *a, const wb_laint *lda, "
+              "const wb_laint *ipiv, const R *anorm, R *rcond, T *work, wb_laint *info",
+              1, "cz"),
+    "trmm": ("const char *side, const char *uplo, const char *transa, const char *diag, "
+             "const wb_laint *m, const wb_laint *n, const T *alpha, const T *a, "
+             "const wb_laint *lda, T *b, const wb_laint *ldb", 4, ALL),
+    "syevd": ("const char *jobz, const char *uplo, const wb_laint *n, T *a, "
+              "const wb_laint *lda, T *w, T *work, const wb_laint *lwork, wb_laint *iwork, "
+              "const wb_laint *liwork, wb_laint *info", 2, "sd"),
+    "heevd": ("const char *jobz, const char *uplo, const wb_laint *n, T *a, "
+              "const wb_laint *lda, R *w, T *work, const wb_laint *lwork, R *rwork, "
+              "const wb_laint *lrwork, wb_laint *iwork, const wb_laint *liwork, "
+              "wb_laint *info", 2, "cz"),
+    "gesdd": ("const char *jobz, const wb_laint *m, const wb_laint *n, T *a, "
+              "const wb_laint *lda, R *s, T *u, const wb_laint *ldu, T *vt, "
+              "const wb_laint *ldvt, T *work, const wb_laint *lwork, [c:R *rwork, ]"
+              "wb_laint *iwork, wb_laint *info", 1, ALL),
+    "geqrf": ("const wb_laint *m, const wb_laint *n, T *a, const wb_laint *lda, T *tau, "
+              "T *work, const wb_laint *lwork, wb_laint *info", 0, ALL),
+    "orgqr": ("const wb_laint *m, const wb_laint *n, const wb_laint *k, T *a, "
+              "const wb_laint *lda, const T *tau, T *work, const wb_laint *lwork, "
+              "wb_laint *info", 0, "sd"),
+    "ungqr": ("const wb_laint *m, const wb_laint *n, const wb_laint *k, T *a, "
+              "const wb_laint *lda, const T *tau, T *work, const wb_laint *lwork, "
+              "wb_laint *info", 0, "cz"),
+}
+
+
+@dataclass(frozen=True)
+class LapackType:
+    """How the C of one dtype is written: LAPACK's type letter, the C element type, its
+    NumPy type number, the real C type and C expressions of ``x``'s conjugate and
+    modulus."""
+
+    t: str
+    ctype: str
+    npy: str
+    rtype: str
+    conj: str
+    abs: str
+
+    @property
+    def is_complex(self) -> bool:
+        return self.t in "cz"
+
+
+DTYPES: dict[str, LapackType] = {
+    "float32": LapackType("s", "float", "NPY_FLOAT32", "float", "x", "fabsf(x)"),
+    "float64": LapackType("d", "double", "NPY_FLOAT64", "double", "x", "fabs(x)"),
+    "complex64": LapackType("c", "float _Complex", "NPY_COMPLEX64", "float", "conjf(x)",
+                            "cabsf(x)"),
+    "complex128": LapackType("z", "double _Complex", "NPY_COMPLEX128", "double", "conj(x)",
+                             "cabs(x)"),
+}
+
+def typed(code: str, dtype: Any) -> str:
+    """`code` with the placeholders of the dtype filled: ``%(t)s`` (LAPACK's letter),
+    ``%(ctype)s``, ``%(rtype)s`` (the real type), ``%(he)s`` ("sy", or "he" for complex:
+    the Hermitian routines) and ``%(or)s`` ("or", or "un")."""
+    lt = DTYPES[str(dtype)]
+    complex_ = lt.is_complex
+    return (code.replace("%(t)s", lt.t).replace("%(ctype)s", lt.ctype)
+            .replace("%(rtype)s", lt.rtype).replace("%(he)s", "he" if complex_ else "sy")
+            .replace("%(or)s", "un" if complex_ else "or"))
+
+
+def lapack_symbol(lib: BlasLibrary, name: str) -> str:
+    """The exported name of LAPACK routine `name` (e.g. "dgesv") in `lib`."""
+    return f"{lib.prefix}{name}_{lib.suffix}"
+
+
+@functools.lru_cache(maxsize=8)
+def _has_routines(path: str, prefix: str, suffix: str) -> bool:
+    try:
+        handle = ctypes.CDLL(path)
+    except OSError:
+        return False
+    return all(hasattr(handle, f"{prefix}{t}{name}_{suffix}")
+               for name, (_, _, kinds) in LAPACK_ROUTINES.items() for t in kinds)
+
+
+def lapack_available() -> bool:
+    """Whether the BLAS library found for the C linker exports every LAPACK routine
+    used here."""
+    try:
+        lib = find_blas()
+    except Exception:  # noqa: BLE001 - an unknown WORKBENCH_BLAS: BLAS Ops report it
+        return False
+    return lib is not None and _has_routines(lib.path, lib.prefix, lib.suffix)
+
+
+def _arguments(args: str, lt: LapackType) -> str:
+    """The C parameter list of a routine for one type (see `LAPACK_ROUTINES`)."""
+    keep, drop = ("c", "r") if lt.is_complex else ("r", "c")
+    args = re.sub(rf"\[{drop}:[^\]]*\]", "", args)
+    args = re.sub(rf"\[{keep}:([^\]]*)\]", r"\1", args)
+    return re.sub(r"\bR \*", lt.rtype + " *", re.sub(r"\bT \*", lt.ctype + " *", args))
+
+
+def _declarations(lib: BlasLibrary) -> str:
+    lines = [f"/* LAPACK: {lib.source} ({lib.path}) */",
+             f"typedef {lib.int_type} wb_laint;"]
+    for lt in DTYPES.values():
+        for name, (args, chars, kinds) in LAPACK_ROUTINES.items():
+            if lt.t not in kinds:
+                continue
+            hidden = "".join(", size_t" for _ in range(chars))
+            lines.append(f"#define wb_la_{lt.t}{name} {lapack_symbol(lib, lt.t + name)}")
+            lines.append(f"extern void wb_la_{lt.t}{name}({_arguments(args, lt)}{hidden});")
+    return "\n".join(lines) + "\n"
+
+
+_SHARED_C = r"""
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#define WB_LA_NOGIL_FLOPS 65536.0
+
+/* Raises numpy.linalg.LinAlgError (ValueError if numpy.linalg cannot be imported). */
+static void wb_la_raise(const char *function, const char *message, long position,
+                        npy_intp batch, int batched) {
+  PyObject *mod = PyImport_ImportModule("numpy.linalg");
+  PyObject *cls = mod ? PyObject_GetAttrString(mod, "LinAlgError") : NULL;
+  Py_XDECREF(mod);
+  if (!cls) { PyErr_Clear(); cls = PyExc_ValueError; Py_INCREF(cls); }
+  if (batched)
+    PyErr_Format(cls, "%s: %s%ld (matrix %ld of the stack)", function, message, position,
+                 (long)batch);
+  else
+    PyErr_Format(cls, "%s: %s%ld", function, message, position);
+  Py_DECREF(cls);
+}
+
+/* The broadcast batch shape of `count` arrays whose last cores[k] dimensions are core
+   ones. Returns 0, or -1 with a ValueError naming the function. */
+static int wb_la_batch(const char *function, PyArrayObject **arrays, const int *cores,
+                       int count, npy_intp *bshape, int *bnd) {
+  int nd = 0;
+  for (int k = 0; k < count; ++k) {
+    const int b = PyArray_NDIM(arrays[k]) - cores[k];
+    if (b < 0) {
+      PyErr_Format(PyExc_ValueError, "%s: input %d has %d dimensions, needs at least %d",
+                   function, k, PyArray_NDIM(arrays[k]), cores[k]);
+      return -1;
+    }
+    if (b > nd) nd = b;
+  }
+  for (int d = 0; d < nd; ++d) bshape[d] = 1;
+  for (int k = 0; k < count; ++k) {
+    const int b = PyArray_NDIM(arrays[k]) - cores[k];
+    for (int d = 0; d < b; ++d) {
+      const npy_intp len = PyArray_DIM(arrays[k], d);
+      npy_intp *out = &bshape[nd - b + d];
+      if (len == 1) continue;
+      if (*out != 1 && *out != len) {
+        PyErr_Format(PyExc_ValueError, "%s: the batch dimensions of the inputs cannot be "
+                     "broadcast together (%ld against %ld)", function, (long)*out, (long)len);
+        return -1;
+      }
+      *out = len;
+    }
+  }
+  *bnd = nd;
+  return 0;
+}
+
+/* The address of the core matrix of `a` at flat index `flat` of the broadcast batch. */
+static char *wb_la_at(PyArrayObject *a, int core, const npy_intp *bshape, int bnd,
+                      npy_intp flat) {
+  const int b = PyArray_NDIM(a) - core;
+  char *p = PyArray_BYTES(a);
+  for (int d = bnd - 1; d >= 0; --d) {
+    const npy_intp len = bshape[d], i = flat % len;
+    flat /= len;
+    const int ad = d - (bnd - b);
+    if (ad >= 0 && PyArray_DIM(a, ad) != 1) p += i * PyArray_STRIDE(a, ad);
+  }
+  return p;
+}
+
+/* Makes *o a writeable C-ordered array of shape dims (reusing it when it fits). */
+static int wb_la_out(PyArrayObject **o, int nd, const npy_intp *dims, int typenum) {
+  if (*o && PyArray_ISWRITEABLE(*o) && PyArray_IS_C_CONTIGUOUS(*o) && PyArray_NDIM(*o) == nd
+      && PyArray_TYPE(*o) == typenum) {
+    int same = 1;
+    for (int d = 0; d < nd; ++d) same &= PyArray_DIM(*o, d) == dims[d];
+    if (same) return 0;
+  }
+  Py_XDECREF(*o);
+  *o = (PyArrayObject*)PyArray_EMPTY(nd, (npy_intp*)dims, typenum, 0);
+  return *o ? 0 : -1;
+}
+"""
+
+_TYPED_C = r"""
+#define WB_LA_TILE 32
+/* the conjugate and the modulus (x itself and |x| for real types) */
+static inline %(ctype)s wb_la_conj_%(t)s(%(ctype)s x) { return %(conj)s; }
+static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
+/* buf (column-major, leading dimension m) = the m x n matrix at p with strides s0, s1,
+   copied in tiles so that neither side is read with a long stride for long. */
+static void wb_la_load_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m, npy_intp n,
+                           %(ctype)s *buf) {
+  for (npy_intp i0 = 0; i0 < m; i0 += WB_LA_TILE)
+    for (npy_intp j0 = 0; j0 < n; j0 += WB_LA_TILE) {
+      const npy_intp i1 = i0 + WB_LA_TILE < m ? i0 + WB_LA_TILE : m;
+      const npy_intp j1 = j0 + WB_LA_TILE < n ? j0 + WB_LA_TILE : n;
+      for (npy_intp i = i0; i < i1; ++i)
+        for (npy_intp j = j0; j < j1; ++j)
+          buf[i + j * m] = *(const %(ctype)s*)(p + i * s0 + j * s1);
+    }
+}
+
+/* buf (row-major: the column-major transpose) = the m x n matrix at p. */
+static void wb_la_load_rows_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m,
+                                npy_intp n, %(ctype)s *buf) {
+  for (npy_intp i = 0; i < m; ++i) {
+    const char *row = p + i * s0;
+    if (s1 == (npy_intp)sizeof(%(ctype)s)) memcpy(buf + i * n, row, sizeof(%(ctype)s) * n);
+    else for (npy_intp j = 0; j < n; ++j) buf[i * n + j] = *(const %(ctype)s*)(row + j * s1);
+  }
+}
+
+/* The C-ordered m x n matrix at out = buf (column-major, leading dimension m). */
+static void wb_la_store_%(t)s(%(ctype)s *out, npy_intp m, npy_intp n, const %(ctype)s *buf) {
+  for (npy_intp i0 = 0; i0 < m; i0 += WB_LA_TILE)
+    for (npy_intp j0 = 0; j0 < n; j0 += WB_LA_TILE) {
+      const npy_intp i1 = i0 + WB_LA_TILE < m ? i0 + WB_LA_TILE : m;
+      const npy_intp j1 = j0 + WB_LA_TILE < n ? j0 + WB_LA_TILE : n;
+      for (npy_intp i = i0; i < i1; ++i)
+        for (npy_intp j = j0; j < j1; ++j) out[i * n + j] = buf[i + j * m];
+    }
+}
+"""
+
+
+
+def _npy(dtype: Any) -> str:
+    """NumPy's type number of an output dtype (a real output of a complex Op too)."""
+    return DTYPES[str(dtype)].npy
+
+
+def lapack_library() -> BlasLibrary:
+    """The library the generated code links (only asked once `c_supports` said yes)."""
+    lib = find_blas()
+    if lib is None:  # c_supports said no: code generation is never asked
+        raise RuntimeError("no LAPACK found for the C linker (see workbench.core.link.c.blas_lib)")
+    return lib
+
+
+class LapackC(COpAdapter):
+    """What the LAPACK-backed Ops share: declarations, helpers, link flags, the batch loop."""
+
+    def c_supports(self, node: Any) -> bool:
+        dtype = str(node.inputs[0].type.dtype)
+        return (dtype in DTYPES and all(str(v.type.dtype) == dtype for v in node.inputs)
+                and lapack_available())
+
+    def c_headers(self) -> list[str]:
+        return ["<numpy/arrayobject.h>", "<complex.h>"]
+
+    def c_support_code(self) -> str:
+        """LAPACK's declarations, the BLAS's (its thread-count functions) and the C
+        linker's BLAS thread policy (blas_threads.py), which every call here follows."""
+        lib = lapack_library()
+        return _declarations(lib) + lib.declarations() + POLICY_C + _SHARED_C
+
+    def c_init_code(self) -> list[str]:
+        """Find the thread policy block when the module loads."""
+        return ["if (wb_blas_policy_init() < 0) return NULL;"]
+
+    def c_support_code_apply(self, node: Any, name: str) -> str:
+        lt = DTYPES[str(node.inputs[0].type.dtype)]
+        return _TYPED_C % {"t": lt.t, "ctype": lt.ctype, "rtype": lt.rtype, "conj": lt.conj,
+                           "abs": lt.abs}
+
+    def c_lib_dirs(self) -> list[str]:
+        return [lapack_library().lib_dir]
+
+    def c_libraries(self) -> list[str]:
+        return [lapack_library().library]
+
+    def c_compile_args(self) -> list[str]:
+        return lapack_library().link_args
+
+    def c_code_cache_version(self) -> tuple[int, ...]:
+        return (4,)
+
+    # -- the generated function body ----------------------------------------------------
+    def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
+             body: str, buffers: str, out_cores: list[str], function: str,
+             flops: str = "(double)n * n * n", square: bool = True, run_if: str = "n > 0",
+             when_empty: str = "") -> str:
+        """C for the node: the batch shape of `inputs` (core ranks from the signature),
+        the outputs (batch + `out_cores`, C expressions of their core dimensions), the
+        work `buffers` (declarations + mallocs, each freed at the end), then `body` run
+        for each flat batch index `wb_i` with `wb_status`/`wb_pos` set on failure."""
+        dtype = node.inputs[0].type.dtype
+        fail = sub["fail"]
+        in_cores, out_ranks = node.op.core_ndims
+        count = len(inputs)
+        a = inputs[0]
+        code = [
+            "{",
+            f"PyArrayObject *wb_arrs[{count}] = {{{', '.join(inputs)}}};",
+            f"const int wb_cores[{count}] = {{{', '.join(map(str, in_cores))}}};",
+            "npy_intp wb_bshape[NPY_MAXDIMS]; int wb_bnd = 0;",
+            f"if (wb_la_batch(\"{function}\", wb_arrs, wb_cores, {count}, wb_bshape, &wb_bnd)"
+            f" < 0) {fail}",
+            "npy_intp wb_nb = 1;",
+            "for (int d = 0; d < wb_bnd; ++d) wb_nb *= wb_bshape[d];",
+            f"const npy_intp n = PyArray_DIM({a}, PyArray_NDIM({a}) - 1);",
+            f"const npy_intp m = PyArray_DIM({a}, PyArray_NDIM({a}) - 2); (void)m;",
+            f"if ({'1' if square else '0'} && m != n) {{",
+            f"  PyErr_Format(PyExc_ValueError, \"{function}: last 2 dimensions of the array "
+            f"must be square, got (%ld, %ld)\", (long)PyArray_DIM({a}, PyArray_NDIM({a}) - 2),"
+            " (long)n);",
+            f"  {fail}",
+            "}",
+            f"const npy_intp wb_sa0 = PyArray_STRIDE({a}, PyArray_NDIM({a}) - 2);",
+            f"const npy_intp wb_sa1 = PyArray_STRIDE({a}, PyArray_NDIM({a}) - 1);",
+        ]
+        for k, (o, core) in enumerate(zip(outputs, out_cores)):
+            rank = out_ranks[k]
+            dims = ", ".join(["0"] * rank)
+            code += [
+                f"npy_intp wb_dims{k}[NPY_MAXDIMS];",
+                f"for (int d = 0; d < wb_bnd; ++d) wb_dims{k}[d] = wb_bshape[d];",
+                f"{{ const npy_intp core[{max(rank, 1)}] = {{{core or dims or '0'}}};",
+                f"  for (int d = 0; d < {rank}; ++d) wb_dims{k}[wb_bnd + d] = core[d]; }}",
+                f"if (wb_la_out(&{o}, wb_bnd + {rank}, wb_dims{k}, "
+                f"{_npy(node.outputs[k].type.dtype)}) < 0) {fail}",
+            ]
+        code += [
+            "int wb_status = 0; long wb_pos = 0; npy_intp wb_where = 0;",
+            "const wb_laint wb_n = (wb_laint)n, wb_ld = (wb_laint)(n > 1 ? n : 1);",
+            "(void)wb_n; (void)wb_ld; (void)wb_sa0; (void)wb_sa1;",
+            buffers,
+            f"if (wb_status == 0 && !({run_if})) {{ {when_empty} }}",
+            f"if (wb_status == 0 && {run_if}) {{",
+            "  static wb_blas_site wb_site;  /* its one-thread estimate (blas_threads.py) */",
+            "  wb_blas_call wb_call;",
+            f"  wb_blas_begin(&wb_call, &wb_site, {flops} * wb_nb);  /* its BLAS threads */",
+            f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
+            "PyEval_SaveThread() : NULL;",
+            "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",
+            f"    const char *wb_pa = wb_la_at({a}, {in_cores[0]}, wb_bshape, wb_bnd, wb_i);",
+            body,
+            "    if (wb_status) wb_where = wb_i;",
+            "  }",
+            "  if (wb_ts) PyEval_RestoreThread(wb_ts);",
+            "  wb_blas_end(&wb_call);",
+            "}",
+            "WB_LA_FREE",
+            "if (wb_status == -1) { PyErr_NoMemory(); " + fail + " }",
+            "if (wb_status > 0) {",
+            "  wb_la_raise(\"" + function + "\", wb_messages[wb_status - 1], wb_pos, wb_where, "
+            "wb_bnd > 0);",
+            f"  {fail}",
+            "}",
+            "}",
+        ]
+        return typed("\n".join(code), dtype)
+
+
+def buffers(*specs: tuple[str, str, str]) -> tuple[str, str]:
+    """Declarations + mallocs of work buffers (name, C type, element count) and the C
+    that frees them (the WB_LA_FREE placeholder)."""
+    decl, free = [], []
+    for name, ctype, count in specs:
+        decl.append(f"{ctype} *{name} = ({ctype}*)malloc(sizeof({ctype}) * "
+                    f"(size_t)(({count}) > 0 ? ({count}) : 1));")
+        decl.append(f"if (!{name}) wb_status = -1;")
+        free.append(f"free({name});")
+    return "\n".join(decl), " ".join(free)
+
+
+def messages(*texts: str) -> str:
+    """The failure messages, `wb_status` k > 0 selecting texts[k - 1] (each is followed
+    by LAPACK's position)."""
+    quoted = ", ".join(f"\"{t}\"" for t in texts)
+    return f"static const char *wb_messages[] = {{{quoted}}};"
+
+
+
+def finish(code: str, free: str) -> str:
+    """`code` with the frees of its work buffers in place of WB_LA_FREE."""
+    return code.replace("WB_LA_FREE", free)
