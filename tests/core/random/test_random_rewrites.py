@@ -130,3 +130,12 @@ def test_declined_where_it_would_not_be_exact():
     assert _lifted(wb.random.normal(0.0, 1.0, size=(n, 3), rng=rng)[1:])
     assert _lifted(wb.random.normal(mu, 1.0, rng=rng)[i])  # mu[i] checks i
     assert _lifted(wb.random.choice(10, size=(6,), replace=True, rng=rng)[:3])
+
+
+def test_debug_mode_checks_shapes_across_the_lift_and_values_elsewhere():
+    srng = wb.random.RandomStream(seed=5)
+    x = srng.normal(0.0, 1.0, size=(4, 5))
+    f = wb.function([], wt.exp(x[1:3]), mode=get_mode("DEBUG").including(LIFT))
+    assert f.maker.rewrite_trace.filter(rewrite=LIFT)
+    g = np.random.default_rng(np.random.SeedSequence(5, spawn_key=(0,)))
+    np.testing.assert_allclose(f(), np.exp(g.normal(0.0, 1.0, size=(2, 5))))

@@ -29,6 +29,7 @@ import numpy as np
 
 from workbench.core.graph.basic import ancestors
 from workbench.core.graph.fg import FunctionGraph
+from workbench.core.rewrite.db import CHANGES_DRAWS
 
 __all__ = [
     "BadDestroyMapError", "BadImplementationError", "BadViewMapError", "DebugModeError",
@@ -147,6 +148,10 @@ def _evaluate(fgraph: FunctionGraph, values: list[Any]) -> list[Any]:
     return result
 
 
+def _described(value: Any) -> str:
+    return f"shape {np.shape(value)} {getattr(value, 'dtype', type(value).__name__)}"
+
+
 class StepChecker:
     """A RewriteTrace step hook comparing the graph's values before and after each step."""
 
@@ -188,6 +193,17 @@ class StepChecker:
             raise RewriteCheckError(
                 f"after step {step.index} ({step.rewrite}, defined at {step.source}) the graph "
                 f"can no longer be evaluated: {type(exc).__name__}: {exc}") from exc
+        if CHANGES_DRAWS in step.tags:  # other numbers by design: the same shapes and dtypes
+            for k, (out, before, after) in enumerate(zip(fgraph.outputs, self.reference,
+                                                         values)):
+                if np.shape(before) != np.shape(after) or \
+                        getattr(before, "dtype", None) != getattr(after, "dtype", None):
+                    raise RewriteCheckError(
+                        f"rewrite {step.rewrite!r} (step {step.index}) changed the shape or "
+                        f"dtype of output {k} ({out}): {_described(before)} -> "
+                        f"{_described(after)}")
+            self.reference = values
+            return
         for k, (out, before, after) in enumerate(zip(fgraph.outputs, self.reference, values)):
             # the arithmetic before the step counts too (a step may remove it)
             tolerance = _looser(self.tolerances[k], arithmetic_tolerance(ancestors([out])))

@@ -35,7 +35,7 @@ from typing import Any
 
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.random.op import RandomVariable
-from workbench.core.rewrite.db import canonicalize_db, register_canonicalize
+from workbench.core.rewrite.db import CHANGES_DRAWS, canonicalize_db, register_canonicalize
 from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.tensor.elemwise import DimShuffle, broadcast_length
 from workbench.core.tensor.indexing import FULL_SLICE, SliceEntry, encode, fill, slice_length
@@ -44,9 +44,6 @@ from workbench.core.tensor.shape import shape_tuple
 from workbench.core.tensor.subtensor import Subtensor
 
 __all__ = ["local_dimshuffle_rv_lift", "local_subtensor_rv_lift"]
-
-#: the tag of rewrites that keep a draw's distribution but change its numbers
-CHANGES_DRAWS = "changes_draws"
 
 
 @register_canonicalize

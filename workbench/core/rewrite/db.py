@@ -40,7 +40,7 @@ from workbench.core.rewrite.runner import run_rewriter
 from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = [
-    "ALWAYS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
+    "ALWAYS", "CHANGES_DRAWS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
     "register_canonicalize", "register_fusion", "register_inplace", "register_mode_rewriter",
     "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
 ]  # fmt: skip
@@ -48,6 +48,10 @@ __all__ = [
 
 #: The tag of the passes every query selects unless it excludes them: what linking needs.
 ALWAYS = "always"
+#: The tag of rewrites that keep a random draw's distribution but change its numbers
+#: (random/rewrites.py): never in a default query; DEBUG checks only shapes and dtypes
+#: across their steps.
+CHANGES_DRAWS = "changes_draws"
 
 
 def _selected(keys: set[str], include: set[str], exclude: set[str], require: set[str]) -> bool:
