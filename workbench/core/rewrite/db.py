@@ -40,7 +40,8 @@ from workbench.core.rewrite.runner import run_rewriter
 from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = [
-    "ALWAYS", "CHANGES_DRAWS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter", "mode_rewriter",
+    "ALWAYS", "CHANGES_DRAWS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter",
+    "mode_rewriter",
     "register_canonicalize", "register_fusion", "register_inplace", "register_mode_rewriter",
     "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
 ]  # fmt: skip
