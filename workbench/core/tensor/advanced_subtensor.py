@@ -47,14 +47,15 @@ from workbench.core.tensor.subtensor import (
 from workbench.core.tensor.type import StaticShape, TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["AdvancedIncSubtensor", "AdvancedSubtensor"]
+__all__ = ["AdvancedIncSubtensor", "AdvancedIndexPlan", "AdvancedSubtensor"]
 
 
 # -- the layout of an advanced index -----------------------------------------------
 
 
-class _Plan:
-    """Where each output dimension of an advanced index comes from.
+class AdvancedIndexPlan:
+    """Where each output dimension of an advanced index comes from (the Ops' static
+    shapes and the C linker's code read it).
 
     `basic`: the non-advanced output dimensions in order, each ("new",) for None,
     ("slice", axis, entry) or ("dim", axis) for an axis kept whole; `advanced`:
@@ -117,7 +118,7 @@ def advanced_static_shape(x_shape: StaticShape, idx_list: Sequence[Any],
     Raises NumPy's IndexError when the index arrays cannot broadcast together, then
     for a constant index array out of the static bounds of the axis it indexes.
     """
-    plan = _Plan(idx_list, entries, len(x_shape))
+    plan = AdvancedIndexPlan(idx_list, entries, len(x_shape))
     index_shapes = [_static_index_shape(e) for e, _ in plan.advanced]
     broadcast = broadcast_static_shapes(_padded(index_shapes))
     if broadcast is None:
@@ -138,7 +139,8 @@ def advanced_static_shape(x_shape: StaticShape, idx_list: Sequence[Any],
     return tuple(basic[:at]) + broadcast + tuple(basic[at:])
 
 
-def _check_array_bounds(x_shape: StaticShape, plan: _Plan, broadcast: StaticShape) -> None:
+def _check_array_bounds(x_shape: StaticShape, plan: AdvancedIndexPlan,
+                        broadcast: StaticShape) -> None:
     """Raise NumPy's IndexError for a constant integer array holding an index out of the
     static bounds of its axis, when the broadcast of the index arrays is surely not
     empty: NumPy reads (and checks) no index of an empty broadcast, so
@@ -238,7 +240,7 @@ class AdvancedSubtensor(Op):
         static = node.outputs[0].type.shape
         shapes_of = {id(v): s for v, s in zip(node.inputs[1:], input_shapes[1:])}
         entries = fill(self.idx_list, node.inputs[1:])
-        plan = _Plan(self.idx_list, entries, len(x_shape))
+        plan = AdvancedIndexPlan(self.idx_list, entries, len(x_shape))
         index_shapes: list[tuple[Any, ...]] = []
         static_shapes: list[StaticShape] = []
         for entry, _ in plan.advanced:

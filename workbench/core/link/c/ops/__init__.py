@@ -2,11 +2,13 @@
 package registers them all)."""
 
 from workbench.core.link.c.ops import (  # noqa: F401
+    advanced_subtensor,
     blas,
     blockwise,
     counting,
     creation,
     elemwise,
+    join,
     lapack,
     lapack_factorizations,
     reduction,

@@ -22,7 +22,7 @@ from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.subtensor import SYMBOLIC, IncSubtensor, SliceEntry, Subtensor
 
-__all__ = ["IncSubtensorC", "SUBTENSOR_SUPPORT", "SubtensorC", "index_code"]
+__all__ = ["IncSubtensorC", "SUBTENSOR_SUPPORT", "SubtensorC", "element_update", "index_code"]
 
 #: Slice arithmetic (Python's slice.indices) and index reading.
 SUBTENSOR_SUPPORT = r"""
@@ -167,7 +167,7 @@ if (!{z}) {fail}""")
         return "\n".join(code)
 
 
-def _element_update(dtype: str, set_instead_of_inc: bool, dst: str, src: str) -> str:
+def element_update(dtype: str, set_instead_of_inc: bool, dst: str, src: str) -> str:
     """C statement writing (or adding) the element `src` into the element `dst` (both
     lvalues of the dtype's C type), with numpy's arithmetic."""
     ctype = c_type_name(dtype)
@@ -189,7 +189,7 @@ def _inner_loop(dtype: str, set_instead_of_inc: bool) -> str:
     """The innermost loop of the write: typed (vectorisable) when the region row is
     contiguous and the value row contiguous or broadcast, strided otherwise."""
     t = c_type_name(dtype)
-    update = functools.partial(_element_update, dtype, set_instead_of_inc)
+    update = functools.partial(element_update, dtype, set_instead_of_inc)
     copy_row = ("memcpy(po, py, n_in * sizeof(" + t + "));" if set_instead_of_inc else
                 "for (npy_intp i = 0; i < n_in; i++) { " + update("w[i]", "r[i]") + " }")
     return f"""
