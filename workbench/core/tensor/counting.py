@@ -10,8 +10,8 @@ No gradient flows through counts or positions. `unique`'s values are piecewise
 constant in the input in the sense that matters (which values are distinct
 changes discontinuously), so their gradient is undefined; `bincount`'s is
 defined with respect to its weights (``gw = gz[x]``). Bincount and Nonzero have C
-(link/c/ops/counting.py); Unique has none, so the C linker runs its `perform`
-(NumPy) and lists it among its Python nodes with the reason.
+in link/c/ops/counting.py, Unique in link/c/ops/selection.py (real dtypes; complex
+runs `perform`).
 """
 
 from __future__ import annotations

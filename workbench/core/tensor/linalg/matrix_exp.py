@@ -8,8 +8,10 @@ the 1-norm of the matrix respects; above theta_13 the matrix is scaled by 2^-s, 
 degree-13 approximant computed and squared s times. ``r_m = (V - U)^-1 (V + U)`` with U
 the odd and V the even part of the Padé numerator (a solve, never an inverse).
 Computed in float64 or complex128 (float32 and complex64 inputs are rounded back at
-the end). The C linker runs
-this `perform` (no LAPACK routine computes expm); torch uses `torch.linalg.matrix_exp`.
+the end). For real matrices the C linker runs the same algorithm in generated C, its
+products by OpenBLAS's dgemm and its solve by LAPACK's dgesv (link/c/ops/matrix_exp.py;
+no LAPACK routine computes expm itself); complex ones run this `perform`; torch uses
+`torch.linalg.matrix_exp`.
 
 Gradient (and R_op): the Fréchet derivative by the block-triangular identity
 ``expm([[X, E], [0, X]]) = [[expm(X), L(X, E)], [0, expm(X)]]`` (Higham, "Functions

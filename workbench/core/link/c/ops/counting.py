@@ -1,8 +1,7 @@
 """C for Bincount and Nonzero. Bincount is a counting loop over the (possibly strided)
 integer vector: one pass for the largest value (and a negative one, refused as in
 `perform`), one to count, adding the weights in float64 when there are some. Nonzero
-calls NumPy's ``PyArray_Nonzero``. Unique and TopK have no C: the C linker runs their
-`perform`.
+calls NumPy's ``PyArray_Nonzero``. Unique and TopK have theirs in selection.py.
 """
 
 from __future__ import annotations

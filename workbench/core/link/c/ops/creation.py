@@ -17,6 +17,7 @@ import numpy as np
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
+from workbench.core.link.c.ops.buffers import alloc_output
 from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name, type_num
 from workbench.core.tensor.creation import NEGATIVE_DIMENSIONS, Alloc, ARange, Eye
@@ -83,20 +84,6 @@ if (size > 0) {{
         return "\n".join(code)
 
 
-def _fresh_output(z: str, nd: int, dims: str, tn: int, fail: str) -> str:
-    """C making `z` a C-contiguous writeable array of shape `dims`, reusing it if it is
-    one already."""
-    return f"""{{
-  int reuse = {z} != NULL && PyArray_ISWRITEABLE({z}) && PyArray_IS_C_CONTIGUOUS({z});
-  for (int k = 0; reuse && k < {nd}; k++) reuse = PyArray_DIMS({z})[k] == {dims}[k];
-  if (!reuse) {{
-    Py_XDECREF({z});
-    {z} = (PyArrayObject *)PyArray_EMPTY({nd}, {dims}, {tn}, 0);
-    if (!{z}) {fail}
-  }}
-}}"""
-
-
 @register_c_op(ARange)
 class ARangeC(ViewCBase):
     """ARange with numpy.arange's length, conversions and fill arithmetic (integer
@@ -160,7 +147,7 @@ if (up > (double)NPY_MAX_INTP) {{
   PyErr_SetString(PyExc_OverflowError, "arange: overflow while computing length"); {fail}
 }}
 npy_intp len = up > 0 ? (npy_intp)up : 0;
-{_fresh_output(z, 1, "(&len)", type_num(dtype), fail)}
+{alloc_output(z, "1", "(&len)", dtype, fail)}
 if (len > 0) {{
   {check_first}
   dtype_v *restrict out = (dtype_v *)PyArray_DATA({z});
@@ -201,7 +188,7 @@ dims[0] = (npy_intp)*(const npy_int64 *)PyArray_DATA({n});
 dims[1] = (npy_intp)*(const npy_int64 *)PyArray_DATA({m});
 const npy_intp off = (npy_intp)*(const npy_int64 *)PyArray_DATA({k});
 if (dims[0] < 0 || dims[1] < 0) {{ PyErr_SetString(PyExc_ValueError, {negative}); {fail} }}
-{_fresh_output(z, 2, "dims", type_num(dtype), fail)}
+{alloc_output(z, "2", "dims", dtype, fail)}
 const npy_intp rows = dims[0], cols = dims[1];
 if (rows > 0 && cols > 0) {{
   {ctype} *out = ({ctype} *)PyArray_DATA({z});

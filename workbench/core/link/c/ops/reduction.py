@@ -31,18 +31,19 @@ from typing import Any
 import numpy as np
 
 from workbench.core.link.c.interface import COpAdapter, register_c_op
+from workbench.core.link.c.ops.buffers import alloc_output
 from workbench.core.link.c.scalar_c import (
     SCALAR_SUPPORT,
     NoScalarC,
     c_cast,
     scalar_c_code,
 )
-from workbench.core.link.c.types import C_TYPES, c_type_name, scalar_literal, type_num
+from workbench.core.link.c.types import C_TYPES, c_type_name, scalar_literal
 from workbench.core.scalar import math as smath
 from workbench.core.tensor.reduction import All, Argmax, Argmin, CAReduce
 from workbench.core.tensor.reduction import Any as AnyOp
 
-__all__ = ["ArgReduceC", "CAReduceC", "alloc_output", "fill"]
+__all__ = ["ArgReduceC", "CAReduceC", "fill"]
 
 #: Elements folded by one vectorised leaf of the pairwise float sum.
 PAIRWISE_BLOCK = 256
@@ -53,21 +54,6 @@ ARG_BLOCK = 128
 def fill(text: str, **values: Any) -> str:
     """`text` with `${key}` replaced by `values[key]` (C uses no `$`, braces stay as is)."""
     return Template(text).substitute({k: str(v) for k, v in values.items()})
-
-
-def alloc_output(out: str, nd_expr: str, shape_expr: str, dtype: str, fail: str) -> str:
-    """C that keeps the previous output `out` when it is a writeable C-contiguous array of
-    shape `shape_expr` (length `nd_expr`), else allocates a fresh one."""
-    return fill("""{
-  int wb_reuse = ${o} != NULL && PyArray_ISWRITEABLE(${o}) && PyArray_IS_C_CONTIGUOUS(${o})
-                 && PyArray_NDIM(${o}) == (${nd});
-  for (int d = 0; wb_reuse && d < (${nd}); d++) wb_reuse = PyArray_DIMS(${o})[d] == (${shape})[d];
-  if (!wb_reuse) {
-    Py_XDECREF(${o});
-    ${o} = (PyArrayObject*)PyArray_EMPTY((${nd}), (${shape}), ${num}, 0);
-    if (!${o}) ${fail}
-  }
-}""", o=out, nd=nd_expr, shape=shape_expr, num=type_num(dtype), fail=fail)
 
 
 def _kind(dtype: str) -> str:

@@ -4,8 +4,8 @@ through its C API (``PyArray_Sort`` / ``PyArray_ArgSort`` with ``NPY_STABLESORT`
 their order; what the C saves is the Python call per node.
 
 Sort copies its input into the output (the previous call's buffer when it is a
-contiguous writeable array of the same shape) and sorts it in place. TopK, Unique,
-Bincount and Nonzero have no C: the C linker runs their `perform`.
+contiguous writeable array of the same shape) and sorts it in place. TopK and Unique
+have their C in selection.py, Bincount and Nonzero in counting.py.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
+from workbench.core.link.c.ops.buffers import copy_to_output
 from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.tensor.sort import Argsort, SearchSorted, Sort
 
@@ -41,17 +42,7 @@ class SortC(ViewCBase):
         fail, nd = sub["fail"], node.inputs[0].type.ndim
         return f"""
 {{
-  int reuse = {z} != NULL && PyArray_ISWRITEABLE({z}) && PyArray_IS_C_CONTIGUOUS({z})
-              && PyArray_TYPE({z}) == PyArray_TYPE({x});
-  for (int k = 0; reuse && k < {nd}; k++)
-    reuse = PyArray_DIMS({z})[k] == PyArray_DIMS({x})[k];
-  if (reuse) {{
-    if (PyArray_CopyInto({z}, {x}) < 0) {fail}
-  }} else {{
-    Py_XDECREF({z});
-    {z} = (PyArrayObject *)PyArray_NewCopy({x}, NPY_CORDER);
-    if (!{z}) {fail}
-  }}
+{copy_to_output(z, x, nd, fail)}
   if (PyArray_Sort({z}, {self.op.axis}, NPY_STABLESORT) < 0) {fail}
 }}"""
 

@@ -33,7 +33,8 @@ from typing import Any
 
 from workbench.core.link.c.blas_threads import THREADS_ENV
 from workbench.core.link.c.interface import COpAdapter, register_c_op
-from workbench.core.link.c.ops.reduction import alloc_output, fill
+from workbench.core.link.c.ops.buffers import alloc_output
+from workbench.core.link.c.ops.reduction import fill
 from workbench.core.link.c.scalar_c import VECTOR_MATH_DECLARATIONS
 from workbench.core.link.c.types import C_TYPES, c_type_name, type_num
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax

@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
+from workbench.core.link.c.ops.buffers import copy_to_output
 from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.subtensor import SYMBOLIC, IncSubtensor, SliceEntry, Subtensor
@@ -233,20 +234,7 @@ if (PyArray_ISWRITEABLE({x})) {{
   if (!{z}) {fail}
 }}""")
         else:
-            code.append(f"""
-{{
-  int reuse = {z} != NULL && {z} != {x} && PyArray_ISWRITEABLE({z})
-              && PyArray_IS_C_CONTIGUOUS({z});
-  for (int d = 0; reuse && d < {nd}; d++)
-    reuse = PyArray_DIMS({z})[d] == PyArray_DIMS({x})[d];
-  if (reuse) {{
-    if (PyArray_CopyInto({z}, {x}) < 0) {fail}
-  }} else {{
-    Py_XDECREF({z});
-    {z} = (PyArrayObject *)PyArray_NewCopy({x}, NPY_CORDER);
-    if (!{z}) {fail}
-  }}
-}}""")
+            code.append(copy_to_output(z, x, nd, fail))
         code.append(index_code(op, node, z, idx, node.inputs[2:], label, fail, 2))
         mismatch = c_string_literal("could not broadcast input array from shape %s into shape %s")
         code.append(f"""

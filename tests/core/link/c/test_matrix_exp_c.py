@@ -1,0 +1,77 @@
+"""C for Expm (Higham's scaling and squaring by dgemm and one dgesv) agrees with
+`perform` and SciPy for every Padé degree and scaling, stacks, float32, empty and
+non-finite matrices; it and the other selection Ops run in C, as the linker report
+and the profiler say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import Mode
+from workbench.core.link.c.compiler import has_compiler
+from workbench.core.link.c.ops.lapack import lapack_available
+
+pytestmark = pytest.mark.skipif(not (has_compiler() and lapack_available()),
+                                reason="needs a C compiler and LAPACK")
+
+C_MODE, PY_MODE = Mode(linker="c"), Mode(linker="py")
+
+
+def compile_both(x):
+    fc = wb.function([x], wt.linalg.expm(x), mode=C_MODE)
+    fp = wb.function([x], wt.linalg.expm(x), mode=PY_MODE)
+    assert fc.linker.report.py_nodes == []
+    return fc, fp
+
+
+@pytest.mark.parametrize("norm", [1e-4, 0.1, 0.5, 1.5, 4.0, 30.0, 400.0])
+def test_expm_in_c_equals_perform_and_scipy_for_every_degree(norm: float) -> None:
+    """The 1-norms straddle Higham's bounds: degrees 3, 5, 7, 9, 13 and s squarings."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    fc, fp = compile_both(wt.dtensor3("a"))
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(3, 7, 7))
+    a *= norm / np.abs(a).sum(axis=1).max(axis=1)[:, None, None]
+    got = fc(a)
+    scale = np.abs(got).max()
+    np.testing.assert_allclose(got, fp(a), rtol=0, atol=1e-14 * scale)
+    want = np.stack([scipy_linalg.expm(m) for m in a])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale)
+
+
+def test_expm_in_c_of_float32_strided_empty_and_non_finite() -> None:
+    fc, fp = compile_both(wt.ftensor3("a"))
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(2, 8, 8)).astype("float32")[:, ::2, ::2]  # strided
+    got = fc(a)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, fp(a), rtol=1e-6, atol=1e-6)
+    assert fc(np.zeros((2, 0, 0), "float32")).shape == (2, 0, 0)
+    assert fc(np.zeros((0, 3, 3), "float32")).shape == (0, 3, 3)
+    bad = np.ones((2, 3, 3), "float32")
+    bad[1, 0, 2] = np.inf
+    got = fc(bad)
+    assert np.isnan(got[1]).all()
+    np.testing.assert_allclose(got[0], fp(bad)[0], rtol=1e-6)
+
+
+def test_expm_in_c_refuses_a_non_square_matrix() -> None:
+    fc, _ = compile_both(wt.dmatrix("a"))
+    with pytest.raises(ValueError, match=r"expm: last 2 dimensions .* square, got \(2, 3\)"):
+        fc(np.ones((2, 3)))
+
+
+def test_profile_shows_expm_topk_and_unique_in_c() -> None:
+    x = wt.dmatrix("x")
+    f = wb.function([x], [wt.linalg.expm(x), wt.topk(x, 2), *wt.unique(x, True, True, True)],
+                    mode=C_MODE)
+    assert f.linker.report.py_nodes == []
+    text = str(wb.profile(f, np.eye(3), calls=1))
+    assert "(3 nodes in C, 0 in Python)" in text
+    for op in ("Expm", "TopK", "Unique"):
+        row = next(line for line in text.splitlines() if line.rstrip().endswith("(x)")
+                   and op in line)
+        assert " C " in row, row

@@ -1,0 +1,207 @@
+"""C for Expm: the scaling-and-squaring method with Padé approximants of Higham (2005),
+the algorithm of `Expm.perform` (tensor/linalg/matrix_exp.py) step for step, its
+matrix products by the packaged OpenBLAS's ``dgemm`` and its one solve
+``r_m = (V - U)^-1 (V + U)`` by LAPACK's ``dgesv`` (never an inverse, never a
+hand-written factorisation).
+
+Each matrix of the stack is copied into a C-ordered float64 buffer (float32 inputs
+are computed in float64 and rounded at the end, as `perform` does, so ``sgemm`` is
+not needed: the two linkers agree to rounding). Its 1-norm picks the Padé degree m
+in (3, 5, 7, 9, 13) by Higham's bounds theta_m; above theta_13 the matrix is scaled
+by 2^-s and the result squared s times. The sums of scaled powers are formed in the
+same order as `perform`'s NumPy expressions.
+
+``dgesv`` reads its row-major buffers as column-major, i.e. it is handed P^T and Q^T
+(P = V - U, Q = V + U) and returns ``P^-T Q^T = (Q P^-1)^T``; P and Q are polynomials in
+the same matrix, so they commute and ``Q P^-1 = P^-1 Q``: read row-major, the answer
+is r_m itself, with no transposition. A non-finite matrix gives NaN (as `perform`); a
+singular denominator raises numpy.linalg.LinAlgError as numpy.linalg.solve does.
+Calls follow the C linker's BLAS thread policy (blas_threads.py) and large stacks
+run without the GIL. Graphs compiled where no BLAS/LAPACK is found run `perform`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.link.c.cstring import c_string_literal
+from workbench.core.link.c.interface import register_c_op
+from workbench.core.link.c.ops.buffers import alloc_output
+from workbench.core.link.c.ops.lapack_base import LapackC
+from workbench.core.tensor.linalg.matrix_exp import PADE, THETA, Expm
+
+__all__ = ["ExpmC"]
+
+#: The per-matrix algorithm (double precision), after LapackC's declarations.
+_EXPM_C = r"""
+#ifndef WB_EXPM_SUPPORT
+#define WB_EXPM_SUPPORT
+static const int wb_ex_degrees[5] = {3, 5, 7, 9, 13};
+static const double wb_ex_theta[5] = {%(theta)s};
+static const double wb_ex_pade[5][14] = {%(pade)s};
+
+/* c = a @ b for n x n row-major matrices. */
+static void wb_ex_mm(wb_blasint n, const double *a, const double *b, double *c) {
+  wb_cblas_dgemm(WB_ROW_MAJOR, WB_NO_TRANS, WB_NO_TRANS, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+}
+
+/* expm of the n x n row-major matrix `a` (overwritten) into `out`; `w` holds 7 n^2
+   doubles of work, `ipiv` n pivots. Returns 0, or LAPACK's info > 0 (singular). */
+static long wb_ex_expm(npy_intp n, double *a, double *out, double *w, wb_laint *ipiv) {
+  const npy_intp nn = n * n;
+  double norm = 0.0;
+  for (npy_intp k = 0; k < nn; ++k)
+    if (!isfinite(a[k])) {
+      for (npy_intp i = 0; i < nn; ++i) out[i] = NAN;
+      return 0;
+    }
+  for (npy_intp j = 0; j < n; ++j) {
+    double col = 0.0;
+    for (npy_intp i = 0; i < n; ++i) col += fabs(a[i * n + j]);
+    if (col > norm) norm = col;
+  }
+  int which = 4, s = 0;
+  for (int d = 0; d < 4; ++d)
+    if (norm <= wb_ex_theta[d]) { which = d; break; }
+  if (which == 4) {
+    const double e = ceil(log2(norm / wb_ex_theta[4]));
+    s = e > 0 ? (int)e : 0;
+    const double scale = ldexp(1.0, -s);
+    for (npy_intp k = 0; k < nn; ++k) a[k] *= scale;
+  }
+  const int m = wb_ex_degrees[which];
+  const double *b = wb_ex_pade[which];
+  /* powers[j] = a^(2j), j >= 1 (powers[0] = I is implicit) */
+  double *powers[5] = {NULL, w, w + nn, w + 2 * nn, w + 3 * nn};
+  double *t = w + 4 * nn, *u = w + 5 * nn, *v = w + 6 * nn;
+  const wb_blasint bn = (wb_blasint)n;
+  wb_ex_mm(bn, a, a, powers[1]);
+  if (m < 13) {
+    const int top = m / 2;
+    for (int j = 2; j <= top; ++j) wb_ex_mm(bn, powers[j - 1], powers[1], powers[j]);
+    for (npy_intp k = 0; k < nn; ++k) {  /* sum(b[2j+1] P_j), sum(b[2j] P_j) */
+      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
+      double odd = 0.0 + b[1] * eye, even = 0.0 + b[0] * eye;
+      for (int j = 1; j <= top; ++j) {
+        odd += b[2 * j + 1] * powers[j][k];
+        even += b[2 * j] * powers[j][k];
+      }
+      t[k] = odd; v[k] = even;
+    }
+    wb_ex_mm(bn, a, t, u);
+  } else {
+    double *a2 = powers[1], *a4 = powers[2], *a6 = powers[3], *p = powers[4];
+    wb_ex_mm(bn, a2, a2, a4);
+    wb_ex_mm(bn, a4, a2, a6);
+    for (npy_intp k = 0; k < nn; ++k)
+      t[k] = b[13] * a6[k] + b[11] * a4[k] + b[9] * a2[k];
+    wb_ex_mm(bn, a6, t, p);
+    for (npy_intp k = 0; k < nn; ++k) {
+      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
+      t[k] = p[k] + b[7] * a6[k] + b[5] * a4[k] + b[3] * a2[k] + b[1] * eye;
+    }
+    wb_ex_mm(bn, a, t, u);
+    for (npy_intp k = 0; k < nn; ++k)
+      t[k] = b[12] * a6[k] + b[10] * a4[k] + b[8] * a2[k];
+    wb_ex_mm(bn, a6, t, p);
+    for (npy_intp k = 0; k < nn; ++k) {
+      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
+      v[k] = p[k] + b[6] * a6[k] + b[4] * a4[k] + b[2] * a2[k] + b[0] * eye;
+    }
+  }
+  for (npy_intp k = 0; k < nn; ++k) {  /* v = V - U (the denominator), u = V + U */
+    const double vk = v[k], uk = u[k];
+    v[k] = vk - uk; u[k] = vk + uk;
+  }
+  const wb_laint ln = (wb_laint)n;
+  wb_laint info = 0;
+  wb_la_dgesv(&ln, &ln, v, &ln, ipiv, u, &ln, &info);
+  if (info != 0) return (long)info;
+  double *r = u, *spare = t;
+  for (int k = 0; k < s; ++k) {
+    wb_ex_mm(bn, r, r, spare);
+    double *swap = r; r = spare; spare = swap;
+  }
+  memcpy(out, r, sizeof(double) * (size_t)nn);
+  return 0;
+}
+#endif
+"""
+
+
+def _support() -> str:
+    """The per-matrix C with Higham's bounds and Padé coefficients from the Python
+    module (one source for both linkers)."""
+    degrees = (3, 5, 7, 9, 13)
+    theta = ", ".join(repr(THETA[m]) for m in degrees)
+    rows = []
+    for m in degrees:
+        coefficients = list(PADE[m]) + [0.0] * (14 - len(PADE[m]))
+        rows.append("{" + ", ".join(repr(float(c)) for c in coefficients) + "}")
+    return _EXPM_C % {"theta": theta, "pade": ", ".join(rows)}
+
+
+@register_c_op(Expm)
+class ExpmC(LapackC):
+    """expm of each real matrix of the stack by dgemm and one dgesv (float64 work);
+    complex matrices run `perform`."""
+
+    def c_supports(self, node: Any) -> bool:
+        return (super().c_supports(node)
+                and str(node.outputs[0].type.dtype) in ("float32", "float64"))
+
+    def c_support_code(self) -> str:
+        """LapackC's (LAPACK and BLAS declarations, the BLAS thread policy) and the
+        per-matrix algorithm."""
+        return super().c_support_code() + _support()
+
+    def c_support_code_apply(self, node: Any, name: str) -> str:
+        return ""  # none of LapackC's typed copy helpers: the input is made contiguous
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        (x,), (z,) = inputs, outputs
+        fail = sub["fail"]
+        nd = node.inputs[0].type.ndim
+        out_dtype = str(node.outputs[0].type.dtype)
+        out_c = "double" if out_dtype == "float64" else "float"
+        square = c_string_literal("expm: last 2 dimensions of the array must be square, "
+                                  "got (%ld, %ld)")
+        return f"""
+{{
+  const npy_intp n = PyArray_DIMS({x})[{nd - 1}];
+  if (PyArray_DIMS({x})[{nd - 2}] != n) {{
+    PyErr_Format(PyExc_ValueError, {square}, (long)PyArray_DIMS({x})[{nd - 2}], (long)n);
+    {fail}
+  }}
+  {alloc_output(z, str(nd), f"PyArray_DIMS({x})", out_dtype, fail)}
+  PyArrayObject *xc = (PyArrayObject *)PyArray_FROMANY((PyObject *){x}, NPY_FLOAT64, 0, 0,
+                                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+  if (!xc) {fail}
+  const npy_intp nn = n * n, batch = nn > 0 ? PyArray_SIZE(xc) / nn : 0;
+  double *work = (double *)malloc(sizeof(double) * (size_t)(9 * nn + 1));
+  wb_laint *ipiv = (wb_laint *)malloc(sizeof(wb_laint) * (size_t)(n + 1));
+  if (!work || !ipiv) {{ free(work); free(ipiv); Py_DECREF(xc); PyErr_NoMemory(); {fail} }}
+  long info = 0;
+  const double flops = 12.0 * (double)n * (double)nn * (double)batch;
+  wb_blas_call call;
+  wb_blas_begin(&call, flops);
+  PyThreadState *ts = flops >= WB_LA_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+  for (npy_intp i = 0; i < batch && info == 0; ++i) {{
+    double *a = work + 7 * nn, *result = work + 8 * nn;
+    memcpy(a, (const double *)PyArray_DATA(xc) + i * nn, sizeof(double) * (size_t)nn);
+    info = wb_ex_expm(n, a, result, work, ipiv);
+    {out_c} *o = ({out_c} *)PyArray_DATA({z}) + i * nn;
+    for (npy_intp k = 0; k < nn; ++k) o[k] = ({out_c})result[k];
+  }}
+  if (ts) PyEval_RestoreThread(ts);
+  wb_blas_end(&call);
+  free(work); free(ipiv); Py_DECREF(xc);
+  if (info != 0) {{
+    wb_la_raise("expm", "the Pade denominator V - U is singular at pivot ", info, 0, 0);
+    {fail}
+  }}
+}}"""
+
+    def c_code_cache_version(self) -> tuple[int, ...]:
+        return (1,)
