@@ -184,8 +184,9 @@ class ExpmC(LapackC):
   if (!work || !ipiv) {{ free(work); free(ipiv); Py_DECREF(xc); PyErr_NoMemory(); {fail} }}
   long info = 0;
   const double flops = 12.0 * (double)n * (double)nn * (double)batch;
+  static wb_blas_site site;  /* this node's one-thread estimate (blas_threads.py) */
   wb_blas_call call;
-  wb_blas_begin(&call, flops);
+  wb_blas_begin(&call, &site, flops);
   PyThreadState *ts = flops >= WB_LA_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
   for (npy_intp i = 0; i < batch && info == 0; ++i) {{
     double *a = work + 7 * nn, *result = work + 8 * nn;
