@@ -238,3 +238,74 @@ def test_the_c_linker_runs_lapack_for_every_op():
     ref = wb.function([a, b], outs, linker="py")(*values)
     for got, want in zip(f(*values), ref):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _hilbert(n):
+    i = np.arange(n)
+    return 1.0 / (i[:, None] + i[None, :] + 1)
+
+
+PY_AND_C = [linker for linker in LINKERS if linker in ("py", "c")]
+
+ILL_CONDITIONED = [
+    ("solve", lambda a, b: la.solve(a, b), 14),
+    ("solve_sym", lambda a, b: la.solve(a, b, assume_a="sym"), 14),
+    ("solve_her", lambda a, b: la.solve(a, b, assume_a="her", lower=True), 14),
+    ("solve_pos", lambda a, b: la.solve(a, b, assume_a="pos"), 12),
+    ("inv", lambda a, b: la.inv(a) @ b, 14),
+]
+
+
+@pytest.mark.parametrize("linker", PY_AND_C)
+@pytest.mark.parametrize(("name", "build", "n"), ILL_CONDITIONED,
+                         ids=[c[0] for c in ILL_CONDITIONED])
+def test_an_ill_conditioned_matrix_warns_as_scipy(linker, name, build, n):
+    """scipy.linalg.solve/inv warn LinAlgWarning when the reciprocal condition number is
+    below the machine epsilon (a Hilbert matrix of order 12-14: about 1e-17)."""
+    a, b = wt.dmatrix("a"), wt.dvector("b")
+    from workbench.core.compile.mode import get_mode
+
+    mode = get_mode("FAST_RUN").excluding("local_inv_dot_to_solve")
+    f = wb.function([a, b], build(a, b), linker=linker, mode=mode)
+    function = "inv" if name == "inv" else "solve"
+    with pytest.warns(la.LinAlgWarning, match=rf"{function}: Ill-conditioned matrix \(rcond="
+                      r"[0-9.e-]+\): result may not be accurate$"):
+        f(_hilbert(n), np.ones(n))
+
+
+@pytest.mark.parametrize("linker", PY_AND_C)
+def test_the_warning_names_the_matrix_of_a_stack_and_can_be_an_error(linker):
+    a = wt.dtensor3("a")
+    f = wb.function([a], la.inv(a), linker=linker)
+    stack = np.stack([np.eye(12), _hilbert(12) + 0.0, np.eye(12)])
+    with pytest.warns(la.LinAlgWarning, match=r"\(matrix 1 of the stack\)"):
+        f(stack)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", la.LinAlgWarning)
+        with pytest.raises(la.LinAlgWarning, match="inv: Ill-conditioned"):
+            f(stack)
+        f(np.stack([np.eye(3) * 2, np.eye(3)]))  # well-conditioned: silent
+
+
+@pytest.mark.parametrize("linker", PY_AND_C)
+def test_float32_uses_its_own_epsilon(linker):
+    """Hilbert of order 8: rcond about 3e-10, below float32's epsilon (1.2e-7) and far
+    above float64's (2.2e-16), as scipy."""
+    import warnings
+
+    a, b = wt.fmatrix("a"), wt.fvector("b")
+    f = wb.function([a, b], la.solve(a, b), linker=linker)
+    with pytest.warns(la.LinAlgWarning):
+        f(_hilbert(8).astype("float32"), np.ones(8, "float32"))
+    a64, b64 = wt.dmatrix("a"), wt.dvector("b")
+    f64 = wb.function([a64, b64], la.solve(a64, b64), linker=linker)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", la.LinAlgWarning)
+        f64(_hilbert(8), np.ones(8))
+
+
+def test_linalg_warning_is_a_runtime_warning_exported_from_wt_linalg():
+    assert issubclass(la.LinAlgWarning, RuntimeWarning)
+    assert "LinAlgWarning" in la.__all__

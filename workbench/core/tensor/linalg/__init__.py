@@ -9,6 +9,7 @@ from workbench.core.tensor.linalg.products import __all__ as _products_all
 
 __all__ = list(_products_all)
 
+from workbench.core.tensor.linalg.base import LinAlgError, LinAlgWarning  # noqa: E402
 from workbench.core.tensor.linalg.decompositions import *  # noqa: F403,E402
 from workbench.core.tensor.linalg.decompositions import __all__ as _decompositions_all  # noqa: E402
 from workbench.core.tensor.linalg.functions import *  # noqa: F403,E402
@@ -20,5 +21,4 @@ from workbench.core.tensor.linalg.solvers import *  # noqa: F403,E402
 from workbench.core.tensor.linalg.solvers import __all__ as _solvers_all  # noqa: E402
 
 __all__ += [*_decompositions_all, *_functions_all, *_rectangular_all, *_solvers_all,
-            "expm", "LinAlgError"]
-LinAlgError = __import__("numpy").linalg.LinAlgError
+            "expm", "LinAlgError", "LinAlgWarning"]

@@ -26,7 +26,12 @@ raises `MethodNotDefined`.
 
 Failures (a singular matrix for `solve`/`inv`, a matrix that is not positive
 definite for `cholesky`) raise `numpy.linalg.LinAlgError` naming the function,
-on every linker.
+on every linker. An ill-conditioned matrix (reciprocal 1-norm condition number below
+the machine epsilon of its dtype) makes `solve` (every `assume_a` but "tri") and `inv`
+warn with `LinAlgWarning`, as scipy.linalg does, on the py and C linkers (the C
+linker asks LAPACK's gecon/pocon/sycon/hecon after the factorisation; `perform`
+computes the exact ``1 / (|a|_1 |a^-1|_1)``); torch reports no condition estimate,
+so the gpu linker does not warn.
 """
 
 from __future__ import annotations
@@ -44,10 +49,50 @@ from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_sh
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["LinAlgError", "LinalgOp", "as_lapack_operands", "linalg_error", "real_dtype"]
+__all__ = ["LinAlgError", "LinAlgWarning", "LinalgOp", "as_lapack_operands", "linalg_error",
+           "real_dtype", "warn_if_ill_conditioned", "warn_ill_conditioned"]
 
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
 LinAlgError = np.linalg.LinAlgError
+
+class LinAlgWarning(RuntimeWarning):
+    """An ill-conditioned matrix in `solve` or `inv`: the result may not be accurate
+    (scipy.linalg.LinAlgWarning's meaning; a RuntimeWarning like scipy's)."""
+
+
+def warn_ill_conditioned(function: str, rcond: float, batch_index: int | None = None) -> None:
+    """Warn `LinAlgWarning` that a matrix of `function` has reciprocal condition number
+    `rcond` (the C linker calls this too, with a negative `batch_index` for None)."""
+    import warnings
+
+    where = (f" (matrix {batch_index} of the stack)"
+             if batch_index is not None and batch_index >= 0 else "")
+    warnings.warn(f"{function}: Ill-conditioned matrix (rcond={rcond:.6g}): result may not "
+                  f"be accurate{where}", LinAlgWarning, stacklevel=2)
+
+
+def warn_if_ill_conditioned(function: str, a: np.ndarray, inverse: np.ndarray | None = None
+                            ) -> None:
+    """`warn_ill_conditioned` for the first matrix of the stack `a` whose reciprocal
+    1-norm condition number ``1 / (|a|_1 |a^-1|_1)`` is below the machine epsilon of
+    its dtype (scipy's test; computed exactly here, where LAPACK's gecon estimates).
+    `inverse`: `a`'s inverse when the caller has it (else it is computed)."""
+    if a.size == 0:
+        return
+    with np.errstate(all="ignore"):
+        if inverse is None:
+            rcond = 1 / np.linalg.cond(a, 1)
+        else:
+            def norm1(m: np.ndarray) -> np.ndarray:
+                return np.abs(m).sum(axis=-2).max(axis=-1)
+
+            rcond = 1 / (norm1(a) * norm1(inverse))
+    eps = np.finfo(a.dtype).eps
+    flat = np.atleast_1d(rcond).reshape(-1)
+    bad = np.flatnonzero(flat < eps)
+    if bad.size:
+        warn_ill_conditioned(function, float(flat[bad[0]]), int(bad[0]) if a.ndim > 2 else None)
+
 
 #: The dtypes the Ops compute in.
 COMPUTE_DTYPES = ("float32", "float64", "complex64", "complex128")

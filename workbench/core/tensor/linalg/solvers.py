@@ -23,8 +23,10 @@ Semantics are numpy.linalg's and scipy.linalg's:
 A singular matrix raises `numpy.linalg.LinAlgError` ("solve: Singular matrix", with
 the pivot where LAPACK found it on the C linker); ``det`` of a singular matrix is 0 and
 ``slogdet`` gives ``(0, -inf)``, as in numpy. Empty matrices give empty results
-(``det`` of a 0x0 matrix is 1). Ill-conditioned systems give LAPACK's answer, like
-numpy (scipy's LinAlgWarning about the condition number is not raised).
+(``det`` of a 0x0 matrix is 1). An ill-conditioned matrix (reciprocal condition number
+below the dtype's machine epsilon) makes `solve` (but not "tri") and `inv` warn
+`LinAlgWarning` ("solve: Ill-conditioned matrix (rcond=...)") as scipy does, on the
+py and C linkers (see base.py).
 
 Gradients (all batched; `sum_to_input` undoes batch broadcasting): for ``x = a^-1 b``,
 ``gb = a^-T gx`` (a solve with the transpose) and ``ga = -gb x^T``, restricted to
@@ -53,6 +55,7 @@ from workbench.core.tensor.linalg.base import (
     symmetric_from_triangle_grad,
     transpose,
     triangle,
+    warn_if_ill_conditioned,
 )
 from workbench.core.tensor.linalg.products import matmul
 
@@ -164,6 +167,7 @@ class Solve(_SolveOp):
                 x = triangular_solve_np("solve", a, b2, self.lower, False, False)
             elif self.assume_a == "gen":
                 x = np.linalg.solve(a, b2)
+                warn_if_ill_conditioned("solve", a)
             else:
                 s = symmetrized(a, self.lower, hermitian=self.assume_a != "sym")
                 if self.assume_a == "pos":
@@ -173,6 +177,7 @@ class Solve(_SolveOp):
                         raise linalg_error("solve", "Matrix is not positive definite "
                                            "(assume_a='pos')") from None
                 x = np.linalg.solve(s, b2)
+                warn_if_ill_conditioned("solve", s)
         except LinAlgError as exc:
             if str(exc).startswith("solve"):
                 raise
@@ -329,6 +334,7 @@ class Inv(LinalgOp):
             y = np.linalg.inv(inputs[0])
         except LinAlgError as exc:
             raise linalg_error("inv", str(exc)) from None
+        warn_if_ill_conditioned("inv", inputs[0], y)
         output_storage[0][0] = np.asarray(y, dtype=node.outputs[0].type.numpy_dtype)
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:

@@ -118,6 +118,27 @@ def _trtrs(lower: bool, trans: bool, unit: bool, conjugate: bool = False) -> str
             "&info, (size_t)1, (size_t)1, (size_t)1);")
 
 
+def _condition_buffers() -> tuple[tuple[str, str, str], ...]:
+    """The workspaces of gecon/pocon/sycon/hecon (the largest any of them needs)."""
+    return (("wb_cw", "%(ctype)s", "4 * n"), ("wb_ciw", "wb_laint", "n"),
+            ("wb_crw", "%(rtype)s", "2 * n"))
+
+
+def _condition(node: Any, routine: str, args: str) -> str:
+    """C estimating the reciprocal condition number of the factorised matrix (LAPACK's
+    `routine`, "gecon", "pocon", "sycon" or "hecon", with its leading `args`) from
+    `anorm`, and noting it for the LinAlgWarning (scipy's test: below the epsilon)."""
+    complex_ = DTYPES[str(node.inputs[0].type.dtype)].is_complex
+    if routine in ("sycon", "hecon"):
+        extra = "" if complex_ else ", wb_ciw"
+    else:
+        extra = ", wb_crw" if complex_ else ", wb_ciw"
+    return ("{ %(rtype)s rcond = 0; wb_laint cinfo = 0;\n"
+            f"      wb_la_%(t)s{routine}({args}, &anorm, &rcond, wb_cw{extra}, &cinfo, "
+            "(size_t)1);\n"
+            "      WB_LA_NOTE_RCOND(rcond, WB_LA_EPS_%(t)s) }")
+
+
 #: the workspace of sysv/hesv per column of the matrix (LAPACK's block size, 64, is
 #: enough for the blocked algorithm; no workspace query per call)
 SYSV_WORK = 64
@@ -132,12 +153,17 @@ class SolveC(_SolveLikeC):
                sub: dict[str, str]) -> str:
         op = self.op
         uplo = "L" if op.lower else "U"
+        part = 1 if op.lower else 2  # wb_la_norm of the symmetric matrix of that triangle
         if op.assume_a == "pos":
-            call = (f"const char uplo = '{uplo}';\n    wb_la_%(t)sposv(&uplo, &wb_n, &wb_k, "
-                    "wb_a, &wb_ld, wb_b, &wb_ld, &info, (size_t)1);")
+            call = (f"const char uplo = '{uplo}';\n"
+                    f"    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, {part});\n"
+                    "    wb_la_%(t)sposv(&uplo, &wb_n, &wb_k, wb_a, &wb_ld, wb_b, &wb_ld, &info, "
+                    "(size_t)1);\n    if (info == 0) "
+                    + _condition(node, "pocon", "&uplo, &wb_n, wb_a, &wb_ld"))
             texts = messages("Matrix is not positive definite (assume_a='pos'): the "
                              "leading minor of order ")
-            return self.solve_code(node, inputs, outputs, sub, call, texts, "solve")
+            return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
+                                   work=_condition_buffers())
         if op.assume_a == "tri":
             call = _trtrs(op.lower, False, False)
             texts = messages("singular matrix: resolution failed at diagonal ")
@@ -148,19 +174,26 @@ class SolveC(_SolveLikeC):
                 str(node.inputs[0].type.dtype)].is_complex else "sysv"
             call = (f"const char uplo = '{uplo}'; const wb_laint wb_lwork = "
                     f"(wb_laint)({SYSV_WORK} * (n > 1 ? n : 1));\n"
+                    f"    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, {part});\n"
                     f"    wb_la_%(t)s{routine}(&uplo, &wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, "
-                    "&wb_ld, wb_work, &wb_lwork, &info, (size_t)1);")
+                    "&wb_ld, wb_work, &wb_lwork, &info, (size_t)1);\n    if (info == 0) "
+                    + _condition(node, routine[:2] + "con", "&uplo, &wb_n, wb_a, &wb_ld, "
+                                 "wb_ipiv"))
             texts = messages("Singular matrix: D is exactly zero at pivot ")
             return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
-                                   work=(("wb_work", "%(ctype)s", f"{SYSV_WORK} * n"),))
+                                   work=(("wb_work", "%(ctype)s", f"{SYSV_WORK} * n"),
+                                         *_condition_buffers()))
         # the row-major copy of a is a^T in column-major order: factorise that and solve
         # with its transpose (no transposing copy of a)
-        call = ("wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);\n"
+        # (its infinity norm is a's 1-norm, and gecon's "I" estimate a's 1-norm rcond)
+        call = ("const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, 3); const char norm = 'I';\n"
+                "    wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);\n"
                 "    if (info == 0) { const char trans = 'T'; wb_la_%(t)sgetrs(&trans, "
-                "&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info, (size_t)1); }")
+                "&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info, (size_t)1); }\n"
+                "    if (info == 0) " + _condition(node, "gecon", "&norm, &wb_n, wb_a, &wb_ld"))
         texts = messages("Singular matrix: U is exactly zero at pivot ")
         return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
-                               load_a="wb_la_load_rows_%(t)s")
+                               load_a="wb_la_load_rows_%(t)s", work=_condition_buffers())
 
 
 @register_c_op(SolveTriangular)
@@ -194,20 +227,25 @@ class TriangularMatmulC(_SolveLikeC):
 
 @register_c_op(Inv)
 class InvC(LapackC):
-    """gesv with the identity as right-hand side."""
+    """gesv with the identity as right-hand side, then gecon on its LU factors."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * n"),
-                              ("wb_ipiv", "wb_laint", "n"))
+                             ("wb_ipiv", "wb_laint", "n"), *_condition_buffers())
+        condition = _condition(node, "gecon", "&norm, &wb_n, wb_a, &wb_ld")
         body = f"""
     wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
     for (npy_intp j = 0; j < n * n; ++j) wb_b[j] = 0;
     for (npy_intp j = 0; j < n; ++j) wb_b[j + j * n] = 1;
     wb_laint info = 0;
+    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, 0); const char norm = '1';
     wb_la_%(t)sgesv(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info);
     if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
-    else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n, n, n, wb_b);"""
+    else {{
+      wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n, n, n, wb_b);
+      {condition}
+    }}"""
         code = self.loop(node, inputs, outputs, sub, body, decl, ["n, n"], "inv")
         return ("{\n" + messages("Singular matrix: U is exactly zero at pivot ") + "\n"
                 + finish(code, free) + "\n}")

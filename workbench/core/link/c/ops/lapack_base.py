@@ -190,10 +190,30 @@ def _declarations(lib: BlasLibrary) -> str:
 
 
 _SHARED_C = r"""
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #define WB_LA_NOGIL_FLOPS 65536.0
+
+/* Notes the reciprocal condition number r of the matrix wb_i when it is below the
+   machine epsilon `eps` and no earlier matrix of the stack was (the loop's variables). */
+#define WB_LA_NOTE_RCOND(r, eps) \
+  if ((r) < (eps) && wb_rcond_at < 0) { wb_rcond = (double)(r); wb_rcond_at = wb_i; }
+
+/* Warns LinAlgWarning about an ill-conditioned matrix through the one Python function
+   that words it (tensor/linalg/base.py); -1 with the exception set when the warning
+   is an error. */
+static int wb_la_warn(const char *function, double rcond, npy_intp batch) {
+  PyObject *mod = PyImport_ImportModule("workbench.core.tensor.linalg.base");
+  if (!mod) return -1;
+  PyObject *done = PyObject_CallMethod(mod, "warn_ill_conditioned", "sdn", function, rcond,
+                                       (Py_ssize_t)batch);
+  Py_DECREF(mod);
+  if (!done) return -1;
+  Py_DECREF(done);
+  return 0;
+}
 
 /* Raises numpy.linalg.LinAlgError (ValueError if numpy.linalg cannot be imported). */
 static void wb_la_raise(const char *function, const char *message, long position,
@@ -276,6 +296,24 @@ _TYPED_C = r"""
 /* the conjugate and the modulus (x itself and |x| for real types) */
 static inline %(ctype)s wb_la_conj_%(t)s(%(ctype)s x) { return %(conj)s; }
 static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
+#define WB_LA_EPS_%(t)s (sizeof(%(rtype)s) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON)
+
+/* The 1-norm (largest column sum of moduli) of the n x n column-major a (part 0); of
+   the symmetric (Hermitian) matrix its lower (part 1) or upper (part 2) triangle
+   describes; the infinity norm (largest row sum) of a (part 3). LAPACK's *con routines
+   take it with the factorisation. */
+static %(rtype)s wb_la_norm_%(t)s(const %(ctype)s *a, npy_intp n, int part) {
+  %(rtype)s best = 0;
+  for (npy_intp j = 0; j < n; ++j) {
+    %(rtype)s sum = 0;
+    for (npy_intp i = 0; i < n; ++i) {
+      const int mirror = part == 3 || (part == 1 && i < j) || (part == 2 && i > j);
+      sum += wb_la_abs_%(t)s(mirror ? a[j + i * n] : a[i + j * n]);
+    }
+    if (sum > best || sum != sum) best = sum;
+  }
+  return best;
+}
 /* buf (column-major, leading dimension m) = the m x n matrix at p with strides s0, s1,
    copied in tiles so that neither side is read with a long stride for long. */
 static void wb_la_load_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m, npy_intp n,
@@ -363,7 +401,7 @@ class LapackC(COpAdapter):
         return lapack_library().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (4,)
+        return (5,)
 
     # -- the generated function body ----------------------------------------------------
     def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
@@ -412,6 +450,7 @@ class LapackC(COpAdapter):
             ]
         code += [
             "int wb_status = 0; long wb_pos = 0; npy_intp wb_where = 0;",
+            "double wb_rcond = 0; npy_intp wb_rcond_at = -1;  /* WB_LA_NOTE_RCOND */",
             "const wb_laint wb_n = (wb_laint)n, wb_ld = (wb_laint)(n > 1 ? n : 1);",
             "(void)wb_n; (void)wb_ld; (void)wb_sa0; (void)wb_sa1;",
             buffers,
@@ -437,6 +476,8 @@ class LapackC(COpAdapter):
             "wb_bnd > 0);",
             f"  {fail}",
             "}",
+            f"if (wb_rcond_at >= 0 && wb_la_warn(\"{function}\", wb_rcond, "
+            f"wb_bnd > 0 ? wb_rcond_at : -1) < 0) {fail}",
             "}",
         ]
         return typed("\n".join(code), dtype)
