@@ -1,7 +1,8 @@
 """Dot, Gemm and Gemv in the C linker: one BLAS call each, values equal to NumPy's for
 every layout (C, F, transposed and strided views, negative and zero strides, empty
 dimensions), alpha/beta semantics (beta == 0 never reads the accumulated operand),
-in-place updates, float32 and float64; other dtypes run `perform`."""
+in-place updates, float32 and float64; other dtypes run `perform`. MatMul with batch
+dimensions: a gemm per item, on every layout."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from workbench.core.link.c import blas_lib
 from workbench.core.link.c.compiler import has_compiler
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.linalg import Dot
+from workbench.core.tensor.linalg.products import MatMul
 
 pytestmark = pytest.mark.skipif(not (has_compiler() and blas_lib.blas_available()),
                                 reason="needs a C compiler and a BLAS")
@@ -457,3 +459,55 @@ def test_an_inplace_gemm_whose_accumulator_broadcasts_makes_a_new_result(linker)
     got = f(zv, xv, yv, np.float64(2.0), np.float64(0.5))
     np.testing.assert_allclose(got, 0.5 * zv + 2.0 * xv @ yv, rtol=1e-12)
     np.testing.assert_array_equal(zv, kept)  # z broadcast: not overwritten
+
+
+# -- MatMul with batch dimensions: a gemm per item ---------------------------------------
+
+
+def batched_layouts(a: np.ndarray) -> dict[str, np.ndarray]:
+    """A batched operand in C order, with its core transposed in memory, strided, and
+    with its last axis reversed (negative stride: copied once for BLAS)."""
+    if a.ndim < 2:
+        return {"C": a, "strided": np.repeat(a, 2)[::2], "reversed": a[::-1].copy()[::-1]}
+    return {"C": a, "core transposed": np.swapaxes(np.swapaxes(a, -1, -2).copy(), -1, -2),
+            "strided": np.repeat(a, 2, axis=-1)[..., ::2], "reversed": a[..., ::-1]}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("x_shape", "y_shape"), [
+    ((3, 4, 5), (3, 5, 2)), ((3, 4, 5), (5, 2)), ((4, 5), (2, 5, 3)),
+    ((2, 1, 4, 5), (3, 5, 2)), ((5,), (3, 5, 2)), ((3, 4, 5), (5,)),
+    ((3, 4, 0), (3, 0, 2)), ((0, 4, 5), (5, 2)), ((3, 1, 5), (3, 5, 1)),
+], ids=str)
+def test_batched_matmul_is_a_gemm_per_item_on_every_layout(dtype, x_shape, y_shape):
+    x = wt.tensor(name="x", dtype=dtype, shape=(None,) * len(x_shape))
+    y = wt.tensor(name="y", dtype=dtype, shape=(None,) * len(y_shape))
+    f = wb.function([x, y], wt.matmul(x, y), mode=C_ONLY)
+    assert [type(n.op) for n in f.linker.report.c_nodes] == [MatMul]
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal(x_shape).astype(dtype)
+    yv = rng.standard_normal(y_shape).astype(dtype)
+    for xl in batched_layouts(xv).values():
+        for yl in batched_layouts(yv).values():
+            want = np.matmul(xl, yl)
+            for _ in range(2):  # the second call reuses the output
+                got = f(xl, yl)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_allclose(got, want, **TOL[dtype])
+
+
+def test_batched_matmul_errors_and_other_dtypes():
+    x, y = wt.dtensor3("x"), wt.dtensor3("y")
+    f = wb.function([x, y], wt.matmul(x, y), mode=C_ONLY)
+    with pytest.raises(ValueError, match=r"last dimension of the first operand \(4\) differs "
+                                         r"from the second-to-last dimension of the second "
+                                         r"\(5\)"):
+        f(np.ones((2, 3, 4)), np.ones((2, 5, 6)))
+    with pytest.raises(ValueError, match="batch dimension 0 has length 2 in one operand and 3 "
+                                         "in the other"):
+        f(np.ones((2, 3, 4)), np.ones((3, 4, 6)))
+    i, j = wt.ltensor3("i"), wt.ltensor3("j")
+    g = wb.function([i, j], wt.matmul(i, j), mode=C_ONLY)
+    assert [type(n.op) for n, _ in g.linker.report.py_nodes] == [MatMul]  # no integer BLAS
+    a = np.arange(24).reshape(2, 3, 4)
+    np.testing.assert_array_equal(g(a, a.swapaxes(1, 2)), a @ a.swapaxes(1, 2))

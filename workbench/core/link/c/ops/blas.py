@@ -32,8 +32,9 @@ from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.linalg import Dot
+from workbench.core.tensor.linalg.products import MatMul
 
-__all__ = ["BLAS_DTYPES", "DotC", "GemmC", "GemvC", "NOGIL_FLOPS"]
+__all__ = ["BLAS_DTYPES", "DotC", "GemmC", "GemvC", "MatMulC", "NOGIL_FLOPS"]
 
 #: dtypes computed through BLAS (prefix of the BLAS routine, C type, NumPy type number).
 BLAS_DTYPES: dict[str, tuple[str, str, str]] = {
@@ -46,14 +47,12 @@ NOGIL_FLOPS = 1 << 16
 
 _SHARED_C = r"""
 #define WB_NOGIL_FLOPS %(nogil)d
-/* How BLAS reads the 2-d array `a` in place: row-major (*trans = 0) or as the
-   transpose of a row-major matrix (*trans = 1, an F-ordered array), with leading
-   dimension *ld. Returns 0 when it cannot (the caller copies `a` to C order). The
-   stride of a dimension of length <= 1 is never used, so it does not matter. */
-static int wb_blas_layout(PyArrayObject *a, int *trans, wb_blasint *ld) {
-  const npy_intp m = PyArray_DIM(a, 0), n = PyArray_DIM(a, 1);
-  const npy_intp is = PyArray_ITEMSIZE(a);
-  npy_intp s0 = PyArray_STRIDE(a, 0), s1 = PyArray_STRIDE(a, 1);
+/* How BLAS reads a matrix of m x n items of `is` bytes with byte strides s0, s1 in
+   place: row-major (*trans = 0) or as the transpose of a row-major matrix (*trans = 1,
+   F order), with leading dimension *ld. Returns 0 when it cannot (the caller copies
+   it to C order). The stride of a dimension of length <= 1 is never used. */
+static int wb_blas_layout_raw(npy_intp m, npy_intp n, npy_intp s0, npy_intp s1,
+                              npy_intp is, int *trans, wb_blasint *ld) {
   const npy_intp mm = m > 1 ? m : 1, nn = n > 1 ? n : 1;
   const int free0 = m <= 1, free1 = n <= 1;
   if (s0 %% is || s1 %% is) return 0;
@@ -62,6 +61,12 @@ static int wb_blas_layout(PyArrayObject *a, int *trans, wb_blasint *ld) {
   else if ((free0 || s0 == 1) && (free1 || s1 >= mm)) { *trans = 1; *ld = free1 ? mm : s1; }
   else return 0;
   return *ld <= WB_BLASINT_MAX;
+}
+
+/* wb_blas_layout_raw of the 2-d array `a`. */
+static int wb_blas_layout(PyArrayObject *a, int *trans, wb_blasint *ld) {
+  return wb_blas_layout_raw(PyArray_DIM(a, 0), PyArray_DIM(a, 1), PyArray_STRIDE(a, 0),
+                            PyArray_STRIDE(a, 1), PyArray_ITEMSIZE(a), trans, ld);
 }
 
 /* The BLAS increment of the 1-d array `v` read in place; 0 when it needs a copy
@@ -288,7 +293,7 @@ class _BlasC(COpAdapter):
         return _blas().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (4,)
+        return (5,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
@@ -464,3 +469,121 @@ class GemvC(_AccumulateC):
         return check + self._accumulate(
             node, inputs, outputs, sub, 1, dims,
             lambda out, beta: f"wb_gemv_{t}({a}, {x}, alpha, {beta}, {out}, 0)")
+
+
+@register_c_op(MatMul)
+class MatMulC(_BlasC):
+    """numpy.matmul with batch dimensions: one gemm per item of the broadcast batch.
+
+    The core strides are the same for every item, so the layout (row-major, or the
+    transpose of one) is chosen once; an operand BLAS cannot address is copied to C
+    order once, whole. The output is C-ordered. A 1-d operand is a row (first) or a
+    column (second) read with its stride. The GIL is released around the loop when
+    the whole product is large; the thread policy chooses per item."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        t, ctype, npy = self._dtype(node)
+        fail, label = sub["fail"], sub["label"]
+        (x, y), (o,) = inputs, outputs
+        xd, yd, od = node.inputs[0].type.ndim, node.inputs[1].type.ndim, node.outputs[0].type.ndim
+        nb = od - (xd >= 2) - (yd >= 2)
+        xb, yb = xd - (2 if xd >= 2 else 1), yd - (2 if yd >= 2 else 1)
+        nbl = max(nb, 1)
+        lines = [f"npy_intp wb_b[{nbl}], wb_i[{nbl}], wb_xs[{nbl}], wb_ys[{nbl}], "
+                 f"wb_od[{max(od, 1)}];",
+                 f"for (int d = 0; d < {nbl}; d++) {{ wb_b[d] = 1; wb_i[d] = 0; wb_xs[d] = 0; "
+                 "wb_ys[d] = 0; }",
+                 "PyArrayObject *wb_xc = NULL, *wb_yc = NULL;"]
+        # core lengths and strides (a 1-d operand: a row of x, a column of y)
+        if xd >= 2:
+            lines.append(f"const npy_intp n = PyArray_DIM({x}, {xd - 2}), "
+                         f"k = PyArray_DIM({x}, {xd - 1});")
+        else:
+            lines.append(f"const npy_intp n = 1, k = PyArray_DIM({x}, 0);")
+        if yd >= 2:
+            lines.append(f"const npy_intp ky = PyArray_DIM({y}, {yd - 2}), "
+                         f"m = PyArray_DIM({y}, {yd - 1});")
+        else:
+            lines.append(f"const npy_intp ky = PyArray_DIM({y}, 0), m = 1;")
+        lines.append(f"""if (k != ky) {{
+  PyErr_Format(PyExc_ValueError, "%s: matmul: the last dimension of the first operand "
+               "(%ld) differs from the %s dimension of the second (%ld)", {label},
+               (long)k, {'"second-to-last"' if yd >= 2 else '"only"'}, (long)ky);
+  {fail}
+}}""")
+        for arr, rank in ((x, xb), (y, yb)):
+            for dd in range(rank):
+                d = dd + nb - rank
+                lines.append(f"""{{ const npy_intp len = PyArray_DIM({arr}, {dd});
+  if (len != 1) {{
+    if (wb_b[{d}] != 1 && wb_b[{d}] != len) {{
+      PyErr_Format(PyExc_ValueError, "%s: matmul: batch dimension {d} has length %ld in one "
+                   "operand and %ld in the other: they cannot be broadcast together", {label},
+                   (long)wb_b[{d}], (long)len);
+      {fail}
+    }}
+    wb_b[{d}] = len;
+  }} }}""")
+        # output shape
+        lines.append(f"for (int d = 0; d < {nb}; d++) wb_od[d] = wb_b[d];")
+        if xd >= 2:
+            lines.append(f"wb_od[{nb}] = n;")
+        if yd >= 2:
+            lines.append(f"wb_od[{od - 1}] = m;")
+        lines.append(self._out(o, od, "wb_od", npy, fail))
+        lines.append(f"npy_intp wb_total = 1;\nfor (int d = 0; d < {nb}; d++) wb_total *= wb_b[d];")
+
+        def core_strides(arr: str, nd: int, first: bool) -> tuple[str, str]:
+            if nd >= 2:
+                return f"PyArray_STRIDE({arr}, {nd - 2})", f"PyArray_STRIDE({arr}, {nd - 1})"
+            return ("0", f"PyArray_STRIDE({arr}, 0)") if first else \
+                (f"PyArray_STRIDE({arr}, 0)", "0")
+
+        sx0, sx1 = core_strides("wb_xa", xd, True)
+        sy0, sy1 = core_strides("wb_ya", yd, False)
+        batch_strides = []
+        for arr, rank, strides in (("wb_xa", xb, "wb_xs"), ("wb_ya", yb, "wb_ys")):
+            for dd in range(rank):
+                d = dd + nb - rank
+                batch_strides.append(f"{strides}[{d}] = PyArray_DIM({arr}, {dd}) == 1 ? 0 : "
+                                     f"PyArray_STRIDE({arr}, {dd});")
+        lines.append(f"""if (wb_total > 0 && n > 0 && m > 0) {{
+  {ctype} *pc = ({ctype} *)PyArray_DATA({o});
+  if (k == 0) memset(pc, 0, (size_t)(wb_total * n * m) * sizeof({ctype}));
+  else {{
+    PyArrayObject *wb_xa = {x}, *wb_ya = {y};
+    int ta, tb; wb_blasint lda, ldb;
+    if (!wb_blas_fits(n) || !wb_blas_fits(m) || !wb_blas_fits(k)) {fail}
+    if (!wb_blas_layout_raw(n, k, {sx0}, {sx1}, sizeof({ctype}), &ta, &lda)) {{
+      if (!(wb_xc = wb_blas_c_copy({x}))) {fail}
+      wb_xa = wb_xc;
+      wb_blas_layout_raw(n, k, {sx0}, {sx1}, sizeof({ctype}), &ta, &lda);
+    }}
+    if (!wb_blas_layout_raw(k, m, {sy0}, {sy1}, sizeof({ctype}), &tb, &ldb)) {{
+      if (!(wb_yc = wb_blas_c_copy({y}))) {{ Py_XDECREF(wb_xc); {fail} }}
+      wb_ya = wb_yc;
+      wb_blas_layout_raw(k, m, {sy0}, {sy1}, sizeof({ctype}), &tb, &ldb);
+    }}
+    {chr(10).join(batch_strides)}
+    const char *xa = PyArray_BYTES(wb_xa), *ya = PyArray_BYTES(wb_ya);
+    const wb_blasint ldc = m;
+    const double work = (double)n * m * k;
+    PyThreadState *ts = work * wb_total >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
+    static wb_blas_site site;  /* one item's one-thread estimate (blas_threads.py) */
+    for (npy_intp it = 0; it < wb_total; it++) {{
+      const char *px = xa, *py = ya;
+      for (int d = 0; d < {nb}; d++) {{ px += wb_i[d] * wb_xs[d]; py += wb_i[d] * wb_ys[d]; }}
+      wb_blas_call call;
+      wb_blas_begin(&call, &site, work);
+      wb_cblas_{t}gemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
+                       n, m, k, 1, (const {ctype} *)px, lda, (const {ctype} *)py, ldb, 0,
+                       pc + it * n * m, ldc);
+      wb_blas_end(&call);
+      for (int d = {nb} - 1; d >= 0; d--) {{ if (++wb_i[d] < wb_b[d]) break; wb_i[d] = 0; }}
+    }}
+    if (ts) PyEval_RestoreThread(ts);
+    Py_XDECREF(wb_xc); Py_XDECREF(wb_yc);
+  }}
+}}""")
+        return "\n".join(lines)
