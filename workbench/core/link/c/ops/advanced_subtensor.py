@@ -30,9 +30,14 @@ from typing import Any
 from workbench.core.graph.basic import Variable
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.join import COPY_SUPPORT, reuse_or_allocate
+from workbench.core.link.c.ops.buffers import alloc_output, copy_to_output
+from workbench.core.link.c.ops.join import COPY_SUPPORT
 from workbench.core.link.c.ops.shape import ViewCBase, tensor_dtypes_have_c
-from workbench.core.link.c.ops.subtensor import SUBTENSOR_SUPPORT, element_update
+from workbench.core.link.c.ops.subtensor import (
+    SUBTENSOR_SUPPORT,
+    element_update,
+    inner_update_loop,
+)
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.advanced_subtensor import (
     AdvancedIncSubtensor,
@@ -202,11 +207,10 @@ def _read(comp: tuple[Any, ...], ptr: str) -> str:
     return f"wbs_clamp_{ctype}(*(const {ctype} *)({ptr}))"
 
 
-def _offsets_code(lay: _Layout, t: str, end: str, label: str, y_strides: str | None) -> str:
-    """C broadcasting the index components (`wbx_bshape`, `wbx_bsize`) and filling
-    `wbx_xoff` (byte offset in `t` per broadcast position) and, when `y_strides` names
-    the value's aligned strides, `wbx_yoff` (byte offset in the value)."""
-    br, brl = lay.br, max(lay.br, 1)
+def _broadcast_code(lay: _Layout, t: str, end: str, label: str) -> str:
+    """C broadcasting the index components (`wbx_bshape`, `wbx_bsize`; NumPy's
+    IndexError when they cannot) and checking the scalar ones (into `wbx_off0`)."""
+    br = lay.br
     code = [_offsets_shape_only(lay)]
     arrays = lay.arrays()
     mismatch = c_string_literal("shape mismatch: indexing arrays could not be broadcast "
@@ -236,13 +240,28 @@ def _offsets_code(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
         n = f"PyArray_DIMS({t})[{comp[1]}]"
         code.append(f"if (wbx_bsize > 0) {{\n{_check_index(value, comp[1], n, end, label)}\n"
                     f"  wbx_off0 += w * PyArray_STRIDES({t})[{comp[1]}];\n}}")
-    code.append(f"""if (wbx_bsize > {_SMALL}) {{
+    return "\n".join(code)
+
+
+def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | None,
+                  emit: str | None = None) -> str:
+    """C reading every index of the broadcast (after `_broadcast_code`): each position's
+    byte offset `off` in `t` goes to `wbx_xoff` (and, when `y_strides` names the value's
+    aligned strides, its offset in the value to `wbx_yoff`), or to the C statement
+    `emit` when given (then no table is kept)."""
+    assert emit is None or y_strides is None, "a fused emit is for gathers"
+    br, brl = lay.br, max(lay.br, 1)
+    arrays = lay.arrays()
+    code = []
+    if emit is None:
+        code.append(f"""if (wbx_bsize > {_SMALL}) {{
   wbx_xoff = (npy_intp *)malloc(wbx_bsize * sizeof(npy_intp));
   if (!wbx_xoff) {{ PyErr_NoMemory(); goto {end}; }}""")
     if y_strides:
         code.append(f"""  wbx_yoff = (npy_intp *)malloc(wbx_bsize * sizeof(npy_intp));
   if (!wbx_yoff) {{ PyErr_NoMemory(); goto {end}; }}""")
-    code.append("}")
+    if emit is None:
+        code.append("}")
     # strides of each array component along the broadcast dims (0 where broadcast)
     for j, comp in arrays:
         rank, dims, strides = _component_shape(comp)
@@ -279,7 +298,7 @@ def _offsets_code(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
     for (npy_intp i = 0; i < inner_n; i++, k++) {{
       npy_intp off = wbx_off0;
       {chr(10).join(reads)}
-      wbx_xoff[k] = off;
+      {emit if emit is not None else "wbx_xoff[k] = off;"}
       {y_step}
     }}
     int d = {last} - 1;
@@ -290,7 +309,7 @@ def _offsets_code(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
     return "\n".join(code)
 
 
-def _declarations(lay: _Layout, with_y: bool) -> str:
+def _declarations(lay: _Layout) -> str:
     nbl, brl = max(lay.nb, 1), max(lay.br, 1)
     code = [f"npy_intp wbx_bdims[{nbl}], wbx_bstr[{nbl}], wbx_bshape[{brl}];",
             f"npy_intp wbx_odims[{max(lay.rank, 1)}];",
@@ -302,7 +321,6 @@ def _declarations(lay: _Layout, with_y: bool) -> str:
             "(void)wbx_yoff; (void)wbx_ysmall; (void)wbx_ycopy; (void)wbx_bad;"]
     for m in range(len(lay.masks)):
         code.append(f"npy_intp *wbx_mask{m} = NULL, wbx_count{m} = 0;")
-    del with_y
     return "\n".join(code)
 
 
@@ -352,13 +370,15 @@ class _AdvancedCBase(ViewCBase):
         return super().c_support_code() + SUBTENSOR_SUPPORT + COPY_SUPPORT
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
 
 @register_c_op(AdvancedSubtensor)
 class AdvancedSubtensorC(_AdvancedCBase):
     """``x[idx]`` for an advanced index: a C-ordered copy (the previous call's buffer
-    when it has the shape)."""
+    when it has the shape). With no basic dimension before the broadcast ones, each
+    element or block is copied as soon as its index is read; otherwise the offsets
+    are kept in a table read once per outer position."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
@@ -370,23 +390,29 @@ class AdvancedSubtensorC(_AdvancedCBase):
         size = node.outputs[0].type.numpy_dtype.itemsize
         at, nb = lay.at, lay.nb
         ni = nb - at
-        if ni == 0:
-            copy = f"memcpy(dst, src + wbx_xoff[b], {size}); dst += {size};"
-        else:
-            copy = (f"if (contiguous) memcpy(dst, src + wbx_xoff[b], block);\n"
-                    f"else wbc_copy(dst, dstr, src + wbx_xoff[b], wbx_bstr + {at}, "
-                    f"wbx_bdims + {at}, {ni}, {size});\n"
+
+        def copy(src: str) -> str:
+            if ni == 0:
+                return f"memcpy(dst, {src}, {size}); dst += {size};"
+            return (f"if (contiguous) memcpy(dst, {src}, block);\n"
+                    f"else wbc_copy(dst, dstr, {src}, wbx_bstr + {at}, wbx_bdims + {at}, "
+                    f"{ni}, {size});\n"
                     "dst += block;")
-        body = f"for (npy_intp b = 0; b < wbx_bsize; b++) {{\n{copy}\n}}"
-        gather = _outer_loops(lay, body, [("src", "wbx_base", "wbx_bstr")])
+
+        if at == 0:
+            gather = _offsets_loop(lay, x, end, label, None, emit=copy("wbx_base + off"))
+        else:
+            body = f"for (npy_intp b = 0; b < wbx_bsize; b++) {{\n{copy('src + wbx_xoff[b]')}\n}}"
+            gather = (_offsets_loop(lay, x, end, label, None) + "\nif (total > 0) "
+                      + _outer_loops(lay, body, [("src", "wbx_base", "wbx_bstr")]))
         return f"""{{
-{_declarations(lay, False)}
+{_declarations(lay)}
 char *wbx_base = PyArray_BYTES({x});
 {_basic_code(lay, x, end)}
 {_masks_code(lay, x, end, label)}
-{_offsets_code(lay, x, end, label, None)}
+{_broadcast_code(lay, x, end, label)}
 {_odims(lay)}
-{reuse_or_allocate(z, lay.rank, "wbx_odims", dtype, f"goto {end};")}
+{alloc_output(z, str(lay.rank), "wbx_odims", str(dtype), f"goto {end};")}
 {{
   char *dst = PyArray_BYTES({z});
   npy_intp block = {size}, dstr[{max(ni, 1)}];
@@ -399,7 +425,8 @@ char *wbx_base = PyArray_BYTES({x});
   (void)contiguous; (void)dstr;
   npy_intp total = block * wbx_bsize;
   for (int d = 0; d < {at}; d++) total *= wbx_bdims[d];
-  if (total > 0) {gather}
+  (void)total;
+  {gather}
 }}
 wbx_err = 0;
 {_cleanup(lay, end, fail)}
@@ -437,39 +464,39 @@ class AdvancedIncSubtensorC(_AdvancedCBase):
   if (!{z}) goto {end};
 }}"""
         else:
-            prepare = f"""{{
-  npy_intp xd[{max(nd, 1)}];
-  for (int d = 0; d < {nd}; d++) xd[d] = PyArray_DIMS({x})[d];
-  {reuse_or_allocate(z, nd, "xd", dtype, f"goto {end};")}
-  if (PyArray_CopyInto({z}, {x}) < 0) goto {end};
-}}"""
+            prepare = copy_to_output(z, x, nd, f"goto {end};")
         mismatch = c_string_literal("shape mismatch: value array of shape %s could not be "
                                     "broadcast to indexing result of shape %s (%s)")
         ni = nb - at
         loops = ["char *pt0 = (char *)tgt + wbx_xoff[b];",
                  "const char *py0 = yv + wbx_yoff[b];"]
-        for j in range(ni):
+        for j in range(ni - 1):
             d = at + j
             loops.append(f"for (npy_intp q{j} = 0; q{j} < wbx_bdims[{d}]; q{j}++) {{\n"
                          f"char *pt{j + 1} = pt{j} + q{j} * wbx_bstr[{d}];\n"
                          f"const char *py{j + 1} = py{j} + q{j} * wbx_ystr[{br + d}];")
-        update = element_update(str(dtype), self.op.set_instead_of_inc,
-                                f"*({ctype} *)pt{ni}", f"*(const {ctype} *)py{ni}")
+        if ni:  # the innermost basic dimension: a typed loop when contiguous
+            last = ni - 1
+            loops.append(f"{{ char *po = pt{last}; const char *py = py{last};\n"
+                         f"const npy_intp n_in = wbx_bdims[{nb - 1}], so = wbx_bstr[{nb - 1}], "
+                         f"sy = wbx_ystr[{rank - 1}];\n"
+                         f"{inner_update_loop(str(dtype), self.op.set_instead_of_inc)}\n}}")
+        else:
+            loops.append(element_update(str(dtype), self.op.set_instead_of_inc,
+                                        f"*({ctype} *)pt0", f"*(const {ctype} *)py0"))
         body = ("for (npy_intp b = 0; b < wbx_bsize; b++) {\n" + "\n".join(loops) + "\n"
-                + update + "\n" + "}" * ni + "\n}")
+                + "}" * max(ni - 1, 0) + "\n}")
         scatter = _outer_loops(lay, body, [("tgt", "wbx_base", "wbx_bstr"),
                                            ("yv", "PyArray_BYTES(wbx_ysrc)", "wbx_ystr")])
         return f"""{{
-{_declarations(lay, True)}
+{_declarations(lay)}
 {prepare}
 char *wbx_base = PyArray_BYTES({z});
 PyArrayObject *wbx_ysrc = {y};
 npy_intp wbx_ystr[{max(rank, 1)}];
 {_basic_code(lay, z, end)}
 {_masks_code(lay, z, end, label)}
-/* the index arrays' broadcast shape gives the value's strides: computed first,
-   reading no index */
-{_offsets_shape_only(lay)}
+{_broadcast_code(lay, z, end, label)}
 {_odims(lay)}
 {{
   int ok = {y_nd} <= {rank};
@@ -481,7 +508,7 @@ npy_intp wbx_ystr[{max(rank, 1)}];
     else if (yn == 1) wbx_ystr[d] = 0;
     else ok = 0;
   }}
-  if (!ok && !wbx_bad) {{
+  if (!ok) {{
     char a[512], b[512];
     PyErr_Format(PyExc_ValueError, {mismatch},
                  wbv_shape_text(a, sizeof(a), PyArray_DIMS({y}), {y_nd}, 1),
@@ -502,8 +529,7 @@ npy_intp wbx_ystr[{max(rank, 1)}];
     }}
   }}
 }}
-wbx_bad = 0; wbx_bsize = 1;
-{_offsets_code(lay, z, end, label, "wbx_ystr")}
+{_offsets_loop(lay, z, end, label, "wbx_ystr")}
 {{
   npy_intp total = wbx_bsize;
   for (int d = 0; d < {nb}; d++) total *= wbx_bdims[d];

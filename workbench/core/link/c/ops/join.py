@@ -1,6 +1,7 @@
 """C for Join (numpy.concatenate): each input copied into its slab of one output.
 
-The output is C-ordered (the previous call's buffer when it has the shape); each
+The output is C-ordered (the previous call's buffer when it has the shape,
+buffers.py); each
 input is copied by a strided loop (`wbc_copy`) that merges the innermost dimensions
 both sides store contiguously into one `memcpy`, so C-ordered inputs along axis 0 are
 one `memcpy` each and transposed or sliced inputs an element loop. An input of
@@ -13,14 +14,14 @@ from typing import Any
 
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
+from workbench.core.link.c.ops.buffers import alloc_output
 from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import type_num
 from workbench.core.tensor.join import Join
 
-__all__ = ["COPY_SUPPORT", "JoinC", "reuse_or_allocate"]
+__all__ = ["COPY_SUPPORT", "JoinC"]
 
-#: A strided block copy and a C-ordered output allocation, shared with the advanced
-#: indexing C (advanced_subtensor.py).
+#: A strided block copy, shared with the advanced indexing C (advanced_subtensor.py).
 COPY_SUPPORT = r"""
 #ifndef WB_COPY_SUPPORT
 #define WB_COPY_SUPPORT
@@ -63,25 +64,8 @@ static void wbc_copy(char *dst, const npy_intp *ds, const char *src, const npy_i
     if (d < 0) break;
   }
 }
-/* *out made a writeable C-ordered array of type `typenum` and shape `dims`: the array
-   already there when it fits, else a new one. Returns 0, or -1 with an exception set. */
-static int wbc_output(PyArrayObject **out, int nd, const npy_intp *dims, int typenum) {
-  int reuse = *out != NULL && PyArray_NDIM(*out) == nd && PyArray_TYPE(*out) == typenum
-              && PyArray_ISWRITEABLE(*out) && PyArray_IS_C_CONTIGUOUS(*out);
-  for (int d = 0; reuse && d < nd; d++) reuse = PyArray_DIMS(*out)[d] == dims[d];
-  if (reuse) return 0;
-  Py_XDECREF(*out);
-  *out = (PyArrayObject *)PyArray_EMPTY(nd, (npy_intp *)dims, typenum, 0);
-  return *out ? 0 : -1;
-}
 #endif
 """
-
-
-def reuse_or_allocate(out: str, nd: int, dims: str, dtype: Any, fail: str) -> str:
-    """C making `out` a writeable C-ordered array of `dtype` and shape `dims` (a C
-    array of `nd` lengths), reusing the previous call's array when it fits."""
-    return f"if (wbc_output(&{out}, {nd}, {dims}, {type_num(dtype)}) < 0) {fail}"
 
 
 @register_c_op(Join)
@@ -116,7 +100,7 @@ class JoinC(ViewCBase):
   }}
 }}
 dims[{axis}] += PyArray_DIMS({x})[{axis}];""")
-        code.append(reuse_or_allocate(z, nd, "dims", out_type.dtype, fail))
+        code.append(alloc_output(z, str(nd), "dims", str(out_type.dtype), fail))
         code.append(f"char *slab = PyArray_BYTES({z});")
         code.append(f"const npy_intp step = PyArray_STRIDES({z})[{axis}];")
         for x, var in zip(inputs, node.inputs):
@@ -135,4 +119,4 @@ dims[{axis}] += PyArray_DIMS({x})[{axis}];""")
         return "\n".join(code)
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)

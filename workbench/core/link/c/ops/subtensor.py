@@ -23,7 +23,8 @@ from workbench.core.link.c.ops.shape import ViewCBase
 from workbench.core.link.c.types import c_type_name
 from workbench.core.tensor.subtensor import SYMBOLIC, IncSubtensor, SliceEntry, Subtensor
 
-__all__ = ["IncSubtensorC", "SUBTENSOR_SUPPORT", "SubtensorC", "element_update", "index_code"]
+__all__ = ["IncSubtensorC", "SUBTENSOR_SUPPORT", "SubtensorC", "element_update", "index_code",
+           "inner_update_loop"]
 
 #: Slice arithmetic (Python's slice.indices) and index reading.
 SUBTENSOR_SUPPORT = r"""
@@ -186,7 +187,7 @@ def element_update(dtype: str, set_instead_of_inc: bool, dst: str, src: str) -> 
     return f"{dst} += {src};"
 
 
-def _inner_loop(dtype: str, set_instead_of_inc: bool) -> str:
+def inner_update_loop(dtype: str, set_instead_of_inc: bool) -> str:
     """The innermost loop of the write: typed (vectorisable) when the region row is
     contiguous and the value row contiguous or broadcast, strided otherwise."""
     t = c_type_name(dtype)
@@ -288,7 +289,7 @@ if (size > 0) {{
   for (;;) {{
     char *po = data, *py = ybase;
     for (int d = 0; d < last; d++) {{ po += idx[d] * strides[d]; py += idx[d] * ystr[d]; }}
-{_inner_loop(str(node.inputs[0].type.dtype), op.set_instead_of_inc)}
+{inner_update_loop(str(node.inputs[0].type.dtype), op.set_instead_of_inc)}
     int d = last - 1;
     while (d >= 0) {{ if (++idx[d] < dims[d]) break; idx[d] = 0; d--; }}
     if (d < 0) break;
