@@ -153,3 +153,34 @@ def test_the_c_linker_runs_lapack_for_complex_matrices(dtype):
             hpd, rhs)):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def _linkers():
+    linkers = ["py"]
+    if has_compiler():
+        linkers.append("c")
+    try:
+        import torch  # noqa: F401
+
+        from workbench.core.link.gpu import GpuLinker
+
+        linkers.append(GpuLinker(device="cpu"))
+    except ImportError:
+        pass
+    return linkers
+
+
+@pytest.mark.parametrize("linker", _linkers(), ids=lambda lk: lk if isinstance(lk, str) else "gpu")
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "her"])
+def test_a_singular_complex_matrix_raises_on_every_linker(linker, assume_a):
+    a, b = _t("complex128", name="a"), _t("complex128", 1, name="b")
+    f = wb.function([a, b], [la.solve(a, b, assume_a=assume_a)], linker=linker)
+    u = np.array([1, 1j, 2])
+    # rank one: symmetric for "gen"/"sym", Hermitian (real diagonal) for "her"
+    singular = np.outer(u, np.conj(u)) if assume_a == "her" else np.full((3, 3), 1 + 1j)
+    with pytest.raises(np.linalg.LinAlgError, match="solve: Singular"):
+        f(singular, np.ones(3, complex))
+    stack = _t("complex128", 3, name="stack")
+    g = wb.function([stack], la.inv(stack), linker=linker)
+    with pytest.raises(np.linalg.LinAlgError, match="inv: Singular"):
+        g(np.stack([np.eye(3, dtype=complex), np.full((3, 3), 1j)]))
