@@ -11,13 +11,21 @@ its conversions; anything variable is an argument.
 
 from __future__ import annotations
 
+import functools
+import re
+
 __all__ = ["c_string_literal", "label_bytes"]
 
-# Printable ASCII except the three characters with a meaning inside a C literal:
-# '"' ends it, '\\' escapes, '?' starts a trigraph ("??/" is a backslash).
-_PLAIN = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\"), ord("?")}
+# Every byte but printable ASCII less the three characters with a meaning inside a C
+# literal: '"' ends it, '\\' escapes, '?' starts a trigraph ("??/" is a backslash).
+_ESCAPED = re.compile(rb'[^\x20\x21\x23-\x3e\x40-\x5b\x5d-\x7e]')
 
 
+def _octal(match: re.Match[bytes]) -> bytes:
+    return b"\\%03o" % match[0][0]
+
+
+@functools.lru_cache(maxsize=4096)
 def c_string_literal(text: str) -> str:
     """`text` as a C string literal standing for exactly its UTF-8 bytes.
 
@@ -25,13 +33,10 @@ def c_string_literal(text: str) -> str:
     octal escape, which cannot run into a following digit as a hex escape would. A
     NUL in the text is spelled ``\\0`` (two visible characters) so that it does not
     cut the string short. Used as data (a ``%s`` argument, PyErr_SetString's text) or,
-    for library text only, as a format string.
+    for library text only, as a format string. (Cached: code generation asks for the
+    same library texts for every node.)
     """
-    out = ['"']
-    for byte in label_bytes(text):
-        out.append(chr(byte) if byte in _PLAIN else f"\\{byte:03o}")
-    out.append('"')
-    return "".join(out)
+    return '"' + _ESCAPED.sub(_octal, label_bytes(text)).decode("ascii") + '"'
 
 
 def label_bytes(text: str) -> bytes:
