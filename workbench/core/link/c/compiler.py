@@ -46,9 +46,10 @@ from workbench.core.link.c import compile_progress
 
 __all__ = [
     "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError",
-    "ReadOnlyCacheWarning", "avx512_choice",
+    "ReadOnlyCacheWarning", "avx512_choice", "build_wanted_preludes",
     "compile_module", "compiler_info", "cpu_features", "extension_suffix", "has_compiler",
-    "load_module", "openmp_flags", "python_include_dirs", "reports_functions", "targets_avx512",
+    "load_module", "openmp_flags", "probe_all", "python_include_dirs", "reports_functions",
+    "targets_avx512",
 ]  # fmt: skip
 
 #: The environment variable that keeps AVX-512 out of generated code: "off" compiles every
@@ -335,15 +336,45 @@ def avx512_choice() -> str:
     return choice
 
 
+def _concurrently(*calls: Any) -> list[Any]:
+    """The results of `calls` (functions of no argument) run in threads at once: the
+    probes of a cold cache are compiler runs of ~0.1 s each that need not wait for
+    each other. The first exception (in the order of `calls`) is raised."""
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(k: int) -> None:
+        try:
+            results[k] = calls[k]()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller below
+            errors[k] = exc
+
+    # each thread in a copy of the caller's context (probes_not_kept() holds there too)
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(run, k),
+                                daemon=True, name=f"workbench-probe-{k}")
+               for k in range(1, len(calls))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
+
+
 @functools.lru_cache(maxsize=8)
 def _info_for(cc_env: str | None, avx512: str = "auto") -> CompilerInfo:
     command = _find_command()
-    version = _probed(command, ("version",), lambda: _version_of(command), str)
-    if not _accepts(command, (), _PROBE):
+    version, shared, march = _concurrently(
+        lambda: _probed(command, ("version",), lambda: _version_of(command), str),
+        lambda: _accepts(command, (), _PROBE),
+        lambda: _accepts(command, ("-march=native",), _PROBE))
+    if not shared:
         raise CompilerUnavailableError(
             f"the C compiler {' '.join(command)} ({version}) cannot build a shared library. "
             "Fix: install a complete toolchain (compiler and linker) or set CC.")
-    march = _accepts(command, ("-march=native",), _PROBE)
     flags = ["-O3", "-fPIC", *_link_flags(), "-fvisibility=hidden", "-fno-strict-aliasing"]
     if march:
         flags.append("-march=native")
@@ -493,7 +524,7 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
     info = compiler_info()
     all_flags = [*(info.default_flags if flags is None else flags), *extra_flags]
     if PRELUDE_INCLUDE in source:
-        include_dirs = [*include_dirs, str(prelude_dir(all_flags, wait=False))]
+        include_dirs = [*include_dirs, str(prelude_dir(all_flags, wait=False, build=False))]
     directory = Path(out_dir) if out_dir is not None else Path(
         tempfile.mkdtemp(prefix=f"workbench-c-{module_name}-"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -572,6 +603,15 @@ def vector_math_libraries(info: CompilerInfo | None = None) -> tuple[str, ...]:
     return _vector_math_for(info or compiler_info())
 
 
+def probe_all() -> None:
+    """Ask every question about the compiler now, in threads at once (each answer is
+    kept on disk: on a cold cache these are compiler runs that the first compile would
+    otherwise make one after another). Raises CompilerUnavailableError without one."""
+    info = compiler_info()
+    _concurrently(*[functools.partial(probe, info) for probe in
+                    (targets_avx512, cpu_features, vector_math_libraries, openmp_flags)])
+
+
 # -- the precompiled prelude -------------------------------------------------------
 # Every generated module starts with Python's and NumPy's headers, whose parsing is a
 # third of a small module's compile time. They live in one header, wb_prelude.h,
@@ -603,11 +643,13 @@ PRELUDE = """/* workbench: what every generated module includes first */
 """
 
 
-def prelude_dir(flags: Sequence[str], wait: bool = True) -> Path:
+def prelude_dir(flags: Sequence[str], wait: bool = True, build: bool = True) -> Path:
     """A directory holding wb_prelude.h and, when the compiler can, its precompiled form
     for `flags` (built once, under a file lock, shared by processes). With `wait=False`,
     while another thread or process is building it, a directory holding the header text
-    alone (see `_text_prelude`)."""
+    alone (see `_text_prelude`); with `build=False`, that directory whenever the
+    precompiled form is not there yet (its build is left to `prelude_dir` called with
+    `build=True`, e.g. after the first graph's compile: see linker.py)."""
     import filelock
 
     info = compiler_info()
@@ -634,6 +676,10 @@ def prelude_dir(flags: Sequence[str], wait: bool = True) -> Path:
         directory = root / key
         if _prelude_sound(directory):
             return directory
+    if not build:
+        with _preludes_wanted_lock:
+            _preludes_wanted[tuple(flags)] = None
+        return _text_prelude(root)
     directory.mkdir(parents=True, exist_ok=True)
     try:
         with filelock.FileLock(str(root / f"{key}.lock"), timeout=0 if not wait else 600):
@@ -643,6 +689,22 @@ def prelude_dir(flags: Sequence[str], wait: bool = True) -> Path:
         return _text_prelude(root)
     _sound_preludes.add(directory)
     return directory
+
+
+#: The flags of compiles that found no precompiled prelude and were not to build it
+#: (`build=False`): `build_wanted_preludes` builds theirs.
+_preludes_wanted: dict[tuple[str, ...], None] = {}
+_preludes_wanted_lock = threading.Lock()
+
+
+def build_wanted_preludes() -> None:
+    """Build the precompiled preludes that compiles of this process wanted and did not
+    find (see `prelude_dir`'s `build`)."""
+    with _preludes_wanted_lock:
+        wanted = list(_preludes_wanted)
+        _preludes_wanted.clear()
+    for flags in wanted:
+        prelude_dir(flags, wait=True)
 
 
 def _text_prelude(root: Path) -> Path:

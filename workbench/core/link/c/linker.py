@@ -24,6 +24,7 @@ from workbench.core.graph.op import Thunk
 from workbench.core.link.c import bundle, codegen
 from workbench.core.link.c.blas_threads import take_last_threads
 from workbench.core.link.c.cache import ModuleCache, default_cache
+from workbench.core.link.c.compiler import build_wanted_preludes, probe_all
 from workbench.core.link.c.runtime import runtime
 from workbench.core.link.vm import VM, Cell, LoopVM, StackVM, VMLinker
 
@@ -72,23 +73,38 @@ _toolchain_threads: list[threading.Thread] = []
 
 
 def prepare_toolchain() -> list[threading.Thread]:
-    """Start, once per process, building what every C-linked function needs before its
-    own nodes: the runtime module and the precompiled prelude (each built once per
-    machine, then found on disk). Called when a CLinker is made, so that on a cold cache
-    both build while the graph is still being rewritten; `make_thunk` waits for them."""
+    """Start, once per process, what every C-linked function needs before its own
+    nodes: the compiler's probes (all at once) and the runtime module (each done once
+    per machine, then found on disk). Called when a CLinker is made, so that on a cold
+    cache they run while the graph is still being rewritten; `make_thunk` waits for them.
+    The precompiled prelude is not among them: it only pays from the second compile on,
+    so it is built after the first graph's kinds (`_build_preludes_after`), which parse
+    the header text meanwhile instead of sharing the cores with its build."""
     with _toolchain_lock:
         if not _toolchain_threads:
-            def prelude() -> None:
-                from workbench.core.link.c.compiler import prelude_dir
-
-                prelude_dir(list(codegen.BASE_FLAGS))
-
-            for work in (runtime, prelude):
+            for work in (runtime, probe_all):
                 thread = threading.Thread(target=_quietly, args=(work,), daemon=True,
                                           name=f"workbench-{work.__name__}")
                 thread.start()
                 _toolchain_threads.append(thread)
         return list(_toolchain_threads)
+
+
+_prelude_builder: list[threading.Thread] = []
+
+
+def _build_preludes_after() -> None:
+    """Build, in a background thread, the precompiled preludes the compiles so far
+    wanted (compiler.build_wanted_preludes). Not a daemon: a short script that compiled
+    on a cold cache finishes the build (~0.2 s) before it exits, so that its successors
+    find it."""
+    with _toolchain_lock:
+        if _prelude_builder and _prelude_builder[0].is_alive():
+            return  # (what is wanted meanwhile is built by the next graph's call)
+        thread = threading.Thread(target=_quietly, args=(build_wanted_preludes,),
+                                  name="workbench-prelude")
+        thread.start()
+        _prelude_builder[:] = [thread]
 
 
 class CLinker(VMLinker):
@@ -174,6 +190,8 @@ class CLinker(VMLinker):
         fg, order, smap, cmap = self._graph_and_storage(input_storage, output_storage,
                                                         storage_map)
         capsules = self.compile_nodes(order, report)
+        if report.compiled:
+            _build_preludes_after()
         for thread in toolchain:
             thread.join()
         rt = runtime()  # raises here if its build failed
