@@ -147,8 +147,10 @@ def test_a_click_in_the_browser_selects_in_python():
     assert view.canvas.selected == find(view.nx_graph, "x")
     view.select(None)
     assert view.canvas.selected is None
-    with pytest.raises(traitlets.TraitError, match="key of a drawn node"):
+    with pytest.raises(traitlets.TraitError, match="selected must be the key of a drawn"):
         view.canvas.selected = "nothing-like-this"
+    with pytest.raises(traitlets.TraitError, match="focus must be the key of a drawn"):
+        view.canvas.focus = "nothing-like-this"
 
 
 def test_fit_zoom_and_the_shipped_javascript():

@@ -163,7 +163,12 @@ def test_a_loop_node_expands_into_its_body_and_collapses_again():
     assert view.expand_button.description == "collapse loop"
     assert view.canvas.graph["frames"] or any(n["inner"] for n in view.canvas.graph["nodes"])
     assert any(e["feeds"] for e in view.canvas.graph["edges"])
+    # the drawing fits again around the opened loop: its body's boxes say whose they are
+    assert view.canvas.focus == scan_key and view.canvas.zoom == 1.0
+    assert {n["inner_of"] for n in view.canvas.graph["nodes"] if n["inner"]} == {scan_key}
+    view.canvas.zoom = 2.0
     view.collapse(scan_key)
+    assert view.canvas.focus is None and view.canvas.zoom == 1.0
     assert view.nx_graph.number_of_nodes() == n_closed
     view.select(next(k for k, d in view.nx_graph.nodes(data=True) if d["obj"] is x))
     assert view.expand_button.layout.display == "none"

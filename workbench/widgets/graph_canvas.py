@@ -7,7 +7,9 @@ value). The browser only draws that data as SVG and handles the hands-on
 part: drag to pan, wheel to zoom around the pointer, click to select (the
 selection comes back to Python as `canvas.selected`), hover for details.
 "Fit" never shrinks text below 11 px: a graph too big for the view at that
-size is shown from the top and scrolled by dragging.
+size is shown from the top and scrolled by dragging, or, when `focus` names a
+node whose inner graph is drawn opened (an expanded loop), with that node and
+its body in the middle of the view.
 
 The JavaScript ships inside the package (`static/graph_canvas.js`), loaded
 by anywidget from the wheel: nothing is fetched from a CDN at run time.
@@ -119,7 +121,8 @@ def _contents(g: nx.DiGraph, groups: Mapping[str, list[str]],
                           "kind": OUTPUT if shown["kind"] == OUTPUT else data["kind"],
                           "letter": data["label"], "lines": lines, "hover": "\n".join(hover),
                           "rounded": data["kind"] != APPLY,
-                          "inner": data.get("inner_of") is not None}
+                          "inner": data.get("inner_of") is not None,
+                          "inner_of": data.get("inner_of")}
     return contents
 
 
@@ -194,7 +197,9 @@ class GraphCanvas(anywidget.AnyWidget):
     `selected`: key of the selected node (clicked in the browser, or set here).
     `highlight`: node key -> highlight kind ("selected", "removed", "introduced")
     for outlines a host widget wants. `zoom`: a multiple of the fitted scale
-    (1.0 is "fit"). `height`: pixel height of the view.
+    (1.0 is "fit"). `height`: pixel height of the view. `focus`: the key of an
+    opened inner-graph node (a loop drawn with its body) that "fit" keeps in view
+    when the whole graph does not fit at 11 px text; setting it fits again.
     """
 
     _esm = STATIC / "graph_canvas.js"
@@ -205,6 +210,7 @@ class GraphCanvas(anywidget.AnyWidget):
     highlight = traitlets.Dict().tag(sync=True)
     zoom = traitlets.Float(1.0).tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    focus = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, graph: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(graph=graph, **kwargs)
@@ -222,12 +228,12 @@ class GraphCanvas(anywidget.AnyWidget):
         self.zoom = 1.0
         self.send({"command": "fit"})
 
-    @traitlets.validate("selected")
-    def _check_selected(self, proposal: dict[str, Any]) -> str | None:
+    @traitlets.validate("selected", "focus")
+    def _check_key(self, proposal: dict[str, Any]) -> str | None:
         key = proposal["value"]
         if key is not None and key not in self.node_keys():
-            raise traitlets.TraitError(f"selected must be the key of a drawn node or None, "
-                                       f"got {key!r}")
+            raise traitlets.TraitError(f"{proposal['trait'].name} must be the key of a drawn "
+                                       f"node or None, got {key!r}")
         return key
 
     @traitlets.validate("zoom")

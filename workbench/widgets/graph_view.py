@@ -6,6 +6,8 @@ graph scrolls rather than shrinks). A `Dropdown` of the nodes selects too.
 A loop node (any Op holding an inner graph) gets an "expand loop" button: its body
 is drawn inside the graph, framed, and "collapse loop" closes it (`expand(node)`,
 `collapse(node)`; see `inner_graphs.ExpandsInnerGraphs`, shared by the widgets).
+The view fits again after each: when the opened graph is too big for the view at
+11 px, the loop and its body are put in the middle of it (the canvas's `focus`).
 Selecting outlines the node and fills the details panel: kind, op and props,
 type, dtype, static shape, name, the `dprint` of its subtree (with the same
 `[id X]` letters as the drawing), and its value when a `point` was given. With
@@ -120,7 +122,7 @@ class GraphView(ExpandsInnerGraphs, widgets.VBox):
             self.node_select.value = ""
             return
         if isinstance(node, Variable | Apply):
-            key = next((k for k, d in self.nx_graph.nodes(data=True) if d["obj"] is node), None)
+            key = self._key_of(node)
             if key is None:
                 raise KeyError(f"{node} is not part of this graph")
         elif node in self.nx_graph:
@@ -136,7 +138,20 @@ class GraphView(ExpandsInnerGraphs, widgets.VBox):
         if selected in self.nx_graph:
             self.node_select.value = selected
         self.title.value = self._title_html()
-        self._redraw()
+        focus = self._key_of(self.inner_graph_in_focus)
+
+        def draw() -> None:  # one update: the new drawing, fitted around the opened loop
+            with self.canvas.hold_sync():
+                self.canvas.graph = self._graph_data()
+                self.canvas.zoom = 1.0
+                self.canvas.focus = focus
+
+        run_with_status(self.status, draw)
+
+    def _key_of(self, obj: Variable | Apply | None) -> str | None:
+        """The key of the drawn node of `obj` (None when it is not drawn)."""
+        return next((k for k, d in self.nx_graph.nodes(data=True)
+                     if obj is not None and d["obj"] is obj), None)
 
     def _title_html(self) -> str:
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)

@@ -4,7 +4,8 @@ A widget that draws a graph mixes in `ExpandsInnerGraphs`: it gets `expanded` (t
 inner-graph nodes drawn opened), `expand(node)` / `collapse(node)` and the
 `expand_button` ("expand loop" / "collapse loop", "expand dense_layer" for an
 OpFromGraph named so). The widget keeps `nx_graph` (what it draws) and implements
-`_expanded_changed()`: draw again with `to_networkx(..., expand=self.expanded)`.
+`_expanded_changed()`: draw again with `to_networkx(..., expand=self.expanded)`,
+bringing `inner_graph_in_focus` (the node just opened) into view.
 
     stepper.expand("C")       # key, [id] letter or the Apply itself
     stepper.collapse("C")
@@ -38,6 +39,9 @@ class ExpandsInnerGraphs:
     def _init_inner_graphs(self) -> None:
         #: the loop (inner-graph) nodes drawn opened: their inner graph is in the drawing
         self.expanded = set()
+        #: the inner-graph node opened last (None once a node is closed): the drawing
+        #: brings it and its body into view
+        self.inner_graph_in_focus: Apply | None = None
         self._expand_target: Apply | None = None
         self.expand_button = styled(widgets.Button(
             description="expand loop", tooltip="draw the loop's body (inner graph) in place",
@@ -74,6 +78,7 @@ class ExpandsInnerGraphs:
             inside = {d["obj"] for _, d in to_networkx(node.outputs, expand=True)
                       .nodes(data=True) if isinstance(d["obj"], Apply)}
             self.expanded -= inside | {node}
+        self.inner_graph_in_focus = node if opened else None
         self._expanded_changed()
         self._point_expand_button(node)
 

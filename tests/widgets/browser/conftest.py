@@ -365,3 +365,53 @@ def lab_notebook(page, lab_server: JupyterServer, notebook_root: Path,
             lab_server.api("DELETE", f"/api/sessions/{session['id']}")
     for copy in copies:
         copy.unlink(missing_ok=True)
+
+
+# -- a widget on a projector ----------------------------------------------------------
+
+#: the screen size a class looks at
+PROJECTOR = {"width": 1280, "height": 800}
+
+
+class Projector:
+    """A notebook's widget in Voila at a 1280x800 projector: the setup the drawing tests
+    share. `open` loads the notebook and waits until the widget says "done"; `toggle`
+    clicks a button from one caption to the next (expand / collapse); `screenshot` saves
+    the page under the screenshot directory; `assert_clean` fails on a widget that did
+    not display or a JavaScript error."""
+
+    def __init__(self, page, voila_app, screenshot_dir: Path) -> None:
+        self.page, self._voila_app, self.screenshot_dir = page, voila_app, screenshot_dir
+
+    def open(self, notebook: str, widget_class: str):
+        """The locator of the `widget_class` element (".wb-graph-view") of `notebook`."""
+        from playwright.sync_api import expect
+
+        self.page.set_viewport_size(PROJECTOR)
+        self._voila_app(notebook)
+        widget = self.page.locator(widget_class)
+        expect(widget).to_be_visible(timeout=90_000)  # Voila runs the notebook on load
+        expect(widget.locator(".wb-status")).to_have_text("done")
+        return widget
+
+    def toggle(self, button, now: str, then: str) -> None:
+        """Click `button`, which says `now`, and wait until it says `then`."""
+        from playwright.sync_api import expect
+
+        expect(button).to_have_text(now)
+        button.click()
+        expect(button).to_have_text(then)
+
+    def screenshot(self, name: str) -> Path:
+        path = self.screenshot_dir / name
+        self.page.screenshot(path=str(path))
+        return path
+
+    def assert_clean(self) -> None:
+        assert self.page.get_by_text("Error displaying widget").count() == 0
+        assert not self.page.js_errors, self.page.js_errors
+
+
+@pytest.fixture
+def projector(page, voila_app, screenshot_dir: Path) -> Projector:
+    return Projector(page, voila_app, screenshot_dir)

@@ -17,7 +17,7 @@ try:
 except ImportError:  # conftest's autouse fixture skips (or, under CI, fails) these tests
     expect = None
 
-PROJECTOR = {"width": 1280, "height": 800}
+PROJECTOR = {"width": 1280, "height": 800}  # (the JupyterLab test's; Voila's: projector)
 STEPPER_NOTEBOOKS = Path(__file__).parent / "stepper_notebooks"
 
 #: Rendered size of every text of the drawing: bounding-box height and font size
@@ -50,12 +50,8 @@ def centre(box: dict) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
-def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, screenshot_dir):
-    page.set_viewport_size(PROJECTOR)
-    voila_app("graph_view_logistic.ipynb")
-    view = page.locator(".wb-graph-view")
-    expect(view).to_be_visible(timeout=90_000)  # Voila runs the notebook on page load
-    expect(view.locator(".wb-status")).to_have_text("done")
+def test_graph_view_of_logistic_regression_on_a_projector(page, projector, screenshot_dir):
+    view = projector.open("graph_view_logistic.ipynb", ".wb-graph-view")
     holder = view.locator(".wb-graph-canvas .wb-svg-holder")
     nodes = holder.locator("g.node")
     expect(nodes.first).to_be_visible()
@@ -139,13 +135,9 @@ def test_graph_view_of_logistic_regression_on_a_projector(page, voila_app, scree
 
 
 def test_grad_explorer_shows_gradients_in_the_nodes_and_follows_the_step(
-        page, voila_app, notebook_root, screenshot_dir):
+        page, projector, notebook_root, screenshot_dir):
     shutil.copy(STEPPER_NOTEBOOKS / "grad_explorer.ipynb", notebook_root)
-    page.set_viewport_size(PROJECTOR)
-    voila_app("grad_explorer.ipynb")
-    explorer = page.locator(".wb-grad-explorer")
-    expect(explorer).to_be_visible(timeout=90_000)
-    expect(explorer.locator(".wb-status")).to_have_text("done")
+    explorer = projector.open("grad_explorer.ipynb", ".wb-grad-explorer")
     holder = explorer.locator(".wb-graph-canvas .wb-svg-holder")
     x_node = holder.locator("g.node", has=page.locator("text.wb-label", has_text="x"))
     expect(x_node.first).to_be_visible()
@@ -187,29 +179,65 @@ def test_clicking_a_node_selects_it_in_jupyterlab(page, lab_notebook, screenshot
     assert not page.js_errors, page.js_errors
 
 
-def test_a_loop_expands_into_its_body_and_collapses_on_a_projector(page, voila_app,
-                                                                    screenshot_dir):
-    page.set_viewport_size(PROJECTOR)
-    voila_app("graph_view_loop.ipynb")
-    view = page.locator(".wb-graph-view")
-    expect(view).to_be_visible(timeout=90_000)
-    expect(view.locator(".wb-status")).to_have_text("done")
+def test_a_loop_expands_into_its_body_and_collapses_on_a_projector(projector):
+    view = projector.open("graph_view_loop.ipynb", ".wb-graph-view")
     holder = view.locator(".wb-graph-canvas .wb-svg-holder")
     nodes = holder.locator("g.node")
     expect(nodes.first).to_be_visible()
     closed = nodes.count()
-    loop = nodes.filter(has_text="Scan{rnn, for}")
-    loop.click()
+    nodes.filter(has_text="Scan{rnn, for}").click()
     button = view.locator(".wb-expand")
-    expect(button).to_have_text("expand loop")
-    button.click()
-    expect(button).to_have_text("collapse loop")
+    projector.toggle(button, "expand loop", "collapse loop")
     expect(holder.locator("polyline.feeds").first).to_be_attached()
     assert nodes.count() > closed
     for text in ("x[t]", "rnn.out0[t-1]", "Elemwise{tanh}"):
         expect(nodes.filter(has_text=text).first).to_be_visible()
-    page.screenshot(path=str(screenshot_dir / "graph-view-loop-expanded-1280x800.png"))
-    button.click()
-    expect(button).to_have_text("expand loop")
+    wait_until_in_view(holder, [""])  # a small loop: all of it fits
+    projector.screenshot("graph-view-loop-expanded-1280x800.png")
+    projector.toggle(button, "collapse loop", "expand loop")
     expect(holder.locator("polyline.feeds")).to_have_count(0)
     assert nodes.count() == closed
+    projector.assert_clean()
+
+
+def test_tutorial_07s_rnn_expanded_has_the_loop_and_its_body_in_view(projector):
+    # the whole opened graph is taller than the view at 11 px text: "fit" then puts the
+    # loop and its body in the middle of the view, the rest scrolls
+    view = projector.open("graph_view_rnn.ipynb", ".wb-graph-view")
+    holder = view.locator(".wb-graph-canvas .wb-svg-holder")
+    expect(holder.locator("g.node").first).to_be_visible()
+    wait_until_in_view(holder, [""])  # closed, the graph fits
+    holder.locator("g.node").filter(has_text="Scan{rnn, for}").click()
+    button = view.locator(".wb-expand")
+    projector.toggle(button, "expand loop", "collapse loop")
+    body = ["Scan{rnn, for}", "x[t]", "h0[t-1]", "Dot", "Elemwise{add}", "Elemwise{tanh}"]
+    wait_until_in_view(holder, body)
+    expect(holder).to_have_attribute("data-zoom", "1")
+    labels = holder.evaluate(JS_TEXT_SIZES)
+    assert any(not s["inside"] for s in labels)  # (the rest of the graph scrolls)
+    expect(holder.locator(".wb-vbar")).to_be_visible()
+    assert all(s["height"] >= 11 and s["font"] >= 11 - 1e-3 for s in labels), labels
+    projector.screenshot("graph-view-tutorial07-rnn-expanded-1280x800.png")
+    projector.toggle(button, "collapse loop", "expand loop")
+    wait_until_in_view(holder, [""])  # closed again, it fits again
+    projector.assert_clean()
+
+
+#: Whether labels start with each of the prefixes and all those lie inside the view.
+JS_IN_VIEW = """([holder, prefixes]) => {
+  const view = holder.getBoundingClientRect();
+  const labels = [...holder.querySelectorAll('svg text.wb-label')];
+  const matching = labels.filter((t) => prefixes.some((p) => t.textContent.startsWith(p)));
+  return prefixes.every((p) => labels.some((t) => t.textContent.startsWith(p))) &&
+    matching.every((text) => {
+      const box = text.getBoundingClientRect();
+      return box.left >= view.left && box.right <= view.right &&
+             box.top >= view.top && box.bottom <= view.bottom;
+    });
+}"""
+
+
+def wait_until_in_view(holder, prefixes: list[str]) -> None:
+    """Wait until the labels starting with one of `prefixes` ("": all) are in the view."""
+    holder.page.wait_for_function(JS_IN_VIEW, arg=[holder.element_handle(), prefixes],
+                                  timeout=10_000)

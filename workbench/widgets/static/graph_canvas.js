@@ -85,6 +85,25 @@ function render({ model, el }) {
     state.ty = Math.min(Math.max(state.ty, keep - height * scale()), vh - keep);
   }
 
+  function focusRegion() {
+    // [left, top, right, bottom] of the focused node and of the nodes of its opened inner
+    // graph (an expanded loop and its body), or null
+    const focus = model.get("focus");
+    if (!focus) return null;
+    const boxes = data().nodes.filter((node) =>
+      node.members.includes(focus) || node.inner_of === focus);
+    if (!boxes.length) return null;
+    return [Math.min(...boxes.map((n) => n.x - n.w / 2)), Math.min(...boxes.map((n) => n.y - n.h / 2)),
+      Math.max(...boxes.map((n) => n.x + n.w / 2)), Math.max(...boxes.map((n) => n.y + n.h / 2))];
+  }
+
+  function centred(view, start, size, s) {
+    // the translation putting [start, start + size] in the middle of the view, or its
+    // start at the margin when it is longer than the view
+    return size * s <= view - 2 * FIT_MARGIN ? (view - size * s) / 2 - start * s
+      : FIT_MARGIN - start * s;
+  }
+
   function fit() {
     const { width, height } = data();
     const vw = holder.clientWidth, vh = holder.clientHeight;
@@ -96,8 +115,15 @@ function render({ model, el }) {
     state.base = Math.max(fitScale, minFont / (data().font_size || 12));
     state.zoom = 1;
     const s = scale();
-    state.tx = (vw - width * s) / 2;
-    state.ty = height * s <= vh ? (vh - height * s) / 2 : FIT_MARGIN;
+    const region = focusRegion();
+    if (region && (width * s > vw || height * s > vh)) {
+      // too big for the view: the opened loop and its body in the middle of it
+      state.tx = centred(vw, region[0], region[2] - region[0], s);
+      state.ty = centred(vh, region[1], region[3] - region[1], s);
+    } else {
+      state.tx = (vw - width * s) / 2;
+      state.ty = height * s <= vh ? (vh - height * s) / 2 : FIT_MARGIN;
+    }
     state.fitted = true;
     applyTransform();
   }
@@ -321,6 +347,7 @@ function render({ model, el }) {
   const handlers = {
     "change:graph": onGraph, "change:selected": onSelected, "change:highlight": onSelected,
     "change:zoom": onZoom, "change:height": onHeight, "msg:custom": onMessage,
+    "change:focus": () => fit(),
   };
   for (const [event, handler] of Object.entries(handlers)) model.on(event, handler);
 

@@ -102,6 +102,37 @@ view = GraphView(h, point={x: np.array([0.5, -1.0, 2.0]), w: 0.8})
 view
 '''
 
+# the loop of tutorial 07 (an RNN reading a sequence, predicting its next value), opened
+GRAPH_VIEW_RNN = '''\
+import numpy as np
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.widgets import GraphView
+
+rng = np.random.default_rng(0)
+hidden = 8
+x = wt.dmatrix("x")
+h0 = wt.dvector("h0")
+W = wb.shared(rng.normal(size=(1, hidden)) * 0.5, name="W")
+U = wb.shared(rng.normal(size=(hidden, hidden)) * 0.3, name="U")
+b = wb.shared(np.zeros(hidden), name="b")
+V = wb.shared(rng.normal(size=hidden) * 0.3, name="V")
+
+
+def step(x_t, h_prev, W, U, b, V):
+    h = wt.tanh(wt.dot(x_t, W) + wt.dot(h_prev, U) + b)
+    return h, wt.dot(h, V)
+
+
+(hs, predictions), _ = wb.scan(step, sequences=x, outputs_info=[h0, None],
+                               non_sequences=[W, U, b, V], name="rnn")
+y = wt.dvector("y")
+loss = ((predictions - y) ** 2).mean()
+view = GraphView(loss)
+view
+'''
+
 
 def notebook(title: str, code: str) -> nbformat.NotebookNode:
     nb = new_notebook(cells=[new_markdown_cell(title), new_code_cell(code)])
@@ -118,6 +149,9 @@ NOTEBOOKS = {
     "graph_view_loop.ipynb": notebook(
         "# GraphView of a loop\nSelect the loop, then expand it into its body.",
         GRAPH_VIEW_LOOP),
+    "graph_view_rnn.ipynb": notebook(
+        "# GraphView of tutorial 07's RNN\nSelect the loop rnn, then expand it into its body.",
+        GRAPH_VIEW_RNN),
     "graph_view_op_from_graph.ipynb": notebook(
         "# GraphView of an MLP with a dense_layer box\nSelect it and press expand dense_layer.",
         GRAPH_VIEW_OP_FROM_GRAPH),
