@@ -172,3 +172,35 @@ def test_r_op_and_a_hessian_vector_product_through_a_loop_with_noise():
     np.testing.assert_allclose(got_hvp, (grad_f(mu_v, w_v + e * dw_v)
                                          - grad_f(mu_v, w_v - e * dw_v)) / (2 * e),
                                rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_while_loop_drawing_noise_has_the_gradient_of_its_draws(linker):
+    # it stops when the noisy state passes 3: the backward loop runs the steps it ran
+    rng = wb.shared(np.random.default_rng(4), name="rng")
+    w = wt.dscalar("w")
+
+    def step(h, w_):
+        eps = wb.random.normal(0.0, 1.0, rng=rng)
+        h_next = h * w_ + 0.1 * eps
+        return h_next, {rng: eps.owner.outputs[0]}, wb.until(h_next > 3.0)
+
+    hs, _ = wb.scan(step, outputs_info=wt.as_tensor_variable(np.float64(1.0)),
+                    non_sequences=w, n_steps=50, name="noisy while")
+    cost = hs.sum()
+    f = wb.function([w], [wb.grad(cost, w), hs.shape[0]], linker=linker)
+    cost_f = wb.function([w], cost, linker=linker)  # (no update: the same noise each call)
+    got, steps = f(1.3)
+    assert 1 < steps < 50
+    numeric = (cost_f(1.3 + 1e-6) - cost_f(1.3 - 1e-6)) / 2e-6
+    np.testing.assert_allclose(got, numeric, rtol=1e-6)
+
+
+def test_debug_mode_checks_a_loop_with_dropout_and_its_gradient():
+    rng = wb.shared(np.random.default_rng(SEED), name="rng")
+    (x, h0, w), cost, _ = _dropout_rnn(rng)
+    outputs = [cost, wb.grad(cost, w)]
+    got = wb.function([x, h0, w], outputs, mode="DEBUG")(*_rnn_values())
+    expected = wb.function([x, h0, w], outputs, linker="py")(*_rnn_values())
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
