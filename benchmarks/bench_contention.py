@@ -84,18 +84,15 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     fn = bench_mlp.workbench_step(dtype)  # the suite's step: same graph, learning rate
     x, labels = make_batch(dtype=dtype)
     fn(x, labels)
-    saved = blas_threads.policy()
 
     def with_policy() -> Any:
         return fn(x, labels)
 
     def blas_own_threads() -> Any:
-        # the policy as it was before issue 22: any size may use every thread, no back-off
-        blas_threads.set_policy(work_per_thread=1, adaptive=False)
-        try:
+        # the policy as it was before issue 22: any size may use every thread, no
+        # adaptation (the policy's back-off state is left as it was)
+        with blas_threads.blas_own_threads():
             return fn(x, labels)
-        finally:
-            blas_threads.set_policy(work_per_thread=saved["work"], adaptive=True)
 
     return with_policy, blas_own_threads
 

@@ -192,3 +192,23 @@ def test_declarations_name_the_thread_controls_or_stub_them():
     plain = blas_lib.BlasLibrary(source="test", path="/opt/libcblas.so").declarations()
     assert "#define WB_BLAS_HAS_THREADS 0" in plain
     assert "static int wb_blas_get_threads(void) { return 0; }" in plain
+
+
+@needs_threads_api
+def test_blas_own_threads_drops_the_policy_for_a_block_and_keeps_its_back_off(policy):
+    if TWO < 2:
+        pytest.skip("one core: every call runs on one thread")
+    f = _product()
+    a, b = _values(64)
+    wb.config.blas_threads = 2
+    policy.set_policy(work_per_thread=1000, solo_ratio=0.0, spare=0.0, recalibrate=1e9,
+                      backoff=(60.0, 60.0))
+    f(a, b)  # measures one thread
+    f(a, b)  # threaded, "slower than one thread": a back-off of 60 s
+    busy_until = blas_threads.policy()["busy_until"]
+    with blas_threads.blas_own_threads():
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+        assert blas_threads.last_threads() == 2
+    assert blas_threads.policy()["busy_until"] == busy_until
+    f(a, b)
+    assert blas_threads.last_threads() == 1  # still backing off

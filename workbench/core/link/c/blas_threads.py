@@ -41,13 +41,15 @@ the tests compile alone and drive with made-up measurements.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+from collections.abc import Iterator
 
 __all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "LOGIC_C", "MODES", "POLICY_ADDRESS", "POLICY_C",
            "RECALIBRATE", "SLOTS", "SOLO_RATIO", "SPARE", "THREADS_ENV", "WORK_PER_THREAD",
-           "busy_events", "last_threads", "max_threads", "policy", "set_max_threads",
-           "set_policy", "still_busy_events", "take_last_threads"]
+           "blas_own_threads", "busy_events", "last_threads", "max_threads", "policy",
+           "set_max_threads", "set_policy", "still_busy_events", "take_last_threads"]
 
 #: The environment variable capping the threads of compiled code (BLAS calls and the
 #: row kernels of ops/special.py); unset or 0: the BLAS's own setting.
@@ -146,6 +148,20 @@ def set_policy(*, work_per_thread: float | None = None, adaptive: bool | None = 
         POLICY[_INDEX["backoff_min"]], POLICY[_INDEX["backoff_max"]] = low, high
     for name in ("busy_until", "backoff", "idle_at"):
         POLICY[_INDEX[name]] = 0.0
+
+
+@contextlib.contextmanager
+def blas_own_threads() -> Iterator[None]:
+    """Within the block, every call on the BLAS's own thread count: no size rule, no
+    adaptation (what the C linker did before it chose counts; for comparisons). Unlike
+    `set_policy`, it leaves the adaptive state (a back-off in progress) as it was."""
+    work, adaptive = _INDEX["work"], _INDEX["adaptive"]
+    saved = POLICY[work], POLICY[adaptive]
+    POLICY[work], POLICY[adaptive] = 1.0, 0.0
+    try:
+        yield
+    finally:
+        POLICY[work], POLICY[adaptive] = saved
 
 
 def policy() -> dict[str, float]:
