@@ -55,7 +55,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="threads for every library alike: BLAS, OpenMP, workbench's "
                              "row kernels and BLAS calls, XLA (default 1: per-core figures; "
                              "0: each library's own default)")
+    parser.add_argument("--pin", type=int, default=None, metavar="CPU",
+                        help="run the whole process (every library's threads, JAX's pool "
+                             "included) on this one CPU (os.sched_setaffinity): the "
+                             "per-core comparison, whatever threads a library starts")
+    parser.add_argument("--coretype", default=None, metavar="NAME",
+                        help="OPENBLAS_CORETYPE for this run, set before NumPy loads "
+                             "OpenBLAS: a kernel name (Haswell, SkylakeX, Zen, ...) or 'auto' "
+                             "(unset: OpenBLAS picks the kernels of this CPU); default: the "
+                             "environment's")
     args = parser.parse_args(argv)
+    if args.pin is not None:
+        if not hasattr(os, "sched_setaffinity"):
+            parser.error("--pin needs os.sched_setaffinity (Linux)")
+        if args.pin not in os.sched_getaffinity(0):
+            parser.error(f"--pin: CPU {args.pin} is not among this process's CPUs "
+                         f"{sorted(os.sched_getaffinity(0))}")
     if args.only:
         wanted = [f.strip() for f in args.only.split(",") if f.strip()]
         unknown = [f for f in wanted if f not in FAMILIES]
@@ -83,6 +98,12 @@ def limit_threads(threads: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})  # before any library starts a thread
+    if args.coretype == "auto":
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+    elif args.coretype:
+        os.environ["OPENBLAS_CORETYPE"] = args.coretype
     if args.threads:
         limit_threads(args.threads)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -101,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         "call by call (--pattern calls)" if args.pattern == "calls" else
         "in blocks: each repeat is a run of calls of one implementation (--pattern blocks)"))
     ctx.note(threads_note(args.threads))
+    if args.pin is not None:
+        ctx.note(f"pinned: the whole process runs on CPU {args.pin} (--pin): every thread "
+                 "of every library shares that one core, so wall time is per-core time")
     rows = []
     start = time.perf_counter()
     for family in args.only or FAMILIES:

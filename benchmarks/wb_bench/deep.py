@@ -62,7 +62,10 @@ def _graph(lib: Any, grad: Any, x: Any, params: list[Any]) -> tuple[Any, list[An
         h = lib.tanh(h @ params[2 * k] + params[2 * k + 1])
     cost = 0.5 * (h * h).sum() / x.shape[0]
     grads = grad(cost, params)
-    return cost, [(p, p - LEARNING_RATE * g) for p, g in zip(params, grads)]
+    # the rate in the weights' dtype: a Python float would make PyTensor's float32
+    # updates float64 (refused: an update must keep its shared variable's type)
+    rate = np.asarray(LEARNING_RATE, dtype=x.dtype)
+    return cost, [(p, p - rate * g) for p, g in zip(params, grads)]
 
 
 def workbench_step(dtype: str) -> Any:

@@ -97,3 +97,25 @@ def test_bad_arguments_exit_2():
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2
     assert "unknown families" in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
+def test_pinned_run_says_so_and_uses_the_cpu_kernels_when_asked():
+    cpu = min(os.sched_getaffinity(0))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--no-pytensor", "--no-jax",
+                           "--only", "rows", "--pin", str(cpu), "--coretype", "auto"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env=dict(os.environ, OPENBLAS_CORETYPE="Haswell"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"the whole process runs on CPU {cpu} (--pin)" in done.stdout
+    assert "OPENBLAS_CORETYPE=" not in done.stdout  # 'auto' unset it before NumPy loaded
+    impls = {row["implementation"] for row in parse_table(done.stdout)}
+    assert {"workbench c", "C rows -O3 native+mvec", "C one pass -O3 native+mvec"} <= impls
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
+def test_pinning_to_a_cpu_not_ours_exits_2():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--pin", "100000"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "--pin: CPU 100000 is not among this process's CPUs" in done.stderr
