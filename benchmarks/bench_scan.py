@@ -1,25 +1,35 @@
 """Loops: workbench's Scan (C linker) against PyTensor's scan and jax.lax.scan under jit.
 
-Two workloads, each timed side by side in one process, the implementations taking
-turns repeat by repeat (a load spike on a shared machine hits all alike):
+Two workloads, each timed side by side in one process (the suite's `Case`: the
+implementations take turns repeat by repeat, so a load spike hits all alike):
 
 - rnn:    h_t = tanh(x_t W + h_{t-1} U + b), 1000 steps, batch 32, hidden 64, float64;
           the cost sum(h**2) and its gradient w.r.t. W, U, b (forward + BPTT);
 - scalar: y_t = 0.999 * y_{t-1} + 1, 10,000 steps, the last value only: the time per
           step is the loop's own overhead (the body is two flops).
 
-Every implementation's result is first checked against the others. Prints a table with
-the median time per call and each time over workbench's (above 1: workbench faster),
-plus the compile time of the RNN training step (cold: a fresh WORKBENCH_CACHE_DIR).
+Threads are stated and controlled: each workload runs twice, each time in a fresh
+process, (1) "one core": every library told to use one thread (OPENBLAS/OMP/MKL_NUM_THREADS,
+WORKBENCH_NUM_THREADS, threadpoolctl, XLA_FLAGS) *and* the process pinned to one core
+with os.sched_setaffinity, since XLA's CPU runtime may not obey its flag: the per-core
+figure; (2) "default threads": each library's own default. Every row gives the wall
+time and the process CPU time per call and the threads of the process that got CPU
+time while that implementation ran (what it really used).
+
+Every implementation's result is first checked against the others. Prints one table
+(ratio: that row's time over workbench's, above 1: workbench faster), the µs per step
+of the scalar loop, and the compile time of the RNN training step (cold: a fresh
+WORKBENCH_CACHE_DIR, in a new process).
 
     python benchmarks/bench_scan.py [--repeats 5] [--steps 1000] [--no-pytensor] [--no-jax]
+                                    [--only one-core|default]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,7 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = Path(__file__).resolve().parent
+for _path in (str(HERE.parent), str(HERE)):  # the repository (workbench) and wb_bench
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 import numpy as np  # noqa: E402
 
@@ -127,17 +140,69 @@ def jax_scalar() -> Callable[..., Any]:
     return lambda a: last(a).block_until_ready()
 
 
-def timed(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median seconds per call of each fn, taking turns repeat by repeat."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for fn in fns.values():
-        fn()  # warm-up (JIT, caches)
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+CONFIGS = {"one-core": "one core (1 thread each, pinned)", "default": "default threads"}
+
+
+def pin_to_one_core() -> int:
+    """Limit every library to one thread and pin this process to one core (before NumPy,
+    BLAS or XLA start a thread); returns the core."""
+    from run import limit_threads
+
+    limit_threads(1)
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return core
+
+
+def child(config: str, steps: int, repeats: int, pytensor: bool, jax: bool) -> None:
+    """Measure both workloads under `config` and print the rows as JSON."""
+    notes = []
+    if config == "one-core":
+        core = pin_to_one_core()
+        notes.append(f"one core: the process pinned to core {core} (os.sched_setaffinity)")
+    import warnings
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from wb_bench.common import Case, Context, threads_note, to_json
+
+    ctx = Context.make(False, repeats, pytensor, jax)
+    ctx.min_seconds = 0.2
+    for note in notes:
+        ctx.note(note)
+    ctx.note(threads_note(1 if config == "one-core" else 0))
+    makers = {"workbench c": (workbench_rnn, workbench_scalar)}
+    if pytensor:
+        makers["pytensor default"] = (pytensor_rnn, pytensor_scalar)
+    if jax:
+        makers["jax.lax.scan jit"] = (jax_rnn, jax_scalar)
+    values = rnn_values(steps)
+    label = CONFIGS[config]
+    rnn, scalar = Case(f"rnn {steps} steps, {label}"), Case(f"scalar 10k steps, {label}")
+    results: dict[str, Any] = {}
+    for name, (make_rnn, make_scalar) in makers.items():
+        try:
+            f_rnn, f_scalar = make_rnn(), make_scalar()
+        except ImportError as exc:
+            ctx.note(f"{name}: skipped ({exc})")
+            continue
+        results[name] = (f_rnn(*values), float(f_scalar(np.array(1.0))))
+        rnn.add(name, lambda f=f_rnn: f(*values))
+        scalar.add(name, lambda f=f_scalar: f(np.array(1.0)))
+    if config == "one-core":  # (now that every library has loaded its thread pools)
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        threadpool_limits(1)
+    pools = [f"{i['internal_api']} ({Path(i['filepath']).name}) {i['num_threads']}"
+             for i in threadpool_info()] if config == "one-core" else []
+    if pools:
+        ctx.note(f"threadpoolctl's pools after loading every library: {', '.join(pools)}")
+    reference = results["workbench c"]
+    for name, (got, last) in results.items():
+        for a, b in zip(got, reference[0]):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-7, err_msg=name)
+        np.testing.assert_allclose(last, reference[1], rtol=1e-9, err_msg=name)
+    rows = rnn.measure(ctx) + scalar.measure(ctx)
+    print(to_json(rows, ctx.notes, ctx))
 
 
 def cold_compile_seconds() -> float:
@@ -162,45 +227,37 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--no-pytensor", action="store_true")
     parser.add_argument("--no-jax", action="store_true")
+    parser.add_argument("--only", choices=tuple(CONFIGS), default=None,
+                        help="measure one thread configuration only")
+    parser.add_argument("--child", choices=tuple(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--cold-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:
         cold_child()
         return
-    makers = {"workbench (c)": (workbench_rnn, workbench_scalar)}
-    if not args.no_pytensor:
-        makers["pytensor"] = (pytensor_rnn, pytensor_scalar)
-    if not args.no_jax:
-        makers["jax.lax.scan (jit)"] = (jax_rnn, jax_scalar)
-    values = rnn_values(args.steps)
-    rnn_fns, scalar_fns = {}, {}
-    for name, (make_rnn, make_scalar) in makers.items():
-        try:
-            rnn, scalar = make_rnn(), make_scalar()
-        except ImportError as exc:
-            print(f"(skipped {name}: {exc})")
-            continue
-        rnn_fns[name] = lambda rnn=rnn: rnn(*values)
-        scalar_fns[name] = lambda scalar=scalar: scalar(np.array(1.0))
-    results = {name: fn() for name, fn in rnn_fns.items()}
-    reference = results["workbench (c)"]
-    for name, got in results.items():
-        for a, b in zip(got, reference):
-            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-7, err_msg=name)
-    for name, fn in scalar_fns.items():
-        np.testing.assert_allclose(float(fn()), float(scalar_fns["workbench (c)"]()),
-                                   rtol=1e-9, err_msg=name)
-    rnn_times = timed(rnn_fns, args.repeats)
-    scalar_times = timed(scalar_fns, args.repeats)
+    if args.child:
+        child(args.child, args.steps, args.repeats, not args.no_pytensor, not args.no_jax)
+        return
+    from wb_bench.common import Row, fill_ratios, format_table
+
+    rows: list[Row] = []
+    notes: list[str] = []
+    for config in [args.only] if args.only else CONFIGS:
+        command = [sys.executable, __file__, "--child", config, "--steps", str(args.steps),
+                   "--repeats", str(args.repeats)]
+        command += ["--no-pytensor"] * args.no_pytensor + ["--no-jax"] * args.no_jax
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        result = json.loads(done.stdout[done.stdout.index("{"):])
+        rows += [Row(**r) for r in result["rows"]]
+        notes += [n for n in result["notes"] if n not in notes]
+    fill_ratios(rows)
     print(f"rnn: {args.steps} steps, batch {BATCH}, hidden {HIDDEN}, float64, forward + BPTT")
-    print("| implementation | rnn ms | rnn time / workbench | scalar µs per step | "
-          "scalar / workbench |")
-    print("|---|---|---|---|---|")
-    wb_rnn, wb_scalar = rnn_times["workbench (c)"], scalar_times["workbench (c)"]
-    for name in rnn_times:
-        print(f"| {name} | {rnn_times[name] * 1e3:.1f} | {rnn_times[name] / wb_rnn:.2f} | "
-              f"{scalar_times[name] / SCALAR_STEPS * 1e6:.3f} | "
-              f"{scalar_times[name] / wb_scalar:.2f} |")
+    print(format_table(rows, notes))
+    print("\nscalar loop, µs per step (the loop's overhead; goal under 0.2):")
+    for row in rows:
+        if row.case.startswith("scalar") and row.seconds:
+            print(f"  {row.impl} [{row.case.split(', ', 1)[1]}]: "
+                  f"{row.seconds / SCALAR_STEPS * 1e6:.3f}")
     print(f"cold compile of the RNN training step (empty C cache): "
           f"{cold_compile_seconds():.2f} s")
 

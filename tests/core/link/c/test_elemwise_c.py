@@ -100,6 +100,20 @@ def test_broadcasting_rows_columns_and_scalars():
     assert empty.shape == (6, 0)
 
 
+def test_a_bias_row_broadcast_down_a_matrix_gives_the_python_linkers_values():
+    """tanh(x + b) with b a vector (an RNN's step): the C loop runs each contiguous row
+    through the vectorised loop (libmvec's tanh); rows with gaps take the strided loop."""
+    x, b = wt.dmatrix("x"), wt.dvector("b")
+    graph = wt.tanh(x * 0.5 + b)
+    f, py = compiled([x, b], graph), wb.function([x, b], graph, linker="py")
+    bias = RNG.normal(size=8)
+    wide = RNG.normal(size=(6, 16)) * 3
+    for a, row in ((BASE, bias), (BASE[::-1], bias), (wide[:, ::2], bias),
+                   (BASE, RNG.normal(size=16)[::2]), (BASE.T.copy().T, bias)):
+        np.testing.assert_allclose(f(a, row), py(a, row), rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(f(a, row), np.tanh(a * 0.5 + row), rtol=1e-14)
+
+
 def test_zero_d_inputs_and_outputs():
     s, t = wt.dscalar("s"), wt.dscalar("t")
     f = compiled([s, t], [s * t + 1, wt.exp(s)])

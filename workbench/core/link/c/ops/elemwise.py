@@ -6,7 +6,9 @@ runs either
 - a flat loop with typed pointers when every operand is contiguous (inputs known to
   be single elements from their static shape are loaded once), which gcc
   vectorises, calling libmvec for exp/log/sin/...; or
-- a strided loop nest with broadcasting (stride 0) otherwise.
+- a strided loop nest with broadcasting (stride 0) otherwise, whose inner loop is
+  that vectorised typed loop, row by row, when every operand's rows are contiguous
+  (a bias row broadcast down a matrix: tanh(x W + b) in an RNN's step).
 Outputs reuse the previous call's buffer when it fits, or overwrite an input as
 `inplace_pattern` says. Complex dtypes compute with C99's complex types (NumPy 2's
 npy_complex128 is `double _Complex`) for the ops scalar_c.py has complex templates
@@ -82,7 +84,7 @@ class ElemwiseC(COpAdapter):
         return [*vector_math_libraries(), "m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (3,)
+        return (4,)
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
@@ -201,8 +203,8 @@ class ElemwiseC(COpAdapter):
         for k in range(n_in):
             t = in_types[k]
             if scalar_in[k]:
-                fast_decls.append(f"const {t} s{k} = *(const {t}*)ptr[{n_out + k}];")
-                loads.append(f"s{k}")
+                fast_decls.append(f"const {t} sc{k} = *(const {t}*)ptr[{n_out + k}];")
+                loads.append(f"sc{k}")
             else:
                 fast_decls.append(f"const {t} *r{k} = (const {t}*)ptr[{n_out + k}];")
                 loads.append(f"r{k}[i]")
@@ -216,8 +218,14 @@ class ElemwiseC(COpAdapter):
                      for k in range(n_in)]
         gen_stores = [f"*({out_types[j]}*)(p[{j}] + i * s{j}) = {{}};" for j in range(n_out)]
         general_kernel = _kernel(node, gen_loads, gen_stores)
-        inner_strides = "\n".join(f"      const npy_intp s{k} = cstr[{k}][cnd - 1];"
+        inner_strides = "\n".join(f"    const npy_intp s{k} = cstr[{k}][cnd - 1];"
                                   for k in range(n_ops))
+        # rows contiguous for every operand (a bias row broadcast down a matrix): the
+        # inner loop is the vectorised typed loop of the fast path, row by row
+        row_conds = [f"s{j} == sizeof({out_types[j]})" for j in range(n_out)]
+        row_conds += [f"s{n_out + k} == sizeof({in_types[k]})" for k in range(n_in)
+                      if not scalar_in[k]]
+        row_decls = [d.replace("ptr[", "p[") for d in fast_decls]
         lines.append(f"""
   if ({' && '.join(conds)}) {{
     const npy_intp n = cshape[0];
@@ -232,13 +240,22 @@ class ElemwiseC(COpAdapter):
     for (int d = 0; d < cnd; d++) idx[d] = 0;
     const npy_intp n = cshape[cnd - 1];
 {inner_strides}
+    const int rows_contiguous = {' && '.join(row_conds)};
     for (;;) {{
       for (int k = 0; k < {n_ops}; k++) {{
         p[k] = ptr[k];
         for (int d = 0; d < cnd - 1; d++) p[k] += idx[d] * cstr[k][d];
       }}
-      for (npy_intp i = 0; i < n; i++) {{
+      if (rows_contiguous) {{
+        {' '.join(row_decls)}
+        #pragma omp simd
+        for (npy_intp i = 0; i < n; i++) {{
+      {fast_kernel}
+        }}
+      }} else {{
+        for (npy_intp i = 0; i < n; i++) {{
       {general_kernel}
+        }}
       }}
       int d = cnd - 2;
       while (d >= 0) {{ if (++idx[d] < cshape[d]) break; idx[d] = 0; d--; }}
