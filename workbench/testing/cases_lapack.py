@@ -355,8 +355,22 @@ def _qr_ref(mode: str) -> Callable[..., Any]:
     return reference
 
 
-FULL_UV = "gradient through U/Vh of full_matrices=True of a non-square matrix: not implemented"
-WIDE_QR = "the QR gradient of a wide matrix (m < n) is not implemented"
+FULL_UV = ("gradient through the extra columns of U/Vh of full_matrices=True of a non-square "
+           "matrix: not defined (an arbitrary basis), refused")
+
+
+def _svd_full_used(a: Any) -> Any:
+    """Full U and Vh of a non-square matrix used only through their first k columns
+    (rows): the gradient is defined and computed from the thin factors."""
+    u, s, vh = _la().svd(a)
+    k = min(a.type.shape)
+    u, vh = u[:, :k], vh[:k]
+    signs = _first_row_signs(u)
+    return u * signs, s, vh * _la().base.transpose(signs)
+
+
+def _svd_full_used_ref(a: Any) -> Any:
+    return _svd_thin_ref(a)
 
 
 def _rectangular_cases() -> list[Case]:
@@ -372,6 +386,10 @@ def _rectangular_cases() -> list[Case]:
              (Arg((3, 3), static=True),)),
         Case("svd_full_tall", _svd_full_checks, _svd_full_checks_ref, (Arg((4, 2)),),
              grad=FULL_UV),
+        Case("svd_full_tall_used_columns", _svd_full_used, _svd_full_used_ref,
+             (Arg((4, 2), static=True),)),
+        Case("svd_full_wide_used_rows", _svd_full_used, _svd_full_used_ref,
+             (Arg((2, 3), static=True),)),
         Case("svd_static_shapes", _call("svd", full_matrices=False), _np(np.linalg.svd,
                                                                           full_matrices=False),
              (Arg((4, 2), static=True, sample=lambda rng, shape, dtype: np.eye(4, 2,
@@ -386,8 +404,11 @@ def _rectangular_cases() -> list[Case]:
              grad="gradient through Q of mode='complete' of a tall matrix: not implemented"),
         Case("qr_r", _qr("r"), _qr_ref("r"), (Arg((4, 3)),)),
         Case("qr_stack", _qr("reduced"), _qr_ref("reduced"), (Arg((2, 3, 3)),)),
-        Case("qr_wide", _qr("reduced"), _qr_ref("reduced"), (Arg((2, 4), static=True),),
-             grad=WIDE_QR),
+        Case("qr_wide", _qr("reduced"), _qr_ref("reduced"), (Arg((2, 4), static=True),)),
+        Case("qr_wide_shape_unknown", _qr("reduced"), _qr_ref("reduced"), (Arg((3, 5)),)),
+        Case("qr_wide_stack_r", _qr("r"), _qr_ref("r"), (Arg((2, 2, 3)),)),
+        Case("qr_complete_wide", _qr("complete"), _qr_ref("complete"),
+             (Arg((2, 3), static=True),)),
         Case("qr_empty", _qr("reduced"), _qr_ref("reduced"), (Arg((0, 3)),), grad=EMPTY),
     ]
 

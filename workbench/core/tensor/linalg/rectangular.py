@@ -12,11 +12,21 @@ the thin SVD (Townsend 2016, "Differentiating the singular value decomposition")
 with ``F_ij = 1/(s_j^2 - s_i^2)`` off the diagonal,
 ``ga = U [ (F*(U^T gU - gU^T U)) S + diag(gS) + S (F*(V^T gV - gV^T V)) ] V^T
 + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T)``: undefined (inf/NaN) for
-repeated or zero singular values, and not implemented through the extra columns of
-``full_matrices=True`` of a non-square matrix. QR (tall or square matrices, m >= n):
-``M = R gR^T - gQ^T Q``, ``ga = (gQ + Q copyltu(M)) R^-T`` (Walter and Lehmann; Seeger
-et al.), with ``copyltu(M)`` the symmetric matrix of M's lower triangle; for wide
-matrices (m < n) the gradient is not implemented.
+repeated or zero singular values. ``full_matrices=True`` of a square matrix is the
+thin SVD. Of a non-square one, the extra columns of U (rows of Vh) are an arbitrary
+basis of the complement: a loss that reads them is not a function of `a`, so the
+gradient is given only when the graph shows they are unused (the output gradient of
+U is zero beyond column k, as when only ``U[..., :k]`` is used; likewise Vh's rows),
+computed from the thin factors; otherwise it is refused naming the case (PyTorch
+instead drops those columns' gradient silently).
+
+QR, ``M = R gR^T - gQ^T Q``, ``ga = (gQ + Q copyltu(M)) R^-T`` (Walter and Lehmann;
+Seeger et al.) for m >= n, ``copyltu(M)`` the symmetric matrix of M's lower triangle.
+A wide matrix (m < n) splits as ``a = [X | Y]`` with X square, ``R = [U | V]``,
+``X = Q U``, ``Y = Q V``: ``gY = Q gV`` and gX is the square formula with R = U and
+``gQ + Y gV^T`` for gQ (the derivation PyTorch and JAX use). When the shape is not
+known statically the split is made at k = min(m, n) when run, which covers both.
+Q of mode='complete' of a tall matrix has an arbitrary complement: refused.
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from workbench.core.tensor.linalg.base import (
 )
 from workbench.core.tensor.linalg.products import matmul
 
-__all__ = ["QR", "SVD", "qr", "svd", "svdvals"]
+__all__ = ["QR", "SVD", "qr", "svd", "svdvals", "zero_beyond"]
 
 QR_MODES = ("reduced", "complete", "r")
 
@@ -136,12 +146,28 @@ class SVD(_RectangularOp):
         u_on, v_on, s_on = _connected(gu), _connected(gvh), _connected(gs)
         if not (u_on or v_on or s_on):
             return [zeros_like(a)]
-        if self.compute_uv and self.full_matrices and (u_on or v_on):
-            m, n = a.type.shape[-2:]
-            if m is None or n is None or m != n:
+        m, n = a.type.shape[-2:]
+        if self.compute_uv and self.full_matrices and (m is None or n is None or m != n):
+            # the thin factors: U[..., :k] and Vh[..., :k, :], k = min(m, n)
+            nd = a.type.ndim
+            k = None if m is None or n is None else min(m, n)
+            if (u_on or v_on) and (k is None or (u_on and not zero_beyond(gu, nd - 1, k)) or (
+                    v_on and not zero_beyond(gvh, nd - 2, k))):
                 return [grad_not_implemented(
-                    self, 0, a, "through U or Vh of full_matrices=True (use "
-                    "full_matrices=False, or only the singular values)")]
+                    self, 0, a, "through the extra columns of U (rows of Vh) of "
+                    "full_matrices=True of a non-square matrix (or of one whose shape is "
+                    "not known statically): they are an arbitrary basis of the "
+                    "complement; use full_matrices=False, or only U[..., :k] and "
+                    "Vh[..., :k, :] with k = min(m, n)")]
+            if k is None:
+                from workbench.core.tensor.shape import shape_tuple
+
+                k = tm.minimum(shape_tuple(a)[-2], shape_tuple(a)[-1])
+            batch = (slice(None),) * (nd - 2)
+            columns, rows = (*batch, slice(None), slice(None, k)), (*batch, slice(None, k))
+            u, vh = u[columns], vh[rows]
+            gu = gu[columns] if u_on else gu
+            gvh = gvh[rows] if v_on else gvh
         v = transpose(vh)
         inner = []
         if s_on:
@@ -199,16 +225,13 @@ class QR(_RectangularOp):
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
-        """``(gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T`` for m >= n (module docstring)."""
+        """``(gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T`` for m >= n, the split ``[X | Y]``
+        for m < n (module docstring)."""
         from workbench.core.graph.type import grad_not_implemented
-        from workbench.core.tensor import math as tm
         from workbench.core.tensor.creation import zeros_like
-        from workbench.core.tensor.linalg.solvers import SolveTriangular
 
         (a,) = inputs
         m, n = a.type.shape[-2:]
-        if m is not None and n is not None and m < n:
-            return [grad_not_implemented(self, 0, a, "of a wide matrix (m < n)")]
         if self.mode == "r":
             (gr,) = output_grads
             gq = None
@@ -216,24 +239,107 @@ class QR(_RectangularOp):
         else:
             gq, gr = output_grads
             q, r = outputs
-            if self.mode == "complete" and _connected(gq) and (m is None or n is None or m != n):
+            tall = m is None or n is None or m > n
+            if self.mode == "complete" and _connected(gq) and tall:
                 return [grad_not_implemented(self, 0, a, "through the Q of mode='complete' "
-                                             "(use mode='reduced')")]
+                                             "of a tall matrix, or one whose shape is not "
+                                             "known statically (use mode='reduced')")]
         q_on, r_on = _connected(gq), _connected(gr)
         if not (q_on or r_on):
             return [zeros_like(a)]
-        terms = []
-        if r_on:
-            terms.append(matmul(r, transpose(gr)))
-        if q_on:
-            terms.append(tm.neg(matmul(transpose(gq), q)))
-        big_m = terms[0] if len(terms) == 1 else tm.add(*terms)
-        copyltu = tm.add(triangle(big_m, True), transpose(triangle(big_m, True, strict=True)))
-        left = matmul(q, copyltu)
-        if q_on:
-            left = tm.add(gq, left)
-        # left R^-T = (R^-1 left^T)^T
-        return [transpose(SolveTriangular(False, False, False, 2)(r, transpose(left)))]
+        if m is not None and n is not None and m >= n:
+            return [_qr_grad_tall(q, r, gq if q_on else None, gr if r_on else None)]
+        return [_qr_grad_split(a, q, r, gq if q_on else None, gr if r_on else None)]
+
+
+def _qr_grad_tall(q: Variable, r: Variable, gq: Variable | None, gr: Variable | None
+                  ) -> Variable:
+    """``(gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T`` (R square: m >= n)."""
+    from workbench.core.tensor import math as tm
+    from workbench.core.tensor.linalg.solvers import SolveTriangular
+
+    terms = []
+    if gr is not None:
+        terms.append(matmul(r, transpose(gr)))
+    if gq is not None:
+        terms.append(tm.neg(matmul(transpose(gq), q)))
+    big_m = terms[0] if len(terms) == 1 else tm.add(*terms)
+    copyltu = tm.add(triangle(big_m, True), transpose(triangle(big_m, True, strict=True)))
+    left = matmul(q, copyltu)
+    if gq is not None:
+        left = tm.add(gq, left)
+    # left R^-T = (R^-1 left^T)^T
+    return transpose(SolveTriangular(False, False, False, 2)(r, transpose(left)))
+
+
+def _qr_grad_split(a: Variable, q: Variable, r: Variable, gq: Variable | None,
+                   gr: Variable | None) -> Variable:
+    """The gradient for any shape: split at k = min(m, n) when run, ``a = [X | Y]``,
+    ``R = [U | V]``; ``gX`` by the square formula with ``gQ + Y gV^T``, ``gY = Q gV``
+    (Y, V and gV have no columns when m >= n)."""
+    from workbench.core.tensor import math as tm
+    from workbench.core.tensor.creation import zeros_like
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.shape import shape_tuple
+
+    nd = a.type.ndim
+    k = tm.minimum(shape_tuple(a)[-2], shape_tuple(a)[-1])
+    batch = (slice(None),) * (nd - 2)
+    left_part, right_part = (*batch, slice(None), slice(None, k)), (*batch, slice(None),
+                                                                     slice(k, None))
+    x_r, y = r[left_part], a[right_part]
+    g_left = g_right = None
+    if gr is not None:
+        g_left, g_right = gr[left_part], gr[right_part]
+    gq_total = gq
+    if g_right is not None:
+        spill = matmul(y, transpose(g_right))
+        gq_total = spill if gq_total is None else tm.add(gq_total, spill)
+    gx = _qr_grad_tall(q, x_r, gq_total, g_left)
+    if g_right is None:
+        return concatenate([gx, zeros_like(y)], axis=nd - 1)
+    return concatenate([gx, matmul(q, g_right)], axis=nd - 1)
+
+
+def zero_beyond(g: Variable, axis: int, k: int) -> bool:
+    """Whether the graph of `g` shows it is zero at positions >= k along `axis`: a zero
+    constant or fill, a set/increment of such a tensor only within ``[:k]`` of that
+    axis, or a sum of those. (How the gradient of ``U[..., :k]`` looks.)"""
+    from workbench.core.graph.basic import Constant
+    from workbench.core.scalar import math as smath
+    from workbench.core.tensor.creation import Alloc
+    from workbench.core.tensor.elemwise import Elemwise
+    from workbench.core.tensor.indexing import SYMBOLIC, SliceEntry
+    from workbench.core.tensor.subtensor import IncSubtensor
+
+    if isinstance(g, Constant):
+        data = np.asarray(g.data)
+        return data.ndim > axis and not np.any(np.take(data, range(k, data.shape[axis]),
+                                                       axis=axis))
+    owner = g.owner
+    if owner is None:
+        return False
+    op = owner.op
+    if isinstance(op, Alloc):
+        fill = owner.inputs[0]
+        return isinstance(fill, Constant) and not np.any(fill.data)
+    if isinstance(op, Elemwise) and isinstance(op.scalar_op, smath.Add):
+        return all(inp.type.ndim == g.type.ndim and inp.type.shape[axis] == g.type.shape[axis]
+                   and zero_beyond(inp, axis, k) for inp in owner.inputs)
+    if isinstance(op, IncSubtensor):
+        length = g.type.shape[axis]
+        if axis >= len(op.idx_list) or length is None:
+            return False
+        entry = op.idx_list[axis]
+        if isinstance(entry, SliceEntry):
+            if SYMBOLIC in (entry.start, entry.stop, entry.step):
+                return False
+            chosen = range(*slice(entry.start, entry.stop, entry.step).indices(length))
+            inside = all(i < k for i in chosen)
+        else:
+            inside = entry is not SYMBOLIC and int(entry) % length < k
+        return inside and zero_beyond(owner.inputs[0], axis, k)
+    return False
 
 
 # -- functions ---------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""Gradients of QR and SVD beyond the catalogue: wide QR (m < n) in every mode, shapes
+known only when run, full_matrices=True SVD used through its first k columns, and
+the refusal, naming the case, where the gradient is not defined."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.graph.type import NullTypeGradError
+from workbench.core.tensor.linalg.rectangular import zero_beyond
+
+la = wt.linalg
+
+
+def finite_differences(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+# Q of mode='complete' of a tall matrix is refused (tested below)
+SHAPES_AND_MODES = [(shape, mode) for shape in [(2, 4), (3, 5), (2, 3, 5), (5, 3), (3, 3)]
+                    for mode in ["reduced", "r", "complete"]
+                    if not (mode == "complete" and shape[-2] > shape[-1])]
+
+
+@pytest.mark.parametrize(("shape", "mode"), SHAPES_AND_MODES)
+def test_qr_gradient_for_every_shape_and_mode(shape, mode) -> None:
+
+    def cost(a):
+        if mode == "complete":  # complete needs the shape statically (wide or square)
+            a = wt.specify_shape(a, shape)
+        out = la.qr(a, mode=mode)
+        if mode == "r":
+            return (out ** 2 * 1.3 + out).sum()
+        q, r = out
+        return (q ** 3).sum() + (r * r.sum()).sum() + (q[..., :1] * 2).sum()
+
+    wb.verify_grad(cost, [np.random.default_rng(0).normal(size=shape)],
+                   rng=np.random.default_rng(1))
+
+
+def test_wide_qr_gradient_when_the_shape_is_known_only_when_run() -> None:
+    a = wt.dmatrix("a")
+    q, r = la.qr(a)
+    f = wb.function([a], wb.grad((q ** 3).sum() + (r ** 2).sum(), a))
+
+    def cost(x):
+        qq, rr = np.linalg.qr(x)
+        return (qq ** 3).sum() + (rr ** 2).sum()
+
+    for shape in [(3, 5), (5, 3)]:  # the same graph for a wide and a tall matrix
+        x = np.random.default_rng(2).normal(size=shape)
+        np.testing.assert_allclose(f(x), finite_differences(cost, x), atol=1e-7)
+
+
+def test_complete_q_of_a_tall_matrix_is_refused() -> None:
+    a = wt.TensorType("float64", (5, 3))("a")
+    q, _ = la.qr(a, mode="complete")
+    with pytest.raises(NullTypeGradError, match="Q of mode='complete' of a tall matrix"):
+        wb.grad(q.sum(), a)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 3)])
+def test_full_svd_gradient_through_the_first_k_columns(shape) -> None:
+    k = min(shape[-2:])
+
+    def cost(a):
+        u, s, vh = la.svd(wt.specify_shape(a, shape))
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        signs = wt.sign(u[..., :1, :])  # each singular pair's sign fixed
+        return ((u * signs) ** 3).sum() + s.sum() + ((la.base.transpose(signs) * vh) ** 3).sum()
+
+    wb.verify_grad(cost, [np.random.default_rng(3).normal(size=shape)],
+                   rng=np.random.default_rng(4))
+
+
+def test_full_svd_singular_values_gradient_for_any_shape() -> None:
+    a = wt.dmatrix("a")
+    _, s, _ = la.svd(a)
+    f = wb.function([a], wb.grad(s.sum(), a))
+    for shape in [(5, 3), (3, 5)]:
+        x = np.random.default_rng(5).normal(size=shape)
+        u, _, vh = np.linalg.svd(x, full_matrices=False)
+        np.testing.assert_allclose(f(x), u @ vh, atol=1e-12)
+
+
+@pytest.mark.parametrize("use", [lambda u, vh: u[:, 3:].sum(), lambda u, vh: (u ** 2).sum(),
+                                 lambda u, vh: (u.T @ u).sum()])
+def test_full_svd_gradient_through_the_extra_columns_is_refused(use) -> None:
+    a = wt.TensorType("float64", (5, 3))("a")
+    u, _, vh = la.svd(a)
+    with pytest.raises(NullTypeGradError, match="extra columns of U .* arbitrary basis"):
+        wb.grad(use(u, vh), a)
+
+
+def test_zero_beyond_reads_the_gradient_graph() -> None:
+    u = wt.dmatrix("u")
+    zeros = wt.zeros((5, 5))
+    assert zero_beyond(wt.set_subtensor(zeros[:, :3], u), 1, 3)
+    assert zero_beyond(wt.inc_subtensor(zeros[1:, 2], wt.dvector("v")), 1, 3)
+    assert zero_beyond(wt.set_subtensor(zeros[:, :2], u) + wt.set_subtensor(zeros[:, 1:3], u),
+                       1, 3)
+    assert not zero_beyond(wt.set_subtensor(zeros[:, 2:], u), 1, 3)
+    assert not zero_beyond(wt.set_subtensor(zeros[:, -1], wt.dvector("v")), 1, 3)
+    assert not zero_beyond(wt.dmatrix("g"), 1, 3)
