@@ -42,7 +42,7 @@ import numpy as np
 
 __all__ = [
     "betaln", "beta", "digamma", "erfcinv", "erfcx", "erfinv", "gamma", "gammainc",
-    "gammainc_da", "gammaincc", "gammaln", "hyp2f1", "i0", "i0e", "i1", "i1e", "log1mexp",
+    "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp",
     "logaddexp2", "logit", "polygamma", "xlog1py", "xlogy", "LN_SQRT_2PI", "stirling_correction",
 ]  # fmt: skip
 
@@ -499,68 +499,3 @@ def gammainc_da(a: Any, x: Any) -> np.ndarray:
         wide = (f(a + h) - f(a - h)) / (2 * h)
         narrow = (f(a + h / 2) - f(a - h / 2)) / h
         return sign * (4 * narrow - wide) / 3
-
-
-# -- Gauss hypergeometric function -----------------------------------------------------
-
-HYP2F1_TERMS = 3000
-
-
-def _hyp2f1_series(a: np.ndarray, b: np.ndarray, c: np.ndarray, z: np.ndarray
-                   ) -> np.ndarray:
-    """sum over n of (a)_n (b)_n / ((c)_n n!) z^n, until the terms stop mattering; NaN
-    where HYP2F1_TERMS terms do not get there (never an unconverged value)."""
-    term = np.ones_like(z)
-    total = term.copy()
-    for n in range(HYP2F1_TERMS):
-        term = term * (a + n) * (b + n) / ((c + n) * (n + 1)) * z
-        total = total + term
-        if not np.any(np.abs(term) > 1e-17 * np.abs(total)):
-            break
-    return np.where(np.abs(term) > 1e-15 * np.abs(total), np.nan, total)
-
-
-def _rgamma(x: np.ndarray) -> np.ndarray:
-    """1 / Gamma(x), 0 at the poles."""
-    pole = (x <= 0) & (x == np.floor(x))
-    return np.where(pole, 0.0, 1.0 / _gamma(np.where(pole, 1.0, x)))
-
-
-def hyp2f1_inverse(a: np.ndarray, b: np.ndarray, c: np.ndarray, x: np.ndarray
-                   ) -> np.ndarray:
-    """2F1 for x < -1 by DLMF 15.8.2 (a - b not an integer): two series in 1/x."""
-    w = 1.0 / x
-    first = (_gamma(c) * _gamma(b - a) * _rgamma(b) * _rgamma(c - a)
-             * np.power(-x, -a) * _hyp2f1_series(a, a - c + 1.0, a - b + 1.0, w))
-    second = (_gamma(c) * _gamma(a - b) * _rgamma(a) * _rgamma(c - b)
-              * np.power(-x, -b) * _hyp2f1_series(b, b - c + 1.0, b - a + 1.0, w))
-    return first + second
-
-
-def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> np.ndarray:
-    """The Gauss hypergeometric function 2F1(a, b; c; x) for real x <= 1."""
-    a, b, c, x = np.broadcast_arrays(_f64(a), _f64(b), _f64(c), _f64(x))
-    with np.errstate(all="ignore"):
-        difference = a - b
-        inverse = (x < -2.0) & (np.abs(difference - np.round(difference)) >= 0.05)
-        far = np.where(inverse, x, -4.0)
-        by_inverse = hyp2f1_inverse(a, b, c, far)
-        pfaff = (x < -0.5) & ~inverse
-        z = np.where(pfaff, x / (x - 1.0), np.where(x < 1, x, 0.0))
-        second = np.where(pfaff, c - b, b)
-        series = _hyp2f1_series(a, second, c, z)
-        value = np.where(pfaff, np.power(1.0 - x, -a) * series, series)
-        # (1/2, 1) with c - a - b < 0, where the series did not converge: Euler's
-        # transformation (1 - x)^(c - a - b) 2F1(c - a, c - b; c; x), whose terms decay
-        euler = np.isnan(series) & (x > 0.5) & (x < 1) & (c - a - b < 0)
-        xe = np.where(euler, x, 0.0)
-        by_euler = np.power(1.0 - xe, c - a - b) * _hyp2f1_series(c - a, c - b, c, xe)
-        value = np.where(euler, by_euler, value)
-        # x = 1: Gauss's sum Gamma(c) Gamma(c - a - b) / (Gamma(c - a) Gamma(c - b))
-        gauss = np.where(c - a - b > 0, np.exp(
-            _lgamma(c) + _lgamma(c - a - b) - _lgamma(c - a) - _lgamma(c - b))
-            * _gamma_sign(c) * _gamma_sign(c - a - b) * _gamma_sign(c - a) * _gamma_sign(c - b),
-            np.inf)
-        value = np.where(x == 1, gauss, np.where(inverse, by_inverse, value))
-        pole = (c <= 0) & (c == np.floor(c))
-        return np.where((x > 1) | pole | np.isnan(x), np.nan, value)

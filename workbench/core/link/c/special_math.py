@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from workbench.core.scalar import hypergeometric
+
 __all__ = ["SPECIAL_C", "support_code"]
 
 _PRELUDE = r"""
@@ -328,7 +330,8 @@ SPECIAL_C["wb_gammainc"] = ("", ("wb_gammainc_both",))
 SPECIAL_C["wb_gammaincc"] = ("", ("wb_gammainc_both",))
 
 
-_define("wb_hyp2f1", r"""
+#: 2F1: the algorithm of scalar/hypergeometric.py (its constants), one double at a time.
+_HYP2F1_C = r"""
 static inline double wb_hyp2f1_series(double a, double b, double c, double z) {
   double term = 1, total = 1;
   for (int n = 0; n < 3000; n++) {
@@ -341,8 +344,58 @@ static inline double wb_hyp2f1_series(double a, double b, double c, double z) {
 static inline double wb_rgamma(double x) {
   return (x <= 0 && x == floor(x)) ? 0.0 : 1 / tgamma(x);
 }
+/* 2F1(a, b; a + b + d; 1 - y) by DLMF 15.8.4 (d not an integer) */
+static inline double wb_hyp2f1_two(double a, double b, double d, double y) {
+  const double c = a + b + d;
+  return tgamma(c) * tgamma(d) * wb_rgamma(c - a) * wb_rgamma(c - b)
+           * wb_hyp2f1_series(a, b, 1 - d, y)
+         + pow(y, d) * tgamma(c) * tgamma(-d) * wb_rgamma(a) * wb_rgamma(b)
+           * wb_hyp2f1_series(c - a, c - b, 1 + d, y);
+}
+/* 2F1(a, b; a + b + m; 1 - y) for an integer m >= 0 (A&S 15.3.10, 15.3.11) */
+static inline double wb_hyp2f1_integer(double a, double b, double y, int m) {
+  const double c = a + b + m;
+  double finite = 0, term = 1;
+  for (int n = 0; n < m; n++) {
+    finite += term;
+    term *= (a + n) * (b + n) / ((n + 1) * (1.0 - m + n)) * y;
+  }
+  const double first = m > 0 ? tgamma(m) * tgamma(c) * wb_rgamma(a + m) * wb_rgamma(b + m)
+                                 * finite : 0.0;
+  const double log_y = log(y);
+  double psi1 = wb_digamma_float64(1.0), psim = wb_digamma_float64(m + 1.0);
+  double psia = wb_digamma_float64(a + m), psib = wb_digamma_float64(b + m);
+  double coefficient = exp(-lgamma(m + 1.0));
+  double total = coefficient * (log_y - psi1 - psim + psia + psib);
+  for (int n = 0; n < 3000; n++) {
+    coefficient *= (a + m + n) * (b + m + n) / ((n + 1.0) * (n + m + 1.0)) * y;
+    psi1 += 1.0 / (n + 1); psim += 1.0 / (n + m + 1);
+    psia += 1.0 / (a + m + n); psib += 1.0 / (b + m + n);
+    const double step = coefficient * (log_y - psi1 - psim + psia + psib);
+    total += step;
+    if (!(fabs(step) > 1e-17 * fabs(total))) break;
+  }
+  const double sign = (m %% 2 == 1) ? -1.0 : 1.0;
+  return first - sign * pow(y, m) * tgamma(c) * wb_rgamma(a) * wb_rgamma(b) * total;
+}
+/* 0.9 < x < 1: the transformation to 1 - x; near an integer c - a - b, the quadratic
+   through the limiting form and two two-term values (scalar/hypergeometric.py) */
+static inline double wb_hyp2f1_near_one(double a, double b, double c, double x) {
+  const double y = 1 - x, d = c - a - b, m = round(d), e = d - m;
+  if (!(fabs(e) < %(near)r)) return wb_hyp2f1_two(a, b, d, y);
+  const double c0 = a + b + m;
+  const double limit = m < 0 ? pow(y, m) * wb_hyp2f1_integer(c0 - a, c0 - b, y, (int)-m)
+                             : wb_hyp2f1_integer(a, b, y, (int)m);
+  const double up = wb_hyp2f1_two(a, b, m + %(step)r, y);
+  const double down = wb_hyp2f1_two(a, b, m - %(step)r, y);
+  const double slope = (up - down) / (2 * %(step)r);
+  const double curve = (up + down - 2 * limit) / (2 * %(step)r * %(step)r);
+  return limit + e * (slope + e * curve);
+}
 static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
   if (isnan(x) || x > 1 || (c <= 0 && c == floor(c))) return NAN;
+  if ((a <= 0 && a == floor(a)) || (b <= 0 && b == floor(b)))  /* a polynomial */
+    return wb_hyp2f1_series(a, b, c, x);
   if (x == 1) {
     if (!(c - a - b > 0)) return INFINITY;
     double sign = wb_gamma_sign(c) * wb_gamma_sign(c - a - b) * wb_gamma_sign(c - a)
@@ -359,14 +412,14 @@ static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
   }
   if (x < -0.5)  /* Pfaff: (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) */
     return pow(1 - x, -a) * wb_hyp2f1_series(a, c - b, c, x / (x - 1));
-  double direct = wb_hyp2f1_series(a, b, c, x);
-  /* not converged, c - a - b < 0: Euler, (1 - x)^(c-a-b) 2F1(c-a, c-b; c; x) */
-  if (isnan(direct) && x > 0.5 && c - a - b < 0)
-    return pow(1 - x, c - a - b) * wb_hyp2f1_series(c - a, c - b, c, x);
-  return direct;
+  if (x > 0.9 && fabs(c - a - b) < %(far)r) return wb_hyp2f1_near_one(a, b, c, x);
+  return wb_hyp2f1_series(a, b, c, x);
 }
 WB_FLOAT32_OF4(wb_hyp2f1)
-""", "wb_beta")
+"""
+_define("wb_hyp2f1", _HYP2F1_C % {"near": hypergeometric.NEAR_INTEGER,
+                                  "step": hypergeometric.STEP, "far": hypergeometric.FAR_D},
+        "wb_beta", "wb_digamma")
 
 
 def support_code(names: Iterable[str]) -> str:
