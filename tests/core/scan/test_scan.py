@@ -193,6 +193,46 @@ def test_truncate_gradient_backpropagates_only_the_last_steps():
     np.testing.assert_allclose(run([x, w], gw, xs, w0), expected)
 
 
+def truncated_bptt(xs, h0, a, keep, direct_row, direct_weight):
+    """NumPy reference of PyTensor's truncated BPTT for h_t = tanh(a h_{t-1} + x_t) and
+    cost = sum(h**2) / 2 + direct_weight * h[direct_row]: the backward loop visits the
+    last `keep` steps only; earlier sequence rows and the initial state get no gradient
+    through the loop (PyTensor 3's Scan.L_op: the sit-sot buffer's rows before the cut
+    keep their direct gradient, which for h0 is zero)."""
+    n = len(xs)
+    hs, h = [], h0
+    for xt in xs:
+        h = np.tanh(a * h + xt)
+        hs.append(h)
+    hs = np.array(hs)
+    prev = np.concatenate([[h0], hs[:-1]])
+    direct = hs.copy()
+    direct[direct_row] += direct_weight
+    adjoint, gx, ga = 0.0, np.zeros(n), 0.0
+    for t in range(n - 1, max(n - keep, 0) - 1, -1):
+        dz = (direct[t] + adjoint) * (1 - hs[t] ** 2)
+        gx[t], ga, adjoint = dz, ga + dz * prev[t], dz * a
+    gh0 = adjoint if keep >= n else 0.0
+    return gx, gh0, ga
+
+
+@pytest.mark.parametrize("keep", [2, 4, 6, 9])
+def test_truncated_bptt_matches_pytensors_semantics(keep):
+    """Truncated at `keep` steps of 6: gradients w.r.t. the sequence, the initial state and
+    the weight as PyTensor computes them (a cost term on the row just before the cut does
+    not reach the sequence row that made it; h0 gets a gradient only when nothing is cut)."""
+    x, h0, a = wt.dvector("x"), wt.dscalar("h0"), wt.dscalar("a")
+    hs, _ = wb.scan(lambda xt, h, a_: wt.tanh(a_ * h + xt), sequences=x, outputs_info=h0,
+                    non_sequences=a, truncate_gradient=keep)
+    cost = (hs**2).sum() / 2 + 3.0 * hs[1]
+    grads = wb.grad(cost, [x, h0, a])
+    xs, h0v, av = np.linspace(-1, 1, 6), 0.3, 0.7
+    got = run([x, h0, a], grads, xs, np.float64(h0v), np.float64(av))
+    expected = truncated_bptt(xs, h0v, av, keep, 1, 3.0)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-15)
+
+
 def test_go_backwards_walks_the_sequence_from_the_end():
     x = wt.dvector("x")
     sums, _ = wb.scan(lambda xt, acc: acc + xt, sequences=x, outputs_info=np.float64(0),

@@ -17,7 +17,9 @@ and outputs c(sequences) as one row per step. After step 0, q_{j,m} is the
 adjoint of the initial row L_j - m. Every part is an ordinary Scan, so the
 backward loop can itself be differentiated (hessian-vector products).
 `truncate_gradient = T > 0` runs only the last T steps backwards: earlier
-sequence rows and the initial values then get no gradient through the loop.
+sequence rows and the initial values then get no gradient through the loop, as in
+PyTensor (its backward loop updates only the last T rows of the sit-sot adjoint
+buffer; the initial row keeps its direct gradient, not the adjoint at the cut).
 
 A loop carrying a random generator (a *state*) is differentiated as PyTensor does:
 the state is not differentiable (its adjoint is disconnected) and the backward loop
