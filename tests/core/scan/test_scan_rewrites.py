@@ -157,3 +157,64 @@ def test_invariant_work_made_by_the_body_rewrite_moves_out_too():
               rng.normal(size=(3, 3)))
     reference = wb.function([x, h0, w, u], hs, linker="py", mode=wb.Mode(linker="py"))
     np.testing.assert_allclose(f(*values), reference(*values))
+
+
+def rnn_reference(xs, h0, w, u, b):
+    """NumPy forward and full BPTT of h_t = tanh(x_t w + h_{t-1} u + b), cost sum(h**2):
+    (cost, dw, du, db, dh0)."""
+    hs, h = [], h0
+    for xt in xs:
+        h = np.tanh(xt @ w + h @ u + b)
+        hs.append(h)
+    dw, du, db, adjoint = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b), 0.0
+    for t in range(len(xs) - 1, -1, -1):
+        dz = (2 * hs[t] + adjoint) * (1 - hs[t] ** 2)
+        prev = hs[t - 1] if t else h0
+        dw, du, db = dw + xs[t].T @ dz, du + prev.T @ dz, db + dz.sum(0)
+        adjoint = dz @ u.T
+    return sum((h**2).sum() for h in hs), dw, du, db, adjoint
+
+
+def rnn_training_step(linker, wrt=("w", "u", "b")):
+    x, h0 = wt.dtensor3("x"), wt.dmatrix("h0")
+    w, u, b = wt.dmatrix("w"), wt.dmatrix("u"), wt.dvector("b")
+    hs, _ = wb.scan(lambda xt, h, w_, u_, b_: wt.tanh(wt.dot(xt, w_) + wt.dot(h, u_) + b_),
+                    sequences=x, outputs_info=h0, non_sequences=[w, u, b], name="rnn")
+    cost = (hs**2).sum()
+    named = {"w": w, "u": u, "b": b, "h0": h0}
+    return wb.function([x, h0, w, u, b], [cost, *wb.grad(cost, [named[v] for v in wrt])],
+                       linker=linker)
+
+
+def rnn_values(steps=5, batch=3, hidden=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(steps, batch, hidden)), rng.normal(size=(batch, hidden)),
+            rng.normal(size=(hidden, hidden)) * 0.5, rng.normal(size=(hidden, hidden)) * 0.5,
+            rng.normal(size=hidden) * 0.5]
+
+
+def test_bptt_for_the_weights_does_not_compute_the_sequences_gradient():
+    """The backward loop computes a gradient row per step for each sequence; a training
+    step reads none of them: scan_remove_unused drops those outputs (and their products)."""
+    values = rnn_values()
+    expected = rnn_reference(*values)[:4]
+    for linker in ("py", "c"):
+        f = rnn_training_step(linker)
+        assert "scan_remove_unused" in f.maker.rewrite_trace.rewrites_used()
+        backward = [n for n in _scan_nodes(f) if n.op.name == "grad of rnn"]
+        assert len(backward) == 1 and backward[0].op.info.n_nit_sot == 0
+        for got, want in zip(f(*values), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_an_unread_output_of_a_loop_is_not_computed():
+    x = wt.dvector("x")
+    (sums, doubled), _ = wb.scan(lambda xt, acc: (acc + xt, wt.exp(xt) * 2), sequences=x,
+                                 outputs_info=[np.float64(0), None], name="two")
+    values = np.array([1.0, 2.0, 3.0])
+    for linker in ("py", "c"):
+        f = wb.function([x], sums, linker=linker)
+        (node,) = _scan_nodes(f)
+        assert node.op.info.n_nit_sot == 0 and len(node.outputs) == 1
+        assert not any("exp" in str(n.op) for n in node.op.fgraph.apply_nodes)
+        np.testing.assert_allclose(f(values), np.cumsum(values))

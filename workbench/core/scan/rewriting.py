@@ -6,6 +6,10 @@
   reads are dropped.
 - `scan_drop_unused_records` (canonicalize): the draws a loop records for its
   gradient (`Scan.recording_draws`) that no gradient reads are not stored.
+- `scan_remove_unused` (canonicalize): outputs that are not fed back (nit-sots) and
+  that nothing reads are no longer computed, and sequences the body then no longer
+  reads are no longer sliced (BPTT's loop computes the gradient of every sequence,
+  of which a training step uses none: the inputs').
 - `scan_keep_last_row` (specialize): an output used only through its last row
   (``ys[-1]``, a shared variable's update) is stored as that row alone: the loop keeps
   a ring of the rows its taps read instead of n_steps rows.
@@ -122,6 +126,33 @@ def push_out_invariants(node: Apply) -> list[Variable] | None:
     new_outs = _rebuilt(node, inputs, outputs, len(keep) + len(placeholders),
                         [outer_ns[i] for i in keep] + outer_values)
     return new_outs
+
+
+@register_canonicalize
+@node_rewriter([Scan])
+def scan_remove_unused(fgraph: Any, node: Apply) -> Any:
+    """Stop computing the nit-sot outputs nobody reads, then stop slicing the sequences
+    the body no longer reads."""
+    op: Scan = node.op
+    info = op.info
+    first_nit = info.n_recurrent
+    unread = {first_nit + m for m in range(info.n_nit_sot)
+              if not fgraph.clients.get(node.outputs[first_nit + m])}
+    kept_outputs = [out for k, out in enumerate(op.inner_outputs) if k not in unread]
+    read = set(ancestors(kept_outputs))
+    kept_seqs = [i for i, v in enumerate(op.inner_seqs()) if v in read]
+    if not unread and len(kept_seqs) == info.n_seqs:
+        return None
+    n_steps, seqs, inits, non_seqs = op.outer_parts(node.inputs)
+    inputs = [op.inner_seqs()[i] for i in kept_seqs] + op.inner_inputs[info.n_seqs:]
+    keep_last = [k for n, k in enumerate(op.keep_last) if n not in unread]
+    new_info = info._replace(n_seqs=len(kept_seqs), n_nit_sot=info.n_nit_sot - len(unread))
+    new_op = Scan(inputs, kept_outputs, new_info, op.name, op.truncate_gradient, keep_last)
+    new_op.inner_graph_rewritten = op.inner_graph_rewritten
+    new_outs = new_op(n_steps, *[seqs[i] for i in kept_seqs], *inits, *non_seqs,
+                      return_list=True)
+    kept = [out for k, out in enumerate(node.outputs) if k not in unread]
+    return dict(zip(kept, new_outs))
 
 
 def _short_formula(value: Variable, k: int) -> str:
