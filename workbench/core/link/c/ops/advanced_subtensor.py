@@ -9,7 +9,7 @@ dimensions of the index arrays go), so the C is straight-line for it. At run tim
    `wbs_slice`), each giving a length, a stride and a start offset;
 2. boolean masks become the coordinates of their True elements (NumPy's `nonzero`),
    one index vector per axis they cover; a mask whose shape differs from the axes
-   it covers is NumPy's IndexError;
+   it covers is NumPy's IndexError (except a mask axis of length 0, as NumPy);
 3. the index arrays broadcast together (NumPy's IndexError "shape mismatch" when they
    cannot), and one pass over the broadcast shape reads every index, wraps negative
    ones, checks the bounds (NumPy's IndexError naming the index, axis and length) and
@@ -162,7 +162,7 @@ def _masks_code(lay: _Layout, t: str, end: str, label: str) -> str:
         code.append(f"""{{
   for (int j = 0; j < {k}; j++) {{
     const npy_intp n = PyArray_DIMS({t})[{axis} + j], nm = PyArray_DIMS({mask})[j];
-    if (n != nm) {{
+    if (nm != 0 && n != nm) {{  /* NumPy lets a mask axis of length 0 pass */
       PyErr_Format(PyExc_IndexError, {msg}, {axis} + j, (long)n, (long)nm, {label});
       goto {end};
     }}
@@ -229,7 +229,8 @@ def _broadcast_code(lay: _Layout, t: str, end: str, label: str) -> str:
   PyErr_Format(PyExc_IndexError, {mismatch}, text, {label}); goto {end};
 }}""")
     code.append(f"for (int d = 0; d < {br}; d++) wbx_bsize *= wbx_bshape[d];")
-    # scalar components: checked once, folded into the constant offset
+    # scalar components: checked once (even for an empty broadcast, as NumPy), folded
+    # into the constant offset
     for comp in lay.components:
         if comp[0] == "const":
             value = f"((npy_intp){int(comp[2])}LL)"
@@ -238,7 +239,7 @@ def _broadcast_code(lay: _Layout, t: str, end: str, label: str) -> str:
         else:
             continue
         n = f"PyArray_DIMS({t})[{comp[1]}]"
-        code.append(f"if (wbx_bsize > 0) {{\n{_check_index(value, comp[1], n, end, label)}\n"
+        code.append(f"{{\n{_check_index(value, comp[1], n, end, label)}\n"
                     f"  wbx_off0 += w * PyArray_STRIDES({t})[{comp[1]}];\n}}")
     return "\n".join(code)
 
@@ -370,7 +371,7 @@ class _AdvancedCBase(ViewCBase):
         return super().c_support_code() + SUBTENSOR_SUPPORT + COPY_SUPPORT
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
 
 @register_c_op(AdvancedSubtensor)
