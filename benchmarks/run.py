@@ -8,7 +8,8 @@
 Families (in order): fused (1: fused elementwise chain, with a hand-written C loop as
 the practical limit), overhead (2: per-call overhead), rows (3: logsumexp and softmax
 over rows), mlp (4: MLP training step), compile (5: compile time cold and warm,
-6: the 5000-link chain), linalg (7: solve 500x500, GP likelihood + gradient at n=1000).
+6: the 5000-link chain), linalg (7: solve 500x500, GP likelihood + gradient at n=1000),
+indexing (8: take, take_along_axis, concatenate, an increment with repeated indices).
 Times are medians of repeats measured in this process
 (compile times in fresh subprocesses); each ratio is a reference's time over
 workbench's (C linker) time for the same case. NumPy is always a reference;
@@ -31,10 +32,10 @@ for path in (str(HERE.parent), str(HERE)):  # the repository (workbench) and wb_
     if path not in sys.path:
         sys.path.insert(0, path)
 
-FAMILIES = ("fused", "overhead", "rows", "mlp", "compile", "linalg")
+FAMILIES = ("fused", "overhead", "rows", "mlp", "compile", "linalg", "indexing")
 MODULES = {"fused": "wb_bench.fused", "overhead": "wb_bench.overhead", "rows": "wb_bench.rows",
            "mlp": "wb_bench.mlp", "compile": "wb_bench.compile_time",
-           "linalg": "wb_bench.linalg"}
+           "linalg": "wb_bench.linalg", "indexing": "wb_bench.indexing"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -61,7 +61,8 @@ def test_quick_suite_prints_a_table_of_ratios(quick_run):
     for family in ("fused chain", "call overhead scalar", "call overhead vector[10] trust_input",
                    "logsumexp rows", "softmax rows", "MLP step", "compile fused chain",
                    "compile MLP step", "chain y=y*1.0001+0.5", "solve 200x200",
-                   "GP nll + gradient"):
+                   "GP nll + gradient", "take rows", "take_along_axis", "concatenate",
+                   "fancy inc"):
         assert family in names, family
     for case, members in cases.items():
         mine = [r for r in members if r["implementation"] == "workbench c"]
