@@ -337,7 +337,10 @@ def threads_note(threads: int) -> str:
 
 def fill_ratios(rows: list[Row]) -> None:
     """Set each row's ratio: its time over the time of the SUBJECT row of its case."""
-    subject = {r.case: r.seconds for r in rows if r.impl.startswith(SUBJECT) and r.seconds}
+    subject: dict[str, float] = {}
+    for r in rows:  # the first workbench row of a case (variants like "..., Out(...)" follow)
+        if r.impl.startswith(SUBJECT) and r.seconds and r.case not in subject:
+            subject[r.case] = r.seconds
     for row in rows:
         base = subject.get(row.case)
         if base and row.seconds:

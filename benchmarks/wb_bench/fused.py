@@ -79,14 +79,16 @@ def reference_module() -> Any:
         libraries=[*vector_math_libraries(), "m"])
 
 
-def workbench_chain(linker: str = "c") -> Any:
+def workbench_chain(linker: str = "c", borrow: bool = False) -> Any:
+    """The chain compiled; `borrow`: its output lent (`Out(borrow=True)`), so each call
+    writes into the previous result instead of allocating a new one."""
     import workbench.tensor as wt
 
     import workbench as wb
 
     x, y = wt.dvector("x"), wt.dvector("y")
     out = wt.exp(x) * wt.sin(y) + x**2 / (1 + y * y) - wt.tanh(x * y)
-    return wb.function([x, y], out, linker=linker)
+    return wb.function([x, y], wb.Out(out, borrow=True) if borrow else out, linker=linker)
 
 
 def run(ctx: Context) -> list[Row]:
@@ -98,9 +100,9 @@ def run(ctx: Context) -> list[Row]:
     jax = jax_module(ctx)
     rows: list[Row] = []
     try:
-        fn = workbench_chain()
+        fn, lent = workbench_chain(), workbench_chain(borrow=True)
     except Exception as exc:  # noqa: BLE001
-        fn = None
+        fn = lent = None
         error = exc
     try:
         ref = reference_module()
@@ -130,6 +132,13 @@ def run(ctx: Context) -> list[Row]:
         if fn is not None:
             check_close(expected, fn(x, y), case.name)
             case.add(SUBJECT, lambda x=x, y=y: fn(x, y))
+            held = [lent(x, y)]
+
+            def lent_call(x: np.ndarray = x, y: np.ndarray = y, held: list = held) -> None:
+                held[0] = lent(x, y)  # the caller keeps the result, as a loop would
+
+            case.add(f"{SUBJECT}, Out(borrow=True)", lent_call,
+                     note="output lent back: each call overwrites the previous result")
         else:
             case.fail(SUBJECT, error)
         case.add("numpy", lambda x=x, y=y: numpy_chain(x, y))

@@ -420,6 +420,18 @@ class FunctionMaker:
                 plan.append((k, var.type, inputs + [-1] * bool(consts), others))
         return plan
 
+    def _overwritable_outputs(self) -> list[Variable]:
+        """Outputs lent with `Out(borrow=True)` whose value is a buffer of their own (no
+        view of an input, a constant or another output, nor an updated value): the next
+        call may write into the previous value, held by the caller or not."""
+        fg = self.fgraph
+        n_out = len(self.outputs)
+        updated = set(fg.outputs[n_out:])
+        return [var for var, spec in zip(fg.outputs[:n_out], self.outputs)
+                if spec.borrow and var.owner is not None and var not in updated
+                and fg.outputs[:n_out].count(var) == 1
+                and view_roots(var, through_destroyers=True) == [var]]
+
     def inputs_index_of_update(self, u: int) -> int | None:
         """Position in `inputs` of the variable changed by update `u`."""
         target = self.updates[u][0]
@@ -456,6 +468,7 @@ class FunctionMaker:
                                                   strict=spec.strict))
         start = time.perf_counter()
         linker = linker.accept(self.fgraph, no_recycling)
+        linker.overwrite_outputs = self._overwritable_outputs()
         run, in_cells, out_cells, thunks, order = linker.make_thunk(
             input_storage=[c.storage for c in input_containers]
         )

@@ -68,7 +68,12 @@ class In:
 
 class Out:
     """An output of a function; `borrow=True` allows returning internal storage (the
-    value may then alias an input or be overwritten by the next call)."""
+    value may then alias an input or be overwritten by the next call).
+
+    On the C linker a lent output that is a buffer of its own is written by the next
+    call into the array the previous call returned (no new allocation, even while the
+    caller holds it), except when that array, or a view of it, is an argument of the
+    call."""
 
     def __init__(self, variable: Variable, borrow: bool = False) -> None:
         if not isinstance(variable, Variable):

@@ -157,6 +157,9 @@ class Linker:
     outputs from the values in the input cells into the output cells.
     `no_recycling` lists Variables whose cells are emptied before each run, so Ops
     allocate fresh values for them instead of reusing the previous ones.
+    `overwrite_outputs` (set after `accept`) lists outputs the caller lent back
+    (`Out(borrow=True)`): a linker may write the next run's value into the previous one
+    while the caller still holds it (the C linker's Program does; others ignore it).
     """
 
     #: When True, the linker records wall time per node (in `node_time`).
@@ -165,6 +168,7 @@ class Linker:
     def __init__(self) -> None:
         self.fgraph: FunctionGraph | None = None
         self.no_recycling: list[Variable] = []
+        self.overwrite_outputs: list[Variable] = []
 
     def clone(self) -> Linker:
         """An unbound linker with the same options."""

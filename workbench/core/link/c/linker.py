@@ -214,7 +214,8 @@ class CLinker(VMLinker):
                         allow_gc=self.allow_gc, profile=self.profile, thread_probe=probe)
         else:
             vm = CProgramVM(fg, order, thunks, smap, cmap, self.no_recycling,
-                            allow_gc=self.allow_gc, capsules=capsules)
+                            allow_gc=self.allow_gc, capsules=capsules,
+                            overwrite=getattr(self, "overwrite_outputs", ()))
             self.program = vm.program
         self.vm = vm
         report.link_seconds = time.perf_counter() - start
@@ -236,8 +237,10 @@ def _inner_nodes(order: Sequence[Apply]) -> list[Apply]:
 class CProgramVM(VM):
     """A VM whose loop over nodes is runtime.c's `Program` (no Python frame per node)."""
 
-    def __init__(self, *args: Any, capsules: dict[Apply, Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, capsules: dict[Apply, Any],
+                 overwrite: Sequence[Variable] = (), **kwargs: Any) -> None:
         self._capsules = capsules
+        self._overwrite = overwrite
         super().__init__(*args, **kwargs)
 
     def _make_runner(self) -> Callable[[], None]:
@@ -258,5 +261,11 @@ class CProgramVM(VM):
                           tuple(smap[v] for v in node.inputs),
                           tuple(smap[v] for v in node.outputs), tuple(to_free[i]),
                           () if capsule is None else codegen.node_labels(node)))
-        self.program = runtime().Program(tuple(steps), tuple(self._clear), self._on_error)
+        # lent outputs (Out(borrow=True)) computed by a node: their previous value may be
+        # overwritten while the caller holds it, unless it is passed back in (the guard)
+        overwrite = tuple(smap[v] for v in dict.fromkeys(self._overwrite)
+                          if v.owner is not None and v not in self.fgraph.inputs)
+        guard = tuple(smap[v] for v in self.fgraph.inputs) if overwrite else ()
+        self.program = runtime().Program(tuple(steps), tuple(self._clear), self._on_error,
+                                         overwrite, guard)
         return self.program.run

@@ -14,7 +14,8 @@
  * This module gives two ways of running such functions over the storage cells
  * (one-element lists) of the Python VM:
  *   NodeThunk(capsule, in_cells, out_cells, labels)   one node, callable with no argument
- *   Program(steps, clear_cells, on_error)     a whole graph in a C loop:
+ *   Program(steps, clear_cells, on_error[, overwrite_cells, guard_cells])
+ *                                             a whole graph in a C loop:
  *       steps: tuple of (fn_or_callable, in_cells, out_cells, free_cells, labels);
  *       a capsule runs as a node function, any other callable is called with no
  *       argument (a Python thunk that reads and writes its cells itself; its labels
@@ -23,6 +24,11 @@
  *       Program.run() clears `clear_cells`, runs every step, and after each step
  *       empties `free_cells` (intermediates nobody needs any more). On failure it
  *       calls on_error(exception, step_index) so Python can annotate the error.
+ *       `overwrite_cells` are output cells whose previous value (an ndarray owning its
+ *       data) the node may overwrite although the caller still holds it (outputs lent
+ *       with Out(borrow=True)); before each run such a value is dropped if it is, or is
+ *       the base of, a value in `guard_cells` (the graph's inputs), so a result passed
+ *       back in is never written while it is read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,11 +68,37 @@ static const char **label_array(PyObject *labels, Py_ssize_t n) {
     return array;
 }
 
+/* numpy's public array and descr layouts, without numpy's headers */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions, *strides;
+    PyObject *base, *descr;
+    int flags;
+} wb_array_head;
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *typeobj;
+    char kind, type, byteorder, _former_flags;
+    int type_num;
+} wb_descr_head;
+
+static PyTypeObject *ndarray_type = NULL;
+
+static inline int owns_its_data(PyObject *value) {
+    return ndarray_type != NULL && Py_TYPE(value) == ndarray_type &&
+           ((wb_array_head *)value)->base == NULL;
+}
+
 /* Only a value nobody else holds may be reused as output storage: another holder
- * (the caller, a view's base, a list) would see it change. */
-static inline PyObject *take_output(PyObject *cell) {
+ * (the caller, a view's base, a list) would see it change. A lent cell's value (`lent`:
+ * Out(borrow=True), whose caller agreed to that) may be reused while the caller holds it,
+ * when it is an ndarray owning its data (never a view of something else). */
+static inline PyObject *take_output(PyObject *cell, int lent) {
     PyObject *value = PyList_GET_ITEM(cell, 0);
-    if (value == Py_None || Py_REFCNT(value) != 1) return NULL;
+    if (value == Py_None) return NULL;
+    if (Py_REFCNT(value) != 1 && !(lent && owns_its_data(value))) return NULL;
     /* Move the cell's reference into the node: the cell holds None meanwhile. */
     Py_INCREF(Py_None);
     PyList_SET_ITEM(cell, 0, Py_None);
@@ -80,7 +112,8 @@ static inline void put_output(PyObject *cell, PyObject *value) {
 }
 
 static int run_node(wb_node_fn fn, const char *const *labels, Py_ssize_t n_in,
-                    PyObject *const *in_cells, Py_ssize_t n_out, PyObject *const *out_cells) {
+                    PyObject *const *in_cells, Py_ssize_t n_out, PyObject *const *out_cells,
+                    const char *lent) {
     PyObject *ins[WB_MAX_ARITY];
     PyObject *outs[WB_MAX_ARITY];
     PyObject **in_buf = ins, **out_buf = outs;
@@ -92,7 +125,8 @@ static int run_node(wb_node_fn fn, const char *const *labels, Py_ssize_t n_in,
     /* None is a legitimate value (e.g. NoneConst, a Generic); a TensorType's
      * c_extract refuses it with a TypeError naming the input. */
     for (Py_ssize_t i = 0; i < n_in; i++) in_buf[i] = PyList_GET_ITEM(in_cells[i], 0);
-    for (Py_ssize_t j = 0; j < n_out; j++) out_buf[j] = take_output(out_cells[j]);
+    for (Py_ssize_t j = 0; j < n_out; j++)
+        out_buf[j] = take_output(out_cells[j], lent != NULL && lent[j]);
     int status = fn(in_buf, out_buf, labels);
     for (Py_ssize_t j = 0; j < n_out; j++) put_output(out_cells[j], out_buf[j]);
     if (in_buf != ins) { PyMem_Free(in_buf); PyMem_Free(out_buf); }
@@ -187,7 +221,7 @@ static PyObject *NodeThunk_call(NodeThunk *self, PyObject *args, PyObject *kwds)
     if (!self->fn) { PyErr_SetString(PyExc_RuntimeError, "NodeThunk not initialised"); return NULL; }
     if (run_node(self->fn, self->label_ptrs, PyTuple_GET_SIZE(self->in_cells),
                  &PyTuple_GET_ITEM(self->in_cells, 0), PyTuple_GET_SIZE(self->out_cells),
-                 &PyTuple_GET_ITEM(self->out_cells, 0)) < 0)
+                 &PyTuple_GET_ITEM(self->out_cells, 0), NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -212,6 +246,7 @@ static PyTypeObject NodeThunkType = {
 typedef struct {
     wb_node_fn fn;        /* NULL: call `callable` */
     const char **labels;  /* owned array of strings borrowed from Program.steps */
+    char *lent;           /* owned: 1 per output cell in overwrite_cells (NULL: none) */
     PyObject *callable;   /* borrowed from Program.steps */
     Py_ssize_t n_in, n_out, n_free;
     PyObject **in_cells, **out_cells, **free_cells;  /* borrowed from Program.steps */
@@ -222,13 +257,15 @@ typedef struct {
     PyObject *steps;       /* the tuple given: keeps everything alive */
     PyObject *clear_cells; /* tuple of lists emptied before each run */
     PyObject *on_error;    /* callable(exc, index) or None */
+    PyObject *overwrite;   /* tuple of lent output cells (see take_output) */
+    PyObject *guard;       /* tuple of the graph's input cells */
     Step *step;
     Py_ssize_t n_steps;
 } Program;
 
 static void free_steps(Step *step, Py_ssize_t n) {
     if (!step) return;
-    for (Py_ssize_t k = 0; k < n; k++) PyMem_Free(step[k].labels);
+    for (Py_ssize_t k = 0; k < n; k++) { PyMem_Free(step[k].labels); PyMem_Free(step[k].lent); }
     PyMem_Free(step);
 }
 
@@ -236,6 +273,8 @@ static int Program_traverse(Program *self, visitproc visit, void *arg) {
     Py_VISIT(self->steps);
     Py_VISIT(self->clear_cells);
     Py_VISIT(self->on_error);
+    Py_VISIT(self->overwrite);
+    Py_VISIT(self->guard);
     return 0;
 }
 
@@ -247,7 +286,26 @@ static int Program_clear(Program *self) {
     Py_CLEAR(self->steps);
     Py_CLEAR(self->clear_cells);
     Py_CLEAR(self->on_error);
+    Py_CLEAR(self->overwrite);
+    Py_CLEAR(self->guard);
     return 0;
+}
+
+/* 1 per output cell of `outs` that is one of `overwrite`'s cells, in a new PyMem array;
+ * NULL when none is (or on failure, with an exception: check PyErr_Occurred). */
+static char *lent_flags(PyObject *outs, PyObject *overwrite) {
+    Py_ssize_t n = PyTuple_GET_SIZE(outs), found = 0;
+    if (PyTuple_GET_SIZE(overwrite) == 0 || n == 0) return NULL;
+    char *flags = PyMem_Calloc(n, 1);
+    if (!flags) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t j = 0; j < n; j++)
+        for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(overwrite); c++)
+            if (PyTuple_GET_ITEM(outs, j) == PyTuple_GET_ITEM(overwrite, c)) {
+                flags[j] = 1;
+                found = 1;
+            }
+    if (!found) { PyMem_Free(flags); return NULL; }
+    return flags;
 }
 
 static void Program_dealloc(Program *self) {
@@ -257,38 +315,52 @@ static void Program_dealloc(Program *self) {
 }
 
 static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
-    PyObject *steps, *clear_cells, *on_error;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyTuple_Type, &steps, &PyTuple_Type, &clear_cells,
-                          &on_error))
+    PyObject *steps, *clear_cells, *on_error, *overwrite = NULL, *guard = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O|O!O!", &PyTuple_Type, &steps, &PyTuple_Type,
+                          &clear_cells, &on_error, &PyTuple_Type, &overwrite, &PyTuple_Type,
+                          &guard))
         return -1;
-    if (check_cells(clear_cells, "clear_cells") < 0) return -1;
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return -1;
+    if (!overwrite) overwrite = empty;
+    if (!guard) guard = empty;
+    if (check_cells(clear_cells, "clear_cells") < 0 ||
+        check_cells(overwrite, "overwrite_cells") < 0 || check_cells(guard, "guard_cells") < 0) {
+        Py_DECREF(empty);
+        return -1;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(steps);
     Step *step = PyMem_Calloc(n ? n : 1, sizeof(Step));
-    if (!step) { PyErr_NoMemory(); return -1; }
+    if (!step) { PyErr_NoMemory(); Py_DECREF(empty); return -1; }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *item = PyTuple_GET_ITEM(steps, k);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 5) {
             PyErr_Format(PyExc_TypeError, "step %zd must be a tuple (fn, in_cells, out_cells, "
                          "free_cells, labels)", k);
             free_steps(step, n);
+            Py_DECREF(empty);
             return -1;
         }
         PyObject *fn = PyTuple_GET_ITEM(item, 0);
         PyObject *ins = PyTuple_GET_ITEM(item, 1), *outs = PyTuple_GET_ITEM(item, 2),
                  *frees = PyTuple_GET_ITEM(item, 3);
         if (check_cells(ins, "in_cells") < 0 || check_cells(outs, "out_cells") < 0 ||
-            check_cells(frees, "free_cells") < 0) { free_steps(step, n); return -1; }
+            check_cells(frees, "free_cells") < 0) { free_steps(step, n); Py_DECREF(empty); return -1; }
         if (PyCapsule_CheckExact(fn)) {
             step[k].fn = node_fn_of(fn);
-            if (!step[k].fn) { free_steps(step, n); return -1; }
+            if (!step[k].fn) { free_steps(step, n); Py_DECREF(empty); return -1; }
             step[k].labels = label_array(PyTuple_GET_ITEM(item, 4),
                                          1 + 3 * PyTuple_GET_SIZE(ins) + PyTuple_GET_SIZE(outs));
-            if (!step[k].labels) { free_steps(step, n); return -1; }
+            step[k].lent = step[k].labels ? lent_flags(outs, overwrite) : NULL;
+            if (!step[k].labels || PyErr_Occurred()) {
+                free_steps(step, n); Py_DECREF(empty); return -1;
+            }
         } else if (PyCallable_Check(fn)) {
             step[k].callable = fn;
         } else {
             PyErr_Format(PyExc_TypeError, "step %zd: fn must be a node capsule or a callable", k);
             free_steps(step, n);
+            Py_DECREF(empty);
             return -1;
         }
         step[k].n_in = PyTuple_GET_SIZE(ins);
@@ -302,9 +374,13 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
     self->step = step;
     self->n_steps = n;
     Py_INCREF(steps); Py_INCREF(clear_cells); Py_INCREF(on_error);
+    Py_INCREF(overwrite); Py_INCREF(guard);
     Py_XSETREF(self->steps, steps);
     Py_XSETREF(self->clear_cells, clear_cells);
     Py_XSETREF(self->on_error, on_error);
+    Py_XSETREF(self->overwrite, overwrite);
+    Py_XSETREF(self->guard, guard);
+    Py_DECREF(empty);
     return 0;
 }
 
@@ -320,6 +396,25 @@ static void report_error(Program *self, Py_ssize_t k) {
     PyErr_Restore(type, value, tb);
 }
 
+/* Empty each lent cell whose value is, or is the base of, a value of a guard cell (a
+ * result passed back in as an input, or set as a shared variable's value). */
+static void drop_guarded(PyObject *overwrite, PyObject *guard) {
+    if (overwrite == NULL || guard == NULL) return;
+    for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(overwrite); c++) {
+        PyObject *cell = PyTuple_GET_ITEM(overwrite, c);
+        PyObject *value = PyList_GET_ITEM(cell, 0);
+        if (value == Py_None) continue;
+        for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(guard); g++) {
+            PyObject *held = PyList_GET_ITEM(PyTuple_GET_ITEM(guard, g), 0);
+            if (held == value || (ndarray_type != NULL && Py_TYPE(held) == ndarray_type &&
+                                  ((wb_array_head *)held)->base == value)) {
+                put_output(cell, NULL);
+                break;
+            }
+        }
+    }
+}
+
 static int program_run(Program *self) {
     PyObject *clear = self->clear_cells;
     if (clear == NULL) {
@@ -328,11 +423,13 @@ static int program_run(Program *self) {
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(clear); i++)
         put_output(PyTuple_GET_ITEM(clear, i), NULL);
+    drop_guarded(self->overwrite, self->guard);
     Step *step = self->step;
     for (Py_ssize_t k = 0; k < self->n_steps; k++) {
         Step *s = &step[k];
         if (s->fn) {
-            if (run_node(s->fn, s->labels, s->n_in, s->in_cells, s->n_out, s->out_cells) < 0) {
+            if (run_node(s->fn, s->labels, s->n_in, s->in_cells, s->n_out, s->out_cells,
+                         s->lent) < 0) {
                 report_error(self, k);
                 return -1;
             }
@@ -389,23 +486,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } FastCall;
 
-/* numpy's public array and descr layouts, without numpy's headers */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    int nd;
-    Py_ssize_t *dimensions, *strides;
-    PyObject *base, *descr;
-    int flags;
-} wb_array_head;
-typedef struct {
-    PyObject_HEAD
-    PyTypeObject *typeobj;
-    char kind, type, byteorder, _former_flags;
-    int type_num;
-} wb_descr_head;
 
-static PyTypeObject *ndarray_type = NULL;
 
 /* `slow` is a bound method of the Function that holds this object: a cycle only the
  * collector can free. */

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 #: Bump when runtime.c changes.
-RUNTIME_VERSION = (6,)
+RUNTIME_VERSION = (7,)
 
 
 @functools.lru_cache(maxsize=1)
