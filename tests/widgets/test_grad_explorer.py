@@ -280,8 +280,13 @@ def test_an_op_from_graph_in_the_drawing_expands_and_collapses_again():
     assert explorer.expand_button.description == "collapse dense_layer"
     inner = {key for key, d in explorer.nx_graph.nodes(data=True) if d.get("inner_of")}
     assert inner and drawn() == closed | inner
+    # the drawing fits again around the opened box (as GraphView's does)
+    box = next(k for k, d in explorer.nx_graph.nodes(data=True) if d["obj"] is h.owner)
+    assert explorer.canvas.focus == box and explorer.canvas.zoom == 1.0
+    explorer.canvas.zoom = 2.0
     explorer.last()  # stepping on draws the opened body too
     assert inner <= drawn()
     explorer.collapse(h.owner)
     assert drawn() == closed
+    assert explorer.canvas.focus is None and explorer.canvas.zoom == 1.0
     assert explorer.expand_button.description == "expand dense_layer"

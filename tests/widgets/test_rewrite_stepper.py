@@ -13,7 +13,8 @@ from workbench.core.graph.fg import FunctionGraph
 from workbench.core.rewrite import EquilibriumGraphRewriter, node_rewriter, rewrite_db
 from workbench.examples import get_example
 from workbench.widgets import RewriteStepper
-from workbench.widgets.rewrite_stepper import StepNavigator
+from workbench.widgets.inner_graphs import holds_inner_graph
+from workbench.widgets.rewrite_stepper import READABLE_VIEW, StepNavigator
 
 REMOVED, INTRODUCED = "#d32f2f", "#2e7d32"
 
@@ -360,7 +361,45 @@ def test_a_loop_in_the_drawings_expands_into_its_body_and_collapses_again():
     # the body's nodes are drawn on both sides, outlined dashed
     assert "data-inner-of" in stepper.before_svg.value
     assert "data-inner-of" in stepper.after_svg.value
+    # each side is centred on its opened loop and body, not on the step's change, with
+    # text readable (a body too big for the view shown from its top left)
     scan = next(stepper.expanded.__iter__())
+    label = next(d["label"] for d in stepper.diff.before.nodes.values() if d["obj"] is scan)
+    for side, holder in (("before", stepper.before_svg), ("after", stepper.after_svg)):
+        g = getattr(stepper.diff, side)
+        key = next(k for k, d in g.nodes(data=True)
+                   if d["label"] == label and holds_inner_graph(d["obj"]))
+        inside = {k for k, d in g.nodes(data=True) if d.get("inner_of") == key}
+        focus = focus_of(stepper.diff.to_svg(side, legend=False, merge=True,
+                                             focus={key} | inside))
+        assert focus_of(holder.value) == focus
+        assert focus != focus_of(stepper.diff.to_svg(side, legend=False, merge=True))
+        assert view_box(holder.value) == centred_on(focus, READABLE_VIEW)
     stepper.collapse(scan)
     assert set(stepper.diff.before.nodes) == closed
+    focus = focus_of(stepper.diff.to_svg("before", legend=False, merge=True))  # the change again
+    assert view_box(stepper.before_svg.value) == centred_on(focus)
     assert stepper.expand_button.description == "expand loop"
+
+
+def focus_of(svg: str) -> tuple[float, ...]:
+    """The region an inspector SVG asks a viewer to show (its `data-focus`)."""
+    return tuple(float(v) for v in re.search(r'data-focus="([^"]*)"', svg).group(1).split())
+
+
+def view_box(svg: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in re.search(r'viewBox="([^"]*)"', svg).group(1).split())
+
+
+def centred_on(region: tuple[float, ...], most: tuple[float, float] | None = None
+               ) -> tuple[float, ...]:
+    """The viewBox `svg_for_widget` centres on `region` (at least 600x500 of context; at
+    most `most`, then from the region's top left with a margin of 20)."""
+    x, y, w, h = region
+    view = []
+    for start, size, least, limit in zip((x, y), (w, h), (600.0, 500.0), most or (1e9, 1e9)):
+        length = max(size + 40.0, least)
+        view.append((start - 20.0, limit) if length > limit
+                    else (start + size / 2 - length / 2, length))
+    (x0, vw), (y0, vh) = view
+    return tuple(round(v, 1) for v in (x0, y0, vw, vh))

@@ -7,6 +7,7 @@ exact: a node of `before` missing from `after` was removed by the step.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,21 +95,24 @@ class GraphDiff:
         return draw(self.after, ax=ax, highlight={"introduced": self.introduced},
                     positions=self.layout)
 
-    def to_svg(self, side: str = "after", legend: bool = True, merge: bool = False) -> str:
+    def to_svg(self, side: str = "after", legend: bool = True, merge: bool = False,
+               focus: Iterable[str] | None = None) -> str:
         """SVG of one side from the shared layout, its changed nodes filled and framed.
 
         Both sides carry the same `data-focus` (the bounds of everything the step
-        removed or introduced), so viewers can show the same window on both.
+        removed or introduced, or of the `focus` keys when given: an opened loop and
+        its body), so viewers can show the same window on both.
         `merge`: an Apply and its single output drawn as one box.
         """
         graph = self.before if side == "before" else self.after
         kind = "removed" if side == "before" else "introduced"
         changed = self.changed_keys(side)
+        wanted = (self.removed, self.introduced) if focus is None else (set(focus),) * 2
         if merge:
             before, after, positions = self.merged()
-            focus = merge_keys(before, self.removed) | merge_keys(after, self.introduced)
+            focus = merge_keys(before, wanted[0]) | merge_keys(after, wanted[1])
         else:
-            positions, focus = self.layout, self.removed | self.introduced
+            positions, focus = self.layout, wanted[0] | wanted[1]
         return to_svg(graph, highlight={kind: changed}, legend=legend, positions=positions,
                       frame=changed, focus=focus, merge=merge)
 

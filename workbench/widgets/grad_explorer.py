@@ -307,10 +307,12 @@ class GradExplorer(ExpandsInnerGraphs, widgets.VBox):
     # -- rendering ----------------------------------------------------------------------
     def _expanded_changed(self) -> None:
         """Draw the cost's graph again with the opened loops' bodies (no values inside
-        them: the forward pass is evaluated on the outer graph)."""
+        them: the forward pass is evaluated on the outer graph), fitted around the loop
+        opened last."""
         self.nx_graph = to_networkx(self.cost, expand=self.expanded)
         self._drawings.clear()
         self._show(self.position)
+        self._draw_fitted(self.canvas, self._drawing(self.position))
 
     def _on_canvas_select(self, change: dict[str, Any]) -> None:
         """A clicked loop (or OpFromGraph) becomes what the expand button opens."""

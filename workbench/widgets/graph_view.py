@@ -35,7 +35,7 @@ from workbench.inspector import find, to_networkx
 from workbench.inspector.graph import APPLY, graph_parts
 from workbench.widgets._common import pre, run_with_status, status_label, styled
 from workbench.widgets.graph_canvas import GraphCanvas, graph_data
-from workbench.widgets.inner_graphs import ExpandsInnerGraphs
+from workbench.widgets.inner_graphs import ExpandsInnerGraphs, drawn_key
 
 ZOOM_STEPS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
@@ -122,7 +122,7 @@ class GraphView(ExpandsInnerGraphs, widgets.VBox):
             self.node_select.value = ""
             return
         if isinstance(node, Variable | Apply):
-            key = self._key_of(node)
+            key = drawn_key(self.nx_graph, node)
             if key is None:
                 raise KeyError(f"{node} is not part of this graph")
         elif node in self.nx_graph:
@@ -138,20 +138,8 @@ class GraphView(ExpandsInnerGraphs, widgets.VBox):
         if selected in self.nx_graph:
             self.node_select.value = selected
         self.title.value = self._title_html()
-        focus = self._key_of(self.inner_graph_in_focus)
-
-        def draw() -> None:  # one update: the new drawing, fitted around the opened loop
-            with self.canvas.hold_sync():
-                self.canvas.graph = self._graph_data()
-                self.canvas.zoom = 1.0
-                self.canvas.focus = focus
-
-        run_with_status(self.status, draw)
-
-    def _key_of(self, obj: Variable | Apply | None) -> str | None:
-        """The key of the drawn node of `obj` (None when it is not drawn)."""
-        return next((k for k, d in self.nx_graph.nodes(data=True)
-                     if obj is not None and d["obj"] is obj), None)
+        run_with_status(self.status,
+                        lambda: self._draw_fitted(self.canvas, self._graph_data()))
 
     def _title_html(self) -> str:
         n_apply = sum(1 for _, d in self.nx_graph.nodes(data=True) if d["kind"] == APPLY)

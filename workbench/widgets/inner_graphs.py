@@ -5,7 +5,9 @@ inner-graph nodes drawn opened), `expand(node)` / `collapse(node)` and the
 `expand_button` ("expand loop" / "collapse loop", "expand dense_layer" for an
 OpFromGraph named so). The widget keeps `nx_graph` (what it draws) and implements
 `_expanded_changed()`: draw again with `to_networkx(..., expand=self.expanded)`,
-bringing `inner_graph_in_focus` (the node just opened) into view.
+bringing `inner_graph_in_focus` (the node just opened) into view: a `GraphCanvas` through
+`_draw_fitted` (fit again, the canvas's `focus` on the opened node), an SVG through
+`_focus_keys` (the opened node and its body as the drawing's `data-focus`).
 
     stepper.expand("C")       # key, [id] letter or the Apply itself
     stepper.collapse("C")
@@ -22,11 +24,18 @@ from workbench.core.graph.basic import Apply
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.inspector import find, to_networkx
 from workbench.widgets._common import styled
+from workbench.widgets.graph_canvas import GraphCanvas
 
 
 def holds_inner_graph(obj: Any) -> bool:
     """Whether `obj` is an Apply node whose Op holds an inner graph (a loop, an OpFromGraph)."""
     return isinstance(obj, Apply) and isinstance(obj.op, InnerGraphOp)
+
+
+def drawn_key(g: nx.DiGraph, obj: Any) -> str | None:
+    """The key of the node of `g` drawing `obj` (a Variable or Apply); None when none does."""
+    return next((k for k, d in g.nodes(data=True) if obj is not None and d["obj"] is obj),
+                None)
 
 
 class ExpandsInnerGraphs:
@@ -81,6 +90,39 @@ class ExpandsInnerGraphs:
         self.inner_graph_in_focus = node if opened else None
         self._expanded_changed()
         self._point_expand_button(node)
+
+    def _focus_key(self, g: nx.DiGraph | None = None) -> str | None:
+        """The key in `g` (the drawing, `nx_graph` by default) of the inner-graph node
+        opened last (in another drawing than `nx_graph`, the one at its `[id]` letter);
+        None when none is in focus or it is not drawn."""
+        g = self.nx_graph if g is None else g
+        key = drawn_key(g, self.inner_graph_in_focus)
+        if key is None and g is not self.nx_graph:  # a step rewrote it: the node at its [id]
+            mine = drawn_key(self.nx_graph, self.inner_graph_in_focus)
+            label = self.nx_graph.nodes[mine]["label"] if mine is not None else None
+            key = next((k for k, d in g.nodes(data=True)
+                        if label is not None and d["label"] == label
+                        and holds_inner_graph(d["obj"])), None)
+        return key
+
+    def _focus_keys(self, g: nx.DiGraph | None = None) -> set[str] | None:
+        """The keys of the inner-graph node opened last and of its body's nodes in `g`:
+        what a view of the drawing centres on (an SVG's `data-focus`); None when no node
+        is in focus (the view then fits as it would without a loop)."""
+        g = self.nx_graph if g is None else g
+        key = self._focus_key(g)
+        if key is None:
+            return None
+        return {key} | {k for k, d in g.nodes(data=True) if d.get("inner_of") == key}
+
+    def _draw_fitted(self, canvas: GraphCanvas, graph: dict[str, Any]) -> None:
+        """Draw `graph` (of `nx_graph`) on `canvas` and fit again around the inner graph
+        opened last: when the whole graph is too big for the view at 11 px text, the
+        canvas puts that node and its body in the middle of it (`GraphCanvas.focus`)."""
+        with canvas.hold_sync():
+            canvas.graph = graph
+            canvas.focus = self._focus_key()
+        canvas.fit()  # also when the focus did not change (a collapse after a collapse)
 
     def _expanded_text(self) -> str:
         """', expanded: dense_layer' for a title ('' when nothing is opened)."""

@@ -63,24 +63,33 @@ _REGION = re.compile(r'<rect class="changed-region" x="(-?[0-9.]+)" y="(-?[0-9.]
                      r'width="([0-9.]+)" height="([0-9.]+)"')
 
 
+#: the most of a drawing a stepper side (half of a 1280 px screen, 540 px tall) shows
+#: with its 12 px text at least 11 px tall
+READABLE_VIEW = (660.0, 580.0)
+
+
 def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25,
-                   context: tuple[float, float] = (600.0, 500.0)) -> str:
+                   context: tuple[float, float] = (600.0, 500.0),
+                   max_view: tuple[float, float] | None = None) -> str:
     """An inspector SVG document fitted into an HTML widget's box (no XML header).
 
-    Without a changed region the whole graph is fitted. With one (the
-    `changed-region` frame `to_svg` draws), the view is centred on it and shows at
-    least `context` pixels of the drawing around it, so the change is in sight,
-    readable and framed at once. A small view is enlarged at most `max_scale` times.
+    Without a focus region the whole graph is fitted. With one (the `data-focus`
+    or the `changed-region` frame `to_svg` draws), the view is centred on it and
+    shows at least `context` pixels of the drawing around it, so the change is in
+    sight, readable and framed at once; with `max_view`, at most that much (a
+    region larger than it is shown from its top left, as `GraphCanvas` fits an
+    opened loop). A small view is enlarged at most `max_scale` times.
     """
     svg = svg.split("?>", 1)[1] if svg.startswith("<?xml") else svg
     box = _VIEW_BOX.search(svg)
     region = _FOCUS.search(svg) or _REGION.search(svg)
     if box and region:
         x, y, w, h = (float(v) for v in region.groups())
-        view_w, view_h = max(w + 40.0, context[0]), max(h + 40.0, context[1])
-        cx, cy = x + w / 2, y + h / 2
-        svg = _VIEW_BOX.sub(f'viewBox="{cx - view_w / 2:.1f} {cy - view_h / 2:.1f} '
-                            f'{view_w:.1f} {view_h:.1f}"', svg, count=1)
+        most = max_view or (float("inf"), float("inf"))
+        (x0, view_w), (y0, view_h) = (_window(x, w, context[0], most[0]),
+                                      _window(y, h, context[1], most[1]))
+        svg = _VIEW_BOX.sub(f'viewBox="{x0:.1f} {y0:.1f} {view_w:.1f} {view_h:.1f}"', svg,
+                            count=1)
         box = _VIEW_BOX.search(svg)
     limit = (f'max-width:{float(box.group(3)) * max_scale:.0f}px;'
              f'max-height:{float(box.group(4)) * max_scale:.0f}px' if box else "")
@@ -88,6 +97,15 @@ def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25
     svg = _SVG_SIZE.sub(f'<svg\\1 width="100%" height="100%" style="{limit}" '
                         f'preserveAspectRatio="{align} meet"', svg, count=1)
     return f'<div class="{css}" style="height:100%;text-align:center">{svg}</div>'
+
+
+def _window(start: float, size: float, least: float, most: float) -> tuple[float, float]:
+    """(start, length) of a view along one axis: centred on [start, start + size] with a
+    margin of 20 and at least `least` long; at most `most`, from the region's start."""
+    length = max(size + 40.0, least)
+    if length > most:
+        return start - 20.0, most
+    return start + size / 2 - length / 2, length
 
 
 class StepNavigator(widgets.HBox):
@@ -523,10 +541,14 @@ class RewriteStepper(ExpandsInnerGraphs, widgets.VBox):
             f"<div style='font-size:14px'><b>step {step.index}: "
             f"{html.escape(step.rewrite)}</b> [{html.escape(step.pass_ or '-')}] · "
             f"{_change_text(step)}</div>")
-        self.before_svg.value = svg_for_widget(d.to_svg("before", legend=False, merge=True),
-                                               "wb-svg-holder wb-before")
-        self.after_svg.value = svg_for_widget(d.to_svg("after", legend=False, merge=True),
-                                              "wb-svg-holder wb-after")
+        # both sides centred on the step's change, or each on the loop opened last and its
+        # body, at readable text (a body too big for the view is shown from its top left)
+        for side, graph, holder in (("before", before, self.before_svg),
+                                    ("after", after, self.after_svg)):
+            focus = self._focus_keys(graph)
+            holder.value = svg_for_widget(
+                d.to_svg(side, legend=False, merge=True, focus=focus), f"wb-svg-holder wb-{side}",
+                max_view=None if focus is None else READABLE_VIEW)
         rows = self.region_texts()
         parts = ["<b>the rewired inputs, before → after (pprint)</b>"]
         if not rows:

@@ -1,5 +1,6 @@
 """A loop in the RewriteStepper at a 1280x800 projector, in Voila: "expand loop" draws
-its body on both sides of the step (dashed outlines), "collapse loop" closes it.
+its body on both sides of the step (dashed outlines), both centred on the loop and its
+body (tutorial 07's RNN, readable), "collapse loop" closes it.
 
 Screenshots: artifacts/screenshots/ (or $WB_ARTIFACTS).
 """
@@ -27,4 +28,38 @@ def test_a_loop_expands_and_collapses_in_the_rewrite_stepper(projector):
     projector.toggle(button, "collapse loop", "expand loop")
     expect(stepper.locator(".wb-before-svg [data-inner-of]")).to_have_count(0)
     assert before.count() == closed
+    projector.assert_clean()
+
+
+#: The texts of an SVG drawing in an HTML holder: content, rendered height and whether
+#: they lie inside the holder's box.
+JS_SVG_TEXTS = """(holder) => {
+  const view = holder.getBoundingClientRect();
+  return [...holder.querySelectorAll('svg text')].map((text) => {
+    const box = text.getBoundingClientRect();
+    return {text: text.textContent, height: box.height,
+            inside: box.width > 0 && box.left >= view.left && box.right <= view.right &&
+                    box.top >= view.top && box.bottom <= view.bottom};
+  });
+}"""
+
+
+def test_both_sides_centre_on_tutorial_07s_rnn_when_it_is_opened(projector):
+    stepper = projector.open("rewrite_stepper_rnn.ipynb", ".wb-rewrite-stepper")
+    sides = [stepper.locator(side) for side in (".wb-before-svg", ".wb-after-svg")]
+    expect(sides[0].locator("g.node").first).to_be_visible()
+    closed = [side.locator("svg").get_attribute("viewBox") for side in sides]
+    button = stepper.locator(".wb-expand")
+    projector.toggle(button, "expand loop", "collapse loop")
+    for side in sides:
+        expect(side.locator("[data-inner-of]").first).to_be_attached()
+        shown = [t for t in side.evaluate(JS_SVG_TEXTS) if t["inside"]]
+        # the body is wider and taller than a side at 11 px text: its top left is shown
+        for caption in ("x[t]", "U"):
+            assert any(t["text"] == caption for t in shown), (caption, shown)
+        assert all(t["height"] >= 11 for t in shown), shown  # readable on a projector
+    projector.screenshot("rewrite-stepper-tutorial07-rnn-expanded-1280x800.png")
+    projector.toggle(button, "collapse loop", "expand loop")
+    expect(stepper.locator(".wb-before-svg [data-inner-of]")).to_have_count(0)
+    assert [side.locator("svg").get_attribute("viewBox") for side in sides] == closed
     projector.assert_clean()

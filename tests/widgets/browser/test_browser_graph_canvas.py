@@ -223,6 +223,27 @@ def test_tutorial_07s_rnn_expanded_has_the_loop_and_its_body_in_view(projector):
     projector.assert_clean()
 
 
+def test_the_grad_explorer_fits_around_tutorial_07s_rnn_when_it_is_opened(projector):
+    # as GraphView: the opened graph is too big for the view at 11 px text, and so is
+    # the loop's body (values in the nodes, 55% of the width): "fit" puts the body's
+    # top left in the view, readable, the rest scrolls
+    explorer = projector.open("grad_explorer_rnn.ipynb", ".wb-grad-explorer")
+    holder = explorer.locator(".wb-graph-canvas .wb-svg-holder")
+    expect(holder.locator("g.node").first).to_be_visible()
+    button = explorer.locator(".wb-expand")
+    projector.toggle(button, "expand loop", "collapse loop")
+    wait_until_in_view(holder, ["x[t]"])
+    expect(holder).to_have_attribute("data-zoom", "1")
+    labels = holder.evaluate(JS_TEXT_SIZES)
+    shown = {s["text"] for s in labels if s["inside"]}
+    assert {"x[t]", "W", "U"} <= shown, shown  # the body
+    assert all(s["height"] >= 11 and s["font"] >= 11 - 1e-3 for s in labels), labels
+    projector.screenshot("grad-explorer-tutorial07-rnn-expanded-1280x800.png")
+    projector.toggle(button, "collapse loop", "expand loop")
+    expect(holder.locator("[data-inner-of]")).to_have_count(0)
+    projector.assert_clean()
+
+
 #: Whether labels start with each of the prefixes and all those lie inside the view.
 JS_IN_VIEW = """([holder, prefixes]) => {
   const view = holder.getBoundingClientRect();

@@ -102,16 +102,18 @@ view = GraphView(h, point={x: np.array([0.5, -1.0, 2.0]), w: 0.8})
 view
 '''
 
-# the loop of tutorial 07 (an RNN reading a sequence, predicting its next value), opened
-GRAPH_VIEW_RNN = '''\
+# the loop of tutorial 07: an RNN reading a noisy sine wave, predicting its next value
+RNN_07 = '''\
 import numpy as np
 import workbench.tensor as wt
 
 import workbench as wb
-from workbench.widgets import GraphView
 
 rng = np.random.default_rng(0)
 hidden = 8
+t = np.linspace(0, 6 * np.pi, 61)
+wave = np.sin(t) + 0.05 * rng.normal(size=t.size)
+inputs, targets = wave[:-1, None], wave[1:]
 x = wt.dmatrix("x")
 h0 = wt.dvector("h0")
 W = wb.shared(rng.normal(size=(1, hidden)) * 0.5, name="W")
@@ -129,13 +131,34 @@ def step(x_t, h_prev, W, U, b, V):
                                non_sequences=[W, U, b, V], name="rnn")
 y = wt.dvector("y")
 loss = ((predictions - y) ** 2).mean()
+'''
+
+GRAPH_VIEW_RNN = '''\
+from workbench.widgets import GraphView
+
 view = GraphView(loss)
 view
 '''
 
+# its rewrites, the last step shown; and its BPTT at the tutorial's data
+REWRITE_STEPPER_RNN = '''\
+from workbench.widgets import RewriteStepper
 
-def notebook(title: str, code: str) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=[new_markdown_cell(title), new_code_cell(code)])
+stepper = RewriteStepper(loss)
+stepper.last()
+stepper
+'''
+
+GRAD_EXPLORER_RNN = '''\
+from workbench.widgets import GradExplorer
+
+explorer = GradExplorer(loss, [W, U, b, V], point={x: inputs, h0: np.zeros(hidden), y: targets})
+explorer
+'''
+
+
+def notebook(title: str, *code: str) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=[new_markdown_cell(title), *map(new_code_cell, code)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     return nb
@@ -151,10 +174,16 @@ NOTEBOOKS = {
         GRAPH_VIEW_LOOP),
     "graph_view_rnn.ipynb": notebook(
         "# GraphView of tutorial 07's RNN\nSelect the loop rnn, then expand it into its body.",
-        GRAPH_VIEW_RNN),
+        RNN_07, GRAPH_VIEW_RNN),
     "graph_view_op_from_graph.ipynb": notebook(
         "# GraphView of an MLP with a dense_layer box\nSelect it and press expand dense_layer.",
         GRAPH_VIEW_OP_FROM_GRAPH),
+    "rewrite_stepper_rnn.ipynb": notebook(
+        "# RewriteStepper of tutorial 07's RNN\nPress expand loop to see its body on both sides.",
+        RNN_07, REWRITE_STEPPER_RNN),
+    "grad_explorer_rnn.ipynb": notebook(
+        "# GradExplorer of tutorial 07's RNN\nPress expand loop to see its body.",
+        RNN_07, GRAD_EXPLORER_RNN),
     "rewrite_stepper_loop.ipynb": notebook(
         "# RewriteStepper of a loop\nPress expand loop to see its body on both sides.",
         REWRITE_STEPPER_LOOP),
