@@ -18,6 +18,7 @@ as `%s` arguments, never as format text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,9 +219,11 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run",
 MODULE_HEADERS = (PRELUDE_INCLUDE, "#include <numpy/arrayobject.h>", "#include <math.h>")
 
 
-def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str, str]]) -> str:
+def module_init(module_name: str, init_code: list[str], capsules: Sequence[tuple[str, ...]]
+                ) -> str:
     """The PyInit function of a generated module: `init_code` statements, then one
-    NODE_CAPSULE capsule per (attribute, C function) of `capsules`."""
+    capsule per (attribute, C function) of `capsules`, named NODE_CAPSULE (or per
+    (attribute, C pointer, capsule name))."""
     lines = [
         f"static struct PyModuleDef wb_module = {{PyModuleDef_HEAD_INIT, \"{module_name}\", "
         "NULL, -1, NULL};",
@@ -231,9 +234,10 @@ def module_init(module_name: str, init_code: list[str], capsules: list[tuple[str
         "  if (!m) return NULL;",
         "  PyObject *cap;",
     ]
-    for attribute, fn_name in capsules:
+    for attribute, fn_name, *named in capsules:
+        name = named[0] if named else NODE_CAPSULE
         lines += [
-            f"  cap = PyCapsule_New((void*){fn_name}, \"{NODE_CAPSULE}\", NULL);",
+            f"  cap = PyCapsule_New((void*){fn_name}, \"{name}\", NULL);",
             f"  if (!cap || PyModule_AddObject(m, \"{attribute}\", cap) < 0) {{ Py_XDECREF(cap); "
             "Py_DECREF(m); return NULL; }",
         ]

@@ -1,0 +1,91 @@
+"""Tiered compilation (tiers.py): on a cold cache a graph's new kinds run from a quick
+-O1 build until the -O3 build, made in the background, takes over; values are the same
+bit for bit, and the cache ends up holding the -O3 build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import workbench.tensor as wt
+
+import workbench as wb
+from workbench.core.link.c import bundle, tiers
+from workbench.core.link.c import cache as cache_module
+from workbench.core.link.c.cache import default_cache
+from workbench.core.link.c.compiler import has_compiler
+
+pytestmark = pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+
+
+def _fresh_cache(monkeypatch: pytest.MonkeyPatch, root) -> None:
+    """The process's cache replaced by an empty one at `root`."""
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(root))
+    monkeypatch.setattr(cache_module, "_default", None)
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch, tmp_path) -> list:
+    """A fresh cache, and the background -O3 builds held back (run them by hand)."""
+    _fresh_cache(monkeypatch, tmp_path)
+    monkeypatch.delenv(tiers.TIERED_ENV, raising=False)
+    works: list = []
+    monkeypatch.setattr(tiers, "in_background", works.append)
+    return works
+
+
+def _graphs() -> tuple[list, list]:
+    """Elementwise math (vector exp, tanh, erf), reductions and a row kernel, f32 and f64."""
+    rng = np.random.default_rng(0)
+    inputs, outputs, values = [], [], []
+    for dtype in ("float32", "float64"):
+        x, y = wt.matrix(f"x{dtype}", dtype=dtype), wt.matrix(f"y{dtype}", dtype=dtype)
+        inputs += [x, y]
+        values += [(rng.normal(size=(37, 203)) * 3).astype(dtype),
+                   rng.normal(size=(37, 203)).astype(dtype)]
+        outputs += [wt.exp(x) * wt.tanh(y) + x ** 2 / (1 + y * y), wt.erf(x) - wt.log1p(y * y),
+                    (x * y).sum(axis=0), wt.exp(x).sum(axis=1), x.max(axis=1),
+                    wt.log(wt.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1))]
+    return [inputs, outputs], values
+
+
+def test_a_cold_graph_runs_from_the_quick_build_then_the_optimised_one_same_bits(held):
+    (inputs, outputs), values = _graphs()
+    f = wb.function(inputs, outputs, linker="c")
+    assert f.linker.report.compiled > 0 and len(held) == 1
+    quick = [np.array(v) for v in f(*values)]
+    sources = [src for src in f.linker.report.sources.values() if src.version]
+    assert sources and all(bundle.module_file(default_cache(), s) is None for s in sources)
+    held[0]()  # the -O3 build: into the cache, the trampolines pointed at it
+    optimised = [np.array(v) for v in f(*values)]
+    for a, b in zip(quick, optimised):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    assert all(bundle.module_file(default_cache(), s) is not None for s in sources)
+
+
+def test_the_optimised_build_gives_what_a_direct_o3_build_gives(held, monkeypatch, tmp_path):
+    (inputs, outputs), values = _graphs()
+    f = wb.function(inputs, outputs, linker="c")
+    quick = [np.array(v) for v in f(*values)]
+    _fresh_cache(monkeypatch, tmp_path / "direct")
+    monkeypatch.setenv(tiers.TIERED_ENV, "0")
+    direct = wb.function(inputs, outputs, linker="c")
+    assert len(held) == 1  # (nothing held back for the direct build)
+    for a, b in zip(quick, direct(*values)):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_a_warm_cache_needs_no_quick_build(held):
+    (inputs, outputs), values = _graphs()
+    wb.function(inputs, outputs, linker="c")
+    held.pop()()
+    default_cache().loaded_symbols.clear()  # as in a new process
+    g = wb.function(inputs, outputs, linker="c")
+    assert g.linker.report.compiled == 0 and not held
+
+
+def test_the_switch_refuses_nonsense(monkeypatch):
+    monkeypatch.setenv(tiers.TIERED_ENV, "yes")
+    with pytest.raises(ValueError, match="WORKBENCH_C_TIERED must be 0"):
+        tiers.tiered()
+    monkeypatch.setenv(tiers.TIERED_ENV, "0")
+    assert not tiers.tiered()
