@@ -230,3 +230,16 @@ def test_zero_d_mask_keeps_perform_and_the_report_says_so():
     f = wb.function([x, m], x[m], mode=C_MODE)
     assert [type(n.op) for n, _ in f.linker.report.py_nodes] == [AdvancedSubtensor]
     np.testing.assert_array_equal(f(X[0], np.array(True)), X[0][True])
+
+
+def test_out_of_bounds_in_an_index_broadcast_along_the_last_dimension():
+    """take_along_axis's row index (a column, read once per row) is checked too."""
+    x = wt.dmatrix("x")
+    r, c = wt.lmatrix("r"), wt.lmatrix("c")
+    fc, fp = compile_both([x, r, c], x[r, c], AdvancedSubtensor)
+    cols = np.array([[1, 2, -3]])
+    np.testing.assert_array_equal(fc(X[0], np.array([[0], [-5]]), cols),
+                                  X[0][np.array([[0], [-5]]), cols])
+    for f in (fc, fp):
+        with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+            f(X[0], np.array([[0], [5]]), cols)

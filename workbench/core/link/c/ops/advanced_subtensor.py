@@ -277,13 +277,24 @@ def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
             f"PyArray_BYTES({comp[2]})"
         bases.append(f"const char *p{j} = {data};\n"
                      f"for (int d = 0; d < {last}; d++) p{j} += wbx_i[d] * wbx_cs{j}[d];")
-    reads = []
+    reads, hoisted = [], []
     for j, comp in arrays:
-        step = f"i * wbx_cs{j}[{last}]" if br else "0"
         code.append(f"const npy_intp wbx_n{j} = PyArray_DIMS({t})[{comp[1]}], "
                     f"wbx_s{j} = PyArray_STRIDES({t})[{comp[1]}];")
-        check = _check_index(_read(comp, f"p{j} + {step}"), comp[1], f"wbx_n{j}", end, label)
-        reads.append(f"{{\n{check}\n  off += w * wbx_s{j};\n}}")
+        if not br:
+            check = _check_index(_read(comp, f"p{j}"), comp[1], f"wbx_n{j}", end, label)
+            reads.append(f"{{\n{check}\n  off += w * wbx_s{j};\n}}")
+            continue
+        # an index constant along the innermost broadcast dimension (a column of
+        # arange in take_along_axis) is read once per row
+        code.append(f"const int wbx_h{j} = wbx_cs{j}[{last}] == 0;")
+        once = _check_index(_read(comp, f"p{j}"), comp[1], f"wbx_n{j}", end, label)
+        hoisted.append(f"npy_intp wbx_c{j} = 0;\n"
+                       f"if (wbx_h{j}) {{\n{once}\n  wbx_c{j} = w * wbx_s{j};\n}}")
+        check = _check_index(_read(comp, f"p{j} + i * wbx_cs{j}[{last}]"), comp[1],
+                             f"wbx_n{j}", end, label)
+        reads.append(f"if (wbx_h{j}) off += wbx_c{j};\n"
+                     f"else {{\n{check}\n  off += w * wbx_s{j};\n}}")
     y_base = y_step = ""
     if y_strides:
         y_base = ("npy_intp yb = 0;\n"
@@ -295,6 +306,7 @@ def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
   const npy_intp inner_n = {f"wbx_bshape[{last}]" if br else "1"};
   for (;;) {{
     {chr(10).join(bases)}
+    {chr(10).join(hoisted)}
     {y_base}
     for (npy_intp i = 0; i < inner_n; i++, k++) {{
       npy_intp off = wbx_off0;
@@ -371,7 +383,7 @@ class _AdvancedCBase(ViewCBase):
         return super().c_support_code() + SUBTENSOR_SUPPORT + COPY_SUPPORT
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (3,)
+        return (4,)
 
 
 @register_c_op(AdvancedSubtensor)
