@@ -556,7 +556,8 @@ class Function:
         self._collect = self._make_collector()
         #: what calling the Function runs: the C call path when the linker offers one
         #: (see `_fast_call`), else the Python path `_call_python`
-        self._call: Any = self._fast_call(linker) or self._call_python
+        self._call: Any = None
+        self._set_call(self._fast_call(linker))
 
     @property
     def trust_input(self) -> bool:
@@ -567,7 +568,24 @@ class Function:
     @trust_input.setter
     def trust_input(self, value: bool) -> None:
         self._trust_input = bool(value)
-        self._call = self._fast_call(self.linker) or self._call_python
+        self._set_call(self._fast_call(self.linker))
+
+    def _set_call(self, fast: Any) -> None:
+        """Make `fast` (a C call path) or else `_call_python` what a call runs.
+
+        A C call path becomes the `__call__` of a class of this Function's own (a subclass
+        adding nothing else): CPython then calls it straight from the type's slot, with
+        no property, attribute lookup or Python frame per call (~30 -> ~15 ns)."""
+        self._call = fast if fast is not None else self._call_python
+        base = type(self).__mro__[1] if getattr(type(self), "_direct_call", False) \
+            else type(self)
+        if fast is None:
+            self.__class__ = base
+        else:
+            self.__class__ = type(base.__name__, (base,), {
+                "__call__": fast, "__slots__": (), "_direct_call": True,
+                "__module__": base.__module__, "__qualname__": base.__qualname__,
+                "__doc__": base.__doc__})
 
     def _fast_call(self, linker: Linker) -> Any:
         """The backend's whole-call path (its record's `fast_call`: the C linker's is
@@ -608,9 +626,12 @@ class Function:
         return self.input_storage[i].storage
 
     # -- calling -----------------------------------------------------------------
-    #: Calling a Function runs `self._call`: a C object for C-linked functions, so the
-    #: call itself adds no Python frame (a property with a C getter, not a method).
+    #: Calling a Function runs `self._call`: the Python path here (a property with a C
+    #: getter, not a method: no extra frame); a Function with a C call path has it as
+    #: the `__call__` of its own class instead (`_set_call`).
     __call__ = property(operator.attrgetter("_call"))
+    #: whether this class is a Function's own class holding its C call path
+    _direct_call = False
 
     def _call_python(self, *args: Any, **kwargs: Any) -> Any:
         """The call path in Python: bind and filter the arguments, run, collect."""

@@ -325,6 +325,28 @@ def test_the_c_call_path_behaves_like_the_python_one():
     assert p._call == p._call_python
 
 
+def test_the_c_call_path_is_called_straight_from_the_functions_class():
+    """CPython calls a class's `__call__` from the type's slot: a Function with a C call
+    path gets a class of its own whose `__call__` is that path (no property or attribute
+    lookup per call); it is still a Function, and toggling trust_input never stacks
+    classes."""
+    from workbench.core.compile.function import Function
+
+    x = wt.dvector("x")
+    f = wb.function([x], x * 2, linker="c")
+    assert isinstance(f, Function) and type(f).__name__ == "Function"
+    assert type(f).__dict__["__call__"] is f._call
+    for _ in range(3):
+        f.trust_input = not f.trust_input
+        assert type(f).__mro__[1] is Function
+        assert type(f).__dict__["__call__"] is f._call
+    assert f(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
+    py = wb.function([x], x * 2, linker="py")
+    assert type(py) is Function and py(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
+    profiled = wb.function([x], x * 2, linker="c", profile=True)
+    assert type(profiled) is Function
+
+
 def test_float16_nodes_run_their_python_implementation_inside_the_c_loop():
     """Without a casting mode a float16 graph links with linker="c": its float16 nodes
     run `perform` (NumPy's float16 arithmetic, rounded after every operation, so the
