@@ -229,6 +229,8 @@ def test_zero_d_mask_keeps_perform_and_the_report_says_so():
     m = wt.tensor(name="m", dtype="bool", shape=())
     f = wb.function([x, m], x[m], mode=C_MODE)
     assert [type(n.op) for n, _ in f.linker.report.py_nodes] == [AdvancedSubtensor]
+    (_, why), = f.linker.report.py_nodes
+    assert "0-d boolean mask" in why and "perform" in why
     np.testing.assert_array_equal(f(X[0], np.array(True)), X[0][True])
 
 
@@ -243,3 +245,22 @@ def test_out_of_bounds_in_an_index_broadcast_along_the_last_dimension():
     for f in (fc, fp):
         with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
             f(X[0], np.array([[0], [5]]), cols)
+
+
+def test_run_time_scalars_and_slice_bounds_mixed_with_arrays():
+    x = wt.dtensor3("x")
+    s, a, b = wt.lscalar("s"), wt.lscalar("a"), wt.lscalar("b")
+    i = wt.lvector("i")
+    out = x[s, a:b:-1, i]
+    fc, fp = compile_both([x, s, a, b, i], out, AdvancedSubtensor)
+    for sv, av, bv in [(1, 4, 0), (-4, -1, -10), (3, 0, 2)]:
+        want = X[sv, av:bv:-1, I1]
+        np.testing.assert_array_equal(fc(X, sv, av, bv, I1), want)
+        np.testing.assert_array_equal(fp(X, sv, av, bv, I1), want)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        fc(X, 4, 0, 2, I1)
+    step = wt.lscalar("step")
+    fz, _ = compile_both([x, step, i], x[::step, i], AdvancedSubtensor)
+    np.testing.assert_array_equal(fz(X, -2, I1), X[::-2, I1])
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        fz(X, 0, I1)

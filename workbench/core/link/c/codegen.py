@@ -120,8 +120,10 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run",
     if op_c is None:  # an Op may say why it runs in Python (`why_no_c_code`)
         raise NoCCode(getattr(node.op, "why_no_c_code", None) or f"{node.op} has no C code")
     supports = getattr(op_c, "c_supports", None)
-    if supports is not None and not supports(node):
-        raise NoCCode(f"{node.op} has no C code for these types")
+    if supports is not None and not supports(node):  # the adapter may say why not
+        why = getattr(op_c, "why_not_supported", None)
+        raise NoCCode((why(node) if why is not None else None)
+                      or f"{node.op} has no C code for these types")
     variables = [*node.inputs, *node.outputs]
     type_cs = []
     for var in variables:

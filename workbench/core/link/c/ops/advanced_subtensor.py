@@ -376,6 +376,13 @@ class _AdvancedCBase(ViewCBase):
     def c_supports(self, node: Any) -> bool:
         return tensor_dtypes_have_c(node) and not _has_zero_d_mask(node, self.first_index)
 
+    def why_not_supported(self, node: Any) -> str | None:
+        """The linker report's reason when `c_supports` says no."""
+        if _has_zero_d_mask(node, self.first_index):
+            return (f"{node.op}: a 0-d boolean mask (x[True]) has no C; the node runs its "
+                    "Python perform (NumPy's indexing)")
+        return None
+
     def c_headers(self) -> list[str]:
         return [*super().c_headers(), "<string.h>", "<stdlib.h>"]
 
@@ -456,6 +463,12 @@ class AdvancedIncSubtensorC(_AdvancedCBase):
     def c_supports(self, node: Any) -> bool:
         return super().c_supports(node) and node.inputs[1].type.dtype == \
             node.inputs[0].type.dtype
+
+    def why_not_supported(self, node: Any) -> str | None:
+        if node.inputs[1].type.dtype != node.inputs[0].type.dtype:
+            return (f"{node.op}: the value's dtype {node.inputs[1].type.dtype} differs from "
+                    f"x's {node.inputs[0].type.dtype}; the node runs its Python perform")
+        return super().why_not_supported(node)
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
