@@ -110,3 +110,20 @@ def test_zero_beyond_reads_the_gradient_graph() -> None:
     assert not zero_beyond(wt.set_subtensor(zeros[:, 2:], u), 1, 3)
     assert not zero_beyond(wt.set_subtensor(zeros[:, -1], wt.dvector("v")), 1, 3)
     assert not zero_beyond(wt.dmatrix("g"), 1, 3)
+
+
+def test_full_svd_gradient_of_a_vectorized_graph() -> None:
+    """vectorize_graph wraps the slicing in Blockwise; its gradient (a Blockwise set,
+    reshaped and summed over the batch) still shows the extra columns unused."""
+    a = wt.TensorType("float64", (4, 2))("a")
+    u, s, _ = la.svd(a)
+    batched = wt.TensorType("float64", (None, 4, 2))("b")
+    # even powers: the same whatever sign each singular pair gets
+    (cost,) = wb.vectorize_graph([(u[:, :2] ** 4).sum() + s.sum()], {a: batched})
+    f = wb.function([batched], wb.grad(cost.sum(), batched))
+    values = np.random.default_rng(6).normal(size=(3, 4, 2))
+    for item, got in zip(values, f(values)):
+        x = wt.dmatrix("x")
+        thin_u, thin_s, _ = la.svd(x, full_matrices=False)
+        one = wb.function([x], wb.grad((thin_u ** 4).sum() + thin_s.sum(), x))
+        np.testing.assert_allclose(got, one(item), rtol=1e-10, atol=1e-12)

@@ -50,7 +50,7 @@ from workbench.core.tensor.linalg.base import (
 )
 from workbench.core.tensor.linalg.products import matmul
 
-__all__ = ["QR", "SVD", "qr", "svd", "svdvals", "zero_beyond"]
+__all__ = ["QR", "SVD", "qr", "svd", "svdvals"]  # zero_beyond: a gradient helper, not wt.linalg API
 
 QR_MODES = ("reduced", "complete", "r")
 
@@ -151,8 +151,8 @@ class SVD(_RectangularOp):
             # the thin factors: U[..., :k] and Vh[..., :k, :], k = min(m, n)
             nd = a.type.ndim
             k = None if m is None or n is None else min(m, n)
-            if (u_on or v_on) and (k is None or (u_on and not zero_beyond(gu, nd - 1, k)) or (
-                    v_on and not zero_beyond(gvh, nd - 2, k))):
+            if (u_on or v_on) and (k is None or (u_on and not zero_beyond(gu, 1, k)) or (
+                    v_on and not zero_beyond(gvh, 2, k))):
                 return [grad_not_implemented(
                     self, 0, a, "through the extra columns of U (rows of Vh) of "
                     "full_matrices=True of a non-square matrix (or of one whose shape is "
@@ -301,45 +301,69 @@ def _qr_grad_split(a: Variable, q: Variable, r: Variable, gq: Variable | None,
     return concatenate([gx, matmul(q, g_right)], axis=nd - 1)
 
 
-def zero_beyond(g: Variable, axis: int, k: int) -> bool:
-    """Whether the graph of `g` shows it is zero at positions >= k along `axis`: a zero
-    constant or fill, a set/increment of such a tensor only within ``[:k]`` of that
-    axis, or a sum of those. (How the gradient of ``U[..., :k]`` looks.)"""
+def zero_beyond(g: Variable, from_end: int, k: int) -> bool:
+    """Whether the graph of `g` shows it is zero at positions >= k along its axis
+    ``ndim - from_end``: a zero constant or fill, a set/increment of such a tensor only
+    within ``[:k]`` of that axis (also as the core Op of a Blockwise), a sum of those,
+    or a reduction or reshape of one that leaves that axis and those after it alone.
+    (How the gradient of ``U[..., :k]`` looks, vectorized or not.)"""
     from workbench.core.graph.basic import Constant
     from workbench.core.scalar import math as smath
+    from workbench.core.tensor.blockwise import Blockwise
     from workbench.core.tensor.creation import Alloc
     from workbench.core.tensor.elemwise import Elemwise
-    from workbench.core.tensor.indexing import SYMBOLIC, SliceEntry
+    from workbench.core.tensor.reduction import Sum
+    from workbench.core.tensor.reshape import Reshape
     from workbench.core.tensor.subtensor import IncSubtensor
 
+    nd = g.type.ndim
+    if nd < from_end:
+        return False
     if isinstance(g, Constant):
         data = np.asarray(g.data)
-        return data.ndim > axis and not np.any(np.take(data, range(k, data.shape[axis]),
-                                                       axis=axis))
+        return data.ndim == nd and not np.any(
+            np.take(data, range(k, data.shape[nd - from_end]), axis=nd - from_end))
     owner = g.owner
     if owner is None:
         return False
-    op = owner.op
+    op, inputs = owner.op, owner.inputs
+    core = op.core_op if isinstance(op, Blockwise) else op
     if isinstance(op, Alloc):
-        fill = owner.inputs[0]
-        return isinstance(fill, Constant) and not np.any(fill.data)
+        return isinstance(inputs[0], Constant) and not np.any(inputs[0].data)
     if isinstance(op, Elemwise) and isinstance(op.scalar_op, smath.Add):
-        return all(inp.type.ndim == g.type.ndim and inp.type.shape[axis] == g.type.shape[axis]
-                   and zero_beyond(inp, axis, k) for inp in owner.inputs)
-    if isinstance(op, IncSubtensor):
-        length = g.type.shape[axis]
-        if axis >= len(op.idx_list) or length is None:
+        length = g.type.shape[nd - from_end]
+        return all(x.type.ndim >= from_end and x.type.shape[x.type.ndim - from_end] == length
+                   and zero_beyond(x, from_end, k) for x in inputs)
+    if isinstance(op, Sum):  # reducing only axes before the one looked at
+        before = inputs[0].type.ndim - from_end
+        return op.axis is not None and all(a < before for a in op.axis) and zero_beyond(
+            inputs[0], from_end, k)
+    if isinstance(op, Reshape):  # the last from_end lengths kept: the same trailing blocks
+        tail_in, tail_out = inputs[0].type.shape[-from_end:], g.type.shape[-from_end:]
+        return (None not in tail_out and tuple(tail_in) == tuple(tail_out)
+                and zero_beyond(inputs[0], from_end, k))
+    if isinstance(core, IncSubtensor):
+        # the axis among the core Op's dimensions (a Blockwise's are its last ones)
+        core_nd = len(op.core_outputs[0]) if core is not op else nd
+        axis = core_nd - from_end
+        length = g.type.shape[nd - from_end]
+        if axis < 0 or axis >= len(core.idx_list) or length is None:
             return False
-        entry = op.idx_list[axis]
-        if isinstance(entry, SliceEntry):
-            if SYMBOLIC in (entry.start, entry.stop, entry.step):
-                return False
-            chosen = range(*slice(entry.start, entry.stop, entry.step).indices(length))
-            inside = all(i < k for i in chosen)
-        else:
-            inside = entry is not SYMBOLIC and int(entry) % length < k
-        return inside and zero_beyond(owner.inputs[0], axis, k)
+        return _within(core.idx_list[axis], length, k) and zero_beyond(inputs[0], from_end, k)
     return False
+
+
+def _within(entry: Any, length: int, k: int) -> bool:
+    """Whether the index entry (an int or a slice, of an axis of `length`) picks only
+    positions below k."""
+    from workbench.core.tensor.indexing import SYMBOLIC, SliceEntry
+
+    if isinstance(entry, SliceEntry):
+        if SYMBOLIC in (entry.start, entry.stop, entry.step):
+            return False
+        return all(i < k for i in range(*slice(entry.start, entry.stop,
+                                                  entry.step).indices(length)))
+    return entry is not SYMBOLIC and int(entry) % length < k
 
 
 # -- functions ---------------------------------------------------------------------------
