@@ -75,3 +75,12 @@ def test_profile_shows_expm_topk_and_unique_in_c() -> None:
         row = next(line for line in text.splitlines() if line.rstrip().endswith("(x)")
                    and op in line)
         assert " C " in row, row
+
+
+def test_complex_expm_runs_perform_and_says_why() -> None:
+    z = wt.ztensor3("z")
+    f = wb.function([z], wt.linalg.expm(z), mode=C_MODE)
+    ((node, why),) = f.linker.report.py_nodes
+    assert "complex input (complex128)" in why
+    value = np.zeros((1, 2, 2), complex)
+    np.testing.assert_allclose(f(value), np.eye(2)[None])

@@ -150,6 +150,14 @@ class ExpmC(LapackC):
         return (super().c_supports(node)
                 and str(node.outputs[0].type.dtype) in ("float32", "float64"))
 
+    def why_not_supported(self, node: Any) -> str | None:
+        """The linker report's reason when `c_supports` says no."""
+        dtype = str(node.outputs[0].type.dtype)
+        if dtype.startswith("complex"):
+            return (f"{node.op}: complex input ({dtype}): the C computes real matrices; the "
+                    "node runs its Python perform (complex128 Padé)")
+        return None
+
     def c_support_code(self) -> str:
         """LapackC's (LAPACK and BLAS declarations, the BLAS thread policy) and the
         per-matrix algorithm."""

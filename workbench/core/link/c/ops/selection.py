@@ -43,6 +43,13 @@ class _SelectionC(ViewCBase):
     def c_supports(self, node: Any) -> bool:
         return tensor_dtypes_have_c(node) and node.inputs[0].type.dtype.kind != "c"
 
+    def why_not_supported(self, node: Any) -> str | None:
+        """The linker report's reason when `c_supports` says no."""
+        if node.inputs[0].type.dtype.kind == "c":
+            return (f"{node.op}: complex input ({node.inputs[0].type.dtype}): no C order "
+                    "for complex values; the node runs its Python perform (NumPy's)")
+        return None
+
     def c_headers(self) -> list[str]:
         return [*super().c_headers(), "<stdlib.h>", "<string.h>"]
 
