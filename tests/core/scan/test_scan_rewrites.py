@@ -218,3 +218,41 @@ def test_an_unread_output_of_a_loop_is_not_computed():
         assert node.op.info.n_nit_sot == 0 and len(node.outputs) == 1
         assert not any("exp" in str(n.op) for n in node.op.fgraph.apply_nodes)
         np.testing.assert_allclose(f(values), np.cumsum(values))
+
+
+def test_bptt_adds_each_steps_weight_gradient_into_one_buffer_in_place():
+    """The backward loop keeps only the last row of its accumulators (the sums of the
+    weights' gradients): their ring is one row, which the body's Gemm{inplace} updates,
+    so no step allocates or copies a weight-sized array; the adjoint of h0, which nobody
+    asked for, is kept as its last row too."""
+    from workbench.core.tensor.blas import Gemm
+
+    values = rnn_values(steps=7)
+    expected = rnn_reference(*values)[:4]
+    for linker in ("py", "c", "debug"):
+        f = rnn_training_step(linker)
+        (backward,) = [n for n in _scan_nodes(f) if n.op.name == "grad of rnn"]
+        assert all(backward.op.keep_last)
+        mutable = {v.name for v in backward.op.mutable_inner_inputs()}
+        assert {"sum d w", "sum d u"} <= mutable
+        gemms = [n for n in backward.op.fgraph.apply_nodes if isinstance(n.op, Gemm)]
+        assert {n.inputs[0].name for n in gemms if n.op.inplace} == {"sum d w", "sum d u"}
+        for _ in range(2):  # (a second call starts from fresh accumulators)
+            for got, want in zip(f(*values), expected):
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_an_accumulator_row_is_not_overwritten_with_another_output():
+    """A fused body may compute another output into the accumulator's row; the loop
+    copies each output into its row after the step, so such a body is compiled with that
+    accumulator copying (here the running sum times 3, before the add)."""
+    x = wt.dvector("x")
+    (sums, thrice), _ = wb.scan(lambda xt, acc: (acc + xt, acc * 3.0), sequences=x,
+                                outputs_info=[np.float64(0), None], name="sum and thrice")
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    running = np.concatenate([[0.0], np.cumsum(values)[:-1]])
+    for linker in ("py", "c", "debug"):
+        f = wb.function([x], [sums[-1], thrice], linker=linker)
+        last, got = f(values)
+        np.testing.assert_allclose(last, values.sum())
+        np.testing.assert_allclose(got, running * 3.0)

@@ -119,6 +119,12 @@ class InnerGraphOp(Op):
         """The Op rebuilt from its inner graph and props (the inverse of saving it)."""
         raise MethodNotDefined(f"{cls.__name__}.from_inner_graph")
 
+    def mutable_inner_inputs(self) -> list[Variable]:
+        """The inner inputs the inner graph may overwrite in place (its rewrite marks them
+        mutable): none by default, since they are the caller's values. A loop gives the
+        value of a state whose older rows nobody reads again (an accumulator)."""
+        return []
+
     def outer_input_index(self, k: int) -> int | None:
         """The position of the node input that inner input `k` is made from (drawings
         link them); by default inner input k is node input k."""

@@ -7,7 +7,9 @@ and in-place passes as the graph around it (nested loops recursively). Each such
 node is replaced by the Op around its rewritten graph, recorded as one step of
 the outer trace, `rewrite_inner_graph`, on that node; the step's `inner_trace`
 holds the body's own steps. The inner graph's inputs are protected from in-place
-Ops (they are rows of the loop's sequences and buffers).
+Ops (they are rows of the loop's sequences and buffers), except those the Op says
+are its own to overwrite (`InnerGraphOp.mutable_inner_inputs`: a loop's accumulator,
+updated in place by Gemm{inplace} instead of copied at every step).
 """
 
 from __future__ import annotations
@@ -50,7 +52,10 @@ def rewrite_inner_graphs(fgraph: FunctionGraph, rewriter: Any,
                 getattr(op, "inner_graph_rewritten", False):
             continue
         inner = FunctionGraph(op.inner_inputs, op.inner_outputs)
-        protect_inputs(inner)
+        position = {v: k for k, v in enumerate(op.inner_inputs)}  # (inner has copies)
+        mutable = tuple(inner.inputs[position[v]] for v in op.mutable_inner_inputs())
+        inner.mutable_inputs = mutable
+        protect_inputs(inner, mutable)
         inner_trace = run_rewriter(rewriter, inner, trace=trace is not None, strict=strict)
         new_op: InnerGraphOp = op.clone_with_inner_graph(inner)
         new_op.inner_graph_rewritten = True  # type: ignore[attr-defined]

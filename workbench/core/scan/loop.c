@@ -7,7 +7,8 @@
  * of the array (a sequence row, or a tap of a recurrent buffer). The row is one view
  * made before the loop whose data pointer moves from step to step: no object is made
  * per step. `out_rows`: tuple of (cell, array, offset): after step t the cell's value
- * is copied into row offset + t of the array (the loop's buffers, C-contiguous).
+ * is copied into row offset + t of the array (the loop's buffers, C-contiguous), unless
+ * it is that row already (an accumulator the body updated in place).
  * Row numbers wrap around the array's length (a ring: a loop keeping its last row).
  * `cond_cell`: the body's until() condition, or None.
  *
@@ -156,7 +157,10 @@ static PyObject *run_loop(PyObject *self, PyObject *args) {
                 result = Py_BuildValue("(inn)", 1, t, j);
                 goto finish;
             }
-            if (r->contiguous && PyArray_IS_C_CONTIGUOUS(v) &&
+            if (PyArray_DATA(v) == row_data(r, t) && PyArray_IS_C_CONTIGUOUS(v) &&
+                r->contiguous && PyArray_EquivTypes(PyArray_DESCR(v), PyArray_DESCR(r->view))) {
+                /* already in place: the body updated the row itself (an accumulator) */
+            } else if (r->contiguous && PyArray_IS_C_CONTIGUOUS(v) &&
                 PyArray_EquivTypes(PyArray_DESCR(v), PyArray_DESCR(r->view))) {
                 memcpy(row_data(r, t), PyArray_DATA(v), PyArray_NBYTES(v));
             } else {

@@ -206,6 +206,18 @@ class Scan(InnerGraphOp):
         new.inner_graph_rewritten = self.inner_graph_rewritten
         return new
 
+    def mutable_inner_inputs(self) -> list[Variable]:
+        """The taps the body may overwrite in place: those of a recurrent output kept as
+        its last row whose one tap is -1 (an accumulator, BPTT's sum of a weight's
+        gradient). Its ring holds one row, which only the current step reads: Gemm{inplace}
+        then adds into it, and the new value is already in place (no copy per step).
+        Not for a while-loop (the device runner re-reads the rows of steps it undoes)."""
+        if self.info.as_while:
+            return []
+        return [group[0] for j, group in enumerate(self.tap_inputs_of_outputs())
+                if self.keeps_last(j) and self.info.recurrent_taps[j] == (-1,)
+                and not self.is_state(j)]
+
     def keeps_last(self, k: int) -> bool:
         """Whether outer output k holds only its last row."""
         return bool(self.keep_last) and self.keep_last[k]

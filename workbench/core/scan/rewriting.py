@@ -11,8 +11,8 @@
   reads are no longer sliced (BPTT's loop computes the gradient of every sequence,
   of which a training step uses none: the inputs').
 - `scan_keep_last_row` (specialize): an output used only through its last row
-  (``ys[-1]``, a shared variable's update) is stored as that row alone: the loop keeps
-  a ring of the rows its taps read instead of n_steps rows.
+  (``ys[-1]``, a shared variable's update), or not at all, is stored as that row
+  alone: the loop keeps a ring of the rows its taps read instead of n_steps rows.
 - `scan_merge` (in the fusion pass): two loops of the same number of steps
   reading a same sequence, neither using the other, become one loop running both bodies
   (one pass over the sequence, one loop overhead).
@@ -39,7 +39,8 @@ from workbench.core.tensor.indexing import SliceEntry
 from workbench.core.tensor.subtensor import Subtensor
 
 __all__ = ["ScanMerge", "push_out_invariants", "scan_drop_unused_records",
-           "scan_keep_last_row", "scan_merge", "scan_push_out_invariants"]
+           "scan_keep_last_row", "scan_merge", "scan_push_out_invariants",
+           "scan_remove_unused"]
 
 
 def _rebuilt(node: Apply, inputs: list[Variable], outputs: list[Variable], n_non_seqs: int,
@@ -136,7 +137,8 @@ def scan_remove_unused(fgraph: Any, node: Apply) -> Any:
     op: Scan = node.op
     info = op.info
     first_nit = info.n_recurrent
-    unread = {first_nit + m for m in range(info.n_nit_sot)
+    # (the recorded draws, the last nit-sots, are scan_drop_unused_records' to drop)
+    unread = {first_nit + m for m in range(info.n_nit_sot - info.n_recorded)
               if not fgraph.clients.get(node.outputs[first_nit + m])}
     kept_outputs = [out for k, out in enumerate(op.inner_outputs) if k not in unread]
     read = set(ancestors(kept_outputs))
@@ -177,7 +179,8 @@ def _is_slice_from(node: Any, start: int) -> bool:
 
 def _last_row_uses(fgraph: Any, node: Apply, k: int) -> list[Variable] | None:
     """The variables reading only the last row of output k (`out[-1]`, or `out[L:][-1]`
-    for a recurrent output's user-visible rows), or None if anything else reads it."""
+    for a recurrent output's user-visible rows; [] when nothing reads it: BPTT's adjoint
+    of an initial state nobody asked for), or None if anything else reads it."""
     op: Scan = node.op
     uses: list[Variable] = []
     for client, _ in fgraph.clients[node.outputs[k]]:
@@ -190,7 +193,7 @@ def _last_row_uses(fgraph: Any, node: Apply, k: int) -> list[Variable] | None:
                 uses.append(reader.outputs[0])
         else:
             return None
-    return uses or None
+    return uses
 
 
 @register_specialize
@@ -202,7 +205,7 @@ def scan_keep_last_row(fgraph: Any, node: Apply) -> Any:
     marked = list(op.keep_last) if op.keep_last else [False] * n_out
     found: dict[int, list[Variable]] = {}
     for k in range(n_out):
-        if not marked[k]:
+        if not marked[k] and not op.is_state(k):  # (a generator has no rows)
             uses = _last_row_uses(fgraph, node, k)
             if uses is not None:
                 found[k] = uses
@@ -213,9 +216,8 @@ def scan_keep_last_row(fgraph: Any, node: Apply) -> Any:
     new_outs = op.with_keep_last(marked)(*node.inputs, return_list=True)
     replacements: dict[Variable, Variable] = {}
     for k, uses in found.items():
-        last = new_outs[k][0]
         for use in uses:
-            replacements[use] = last
+            replacements[use] = new_outs[k][0]
     for k in range(n_out):
         if k not in found:
             replacements[node.outputs[k]] = new_outs[k]

@@ -39,7 +39,7 @@ from workbench.core.scan.op import Scan, ScanError, check_step_value
 __all__ = ["LoopRunner", "compile_body"]
 
 #: Bump when loop.c changes.
-LOOP_C_VERSION = (2,)
+LOOP_C_VERSION = (3,)
 
 #: the most steps a while-loop on the device runs before reading its condition back
 UNTIL_CHECK_MAX = 64
@@ -47,16 +47,53 @@ UNTIL_CHECK_MAX = 64
 
 def compile_body(op: Scan, impl: Any, profile: bool = False) -> Any:
     """The Scan's inner graph compiled by linker `impl` (a name or a Linker; its inputs
-    trusted), profiled per node with `profile`."""
+    trusted), profiled per node with `profile`. The taps of `Scan.mutable_inner_inputs`
+    are compiled mutable, unless a node overwrites one to make anything but that tap's
+    own new value (the loop copies the outputs into their rows after the step: another
+    output in a tap's row would be overwritten by it); those are compiled again copying."""
+    mutable = set(op.mutable_inner_inputs())
+    while True:
+        body = _compiled_body(op, impl, profile, mutable)
+        unsafe = _overwritten_for_another_output(op, body.maker.fgraph, mutable)
+        if not unsafe:
+            return body
+        mutable -= unsafe
+
+
+def _compiled_body(op: Scan, impl: Any, profile: bool, mutable: set[Any]) -> Any:
     from workbench.core.compile.function import function
     from workbench.core.compile.mode import Mode, RewriteQuery
+    from workbench.core.compile.specs import In
 
     # a body the outer rewrite already rewrote is linked as it is
     rewriter = None if op.inner_graph_rewritten else RewriteQuery(("fast_run",))
     mode = Mode(linker=impl, rewriter=rewriter)
-    return function(list(op.inner_inputs), list(op.inner_outputs), mode=mode,
+    inputs = [In(v, mutable=v in mutable) for v in op.inner_inputs]
+    return function(inputs, list(op.inner_outputs), mode=mode,
                     on_unused_input="ignore", trust_input=True, name=f"{op.name} body",
                     profile=profile or None)
+
+
+def _overwritten_for_another_output(op: Scan, fgraph: Any, mutable: set[Any]) -> set[Any]:
+    """The mutable taps that a node of the compiled body `fgraph` overwrites with a value
+    other than the tap's own recurrent output (or with one the body also returns as
+    another output)."""
+    from workbench.core.graph.destroyhandler import view_roots
+
+    own = {group[0]: j for j, group in enumerate(op.tap_inputs_of_outputs())}
+    position = {v: k for k, v in enumerate(fgraph.inputs)}
+    outputs = list(fgraph.outputs)
+    unsafe = set()
+    for node in fgraph.apply_nodes:
+        for out, ins in node.op.destroy_map.items():
+            value = node.outputs[out]
+            for i in ins:
+                for root in view_roots(node.inputs[i], through_destroyers=True):
+                    tap = op.inner_inputs[position[root]] if root in position else None
+                    if tap in mutable and (outputs.count(value) != 1
+                                           or outputs[own[tap]] is not value):
+                        unsafe.add(tap)
+    return unsafe
 
 
 @functools.lru_cache(maxsize=1)
@@ -269,9 +306,13 @@ class LoopRunner:
             if init.shape[0] != depth:
                 raise ScanError(f"loop {op.name!r}: recurrent output {j} needs {depth} "
                                 f"initial row(s), got an initial value of shape {init.shape}")
-            # a loop keeping only the last row stores the taps' rows and the new one, in a
-            # ring (row r of the loop is row r % len(buf))
-            rows = depth + self.ring if op.keeps_last(j) else depth + n
+            # a loop keeping only the last row stores the taps' rows in a ring (row r of
+            # the loop is row r % len(buf)): step t writes its row over the one its
+            # deepest tap read, after the body ran (an accumulator updated in place by
+            # the body is then already there); a while-loop on the device keeps the rows
+            # of the steps it may undo
+            ring = depth + self.ring if self.ring > 1 else depth
+            rows = ring if op.keeps_last(j) else depth + n
             buf = self.rows.empty((rows, *init.shape[1:]), init)
             buf[:depth] = init
             buffers.append(buf)
