@@ -190,9 +190,11 @@ class Case:
 
     def _measure_call_by_call(self, ctx: Context, live: list[_Entry]) -> None:
         """Each repeat: the implementations take turns call by call (each timed alone),
-        until each has made its `number` calls."""
+        until each has made its `number` calls. The clocks' own cost around one call
+        (measured on a call that does nothing) is taken off each call's times."""
         clock = time.perf_counter
         was_enabled = gc.isenabled()
+        wall_cost, cpu_cost = _clock_cost()
         for _ in range(ctx.repeats):
             wall = {id(e): 0.0 for e in live}
             cpu = {id(e): 0.0 for e in live}
@@ -215,8 +217,26 @@ class Case:
                 if was_enabled:
                     gc.enable()
             for entry in live:
-                entry.times.append(wall[id(entry)] / (entry.number or 1))
-                entry.cpu_times.append(cpu[id(entry)] / (entry.number or 1))
+                entry.times.append(max(0.0, wall[id(entry)] / (entry.number or 1) - wall_cost))
+                entry.cpu_times.append(max(0.0, cpu[id(entry)] / (entry.number or 1)
+                                           - cpu_cost))
+
+
+def _clock_cost(samples: int = 2001) -> tuple[float, float]:
+    """Median wall and CPU seconds that timing one call as `_measure_call_by_call` does
+    adds by itself (its clock reads around a call of a function doing nothing)."""
+    clock, cpu_clock = time.perf_counter, time.process_time
+
+    def nothing() -> None:
+        return None
+
+    walls, cpus = [], []
+    for _ in range(samples):
+        c0, t0 = cpu_clock(), clock()
+        nothing()
+        walls.append(clock() - t0)
+        cpus.append(cpu_clock() - c0)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -307,6 +327,22 @@ def jax_module(ctx: Context) -> Any | None:
     return jax
 
 
+def own_blas_kernels() -> str | None:
+    """The OpenBLAS kernels NumPy's OpenBLAS picks on this CPU with OPENBLAS_CORETYPE
+    unset (asked in a subprocess: the choice is made when the library loads), or None."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    code = ("import numpy, threadpoolctl; print(next((i.get('architecture') for i in "
+            "threadpoolctl.threadpool_info() if i.get('internal_api') == 'openblas'), ''))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
 def threads_note(threads: int) -> str:
     """What each library was told about threads, and the BLAS's own count as threadpoolctl
     reads it (NumPy's OpenBLAS, which workbench's compiled code calls too)."""
@@ -318,6 +354,10 @@ def threads_note(threads: int) -> str:
         seen = f"BLAS threads seen by threadpoolctl: {', '.join(blas) or 'none'}"
         if os.environ.get("OPENBLAS_CORETYPE"):
             seen += f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} forces those kernels"
+            own = own_blas_kernels()
+            if own and own not in seen:
+                seen += (f" (left to itself OpenBLAS picks its {own} kernels on this CPU: "
+                         f"--coretype auto)")
     except ImportError:
         seen = "threadpoolctl not installed: BLAS threads not checked"
     if threads:
