@@ -256,3 +256,20 @@ def test_an_accumulator_row_is_not_overwritten_with_another_output():
         last, got = f(values)
         np.testing.assert_allclose(last, values.sum())
         np.testing.assert_allclose(got, running * 3.0)
+
+
+def test_bptt_reads_the_cost_gradient_of_the_visible_rows_without_padding_them():
+    """The gradient of hs = out[1:] is that of the visible rows written into n + 1 rows of
+    zeros; the backward loop reads the visible rows themselves (no n-row Alloc to fill),
+    and h0's gradient is the adjoint the loop carries back (its own row got zero)."""
+    from workbench.core.tensor.creation import Alloc
+
+    values = rnn_values(steps=6, seed=3)
+    _, dw, du, db, dh0 = rnn_reference(*values)
+    for linker in ("py", "c"):
+        f = rnn_training_step(linker, wrt=("w", "h0"))
+        allocs = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Alloc)]
+        assert all(n.outputs[0].type.ndim < 3 for n in allocs), allocs
+        _, got_dw, got_dh0 = f(*values)
+        np.testing.assert_allclose(got_dw, dw, rtol=1e-12)
+        np.testing.assert_allclose(got_dh0, dh0, rtol=1e-12)

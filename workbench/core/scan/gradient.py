@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from workbench.core import tensor as wt
 from workbench.core.graph.basic import Constant, Variable, clone_replace
 from workbench.core.scan.op import Scan, ScanInfo
@@ -137,12 +139,18 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
             b_seq_inner.append(tap_in[k])
             k += 1
     cost_grad_rows: dict[int, Variable] = {}
+    # a recurrent output's gradient is usually that of its visible rows out[L:] written
+    # into zeros: the backward loop then reads those rows (no n-row zeros to fill)
+    visible = {j: v for j in range(n_rec)
+               if grads[j] is not None and (v := _visible_rows_grad(grads[j], info.depths[j]))
+               is not None}
     for j in range(n_rec + n_nit):
         g = grads[j]
         if g is None or not _differentiable(outputs[j]):
             continue
         offset = info.depths[j] if j < n_rec else 0
-        b_seq_outer.append(backwards(g[offset + start:offset + n]))
+        rows = visible[j][start:n] if j in visible else g[offset + start:offset + n]
+        b_seq_outer.append(backwards(rows))
         row = g.type.clone(shape=g.type.shape[1:])(f"d {op.name} out{j}[t]")
         b_seq_inner.append(row)
         cost_grad_rows[j] = row
@@ -262,7 +270,7 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
         through_loop = wt.stack([finals[depth - 1 - r] for r in range(depth)])  # row r <- q_{L-r}
         if op.truncate_gradient > 0:
             through_loop = wt.switch(wt.eq(start, 0), through_loop, wt.zeros_like(through_loop))
-        direct = grads[j]
+        direct = None if j in visible else grads[j]  # (zero on the initial rows)
         total = through_loop if direct is None else through_loop + direct[:depth]
         result.append(wt.cast(total, init.type.dtype) if total.type.dtype != init.type.dtype
                       else total)
@@ -270,6 +278,28 @@ def scan_vjp(op: Scan, inputs: list[Variable], outputs: list[Variable],
     for i, value in enumerate(non_seqs):
         result.append(acc_of[i][-1] if i in acc_of else _no_gradient(value))
     return result
+
+
+def _visible_rows_grad(g: Variable, depth: int) -> Variable | None:
+    """`y` when `g` is ``inc_subtensor(zeros[depth:], y)`` (the gradient of a loop's
+    visible rows, Subtensor{L:}'s L_op) with `y` broadcasting nowhere, else None."""
+    from workbench.core.tensor.creation import Alloc
+    from workbench.core.tensor.indexing import SliceEntry
+    from workbench.core.tensor.subtensor import IncSubtensor
+
+    node = g.owner
+    if node is None or not isinstance(node.op, IncSubtensor) or \
+            node.op.idx_list != (SliceEntry(depth, None, None),):
+        return None
+    base, y = node.inputs[0], node.inputs[1]
+    fill = base.owner.inputs[0] if base.owner and isinstance(base.owner.op, Alloc) else None
+    if not isinstance(fill, Constant) or np.any(fill.data != 0) or \
+            y.type.ndim != g.type.ndim or y.type.dtype != g.type.dtype:
+        return None
+    if any((a == 1) != (b == 1) for a, b in zip(y.type.shape[1:], g.type.shape[1:])) or \
+            (y.type.shape[0] == 1 and g.type.shape[0] != depth + 1):
+        return None
+    return y
 
 
 def _check_no_draws_left(op: Scan, body_in: list[Variable], step_grads: list[Variable]
