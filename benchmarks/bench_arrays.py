@@ -8,7 +8,15 @@ repeat by repeat (a load spike on a shared machine hits all alike):
 - einsum five: ``ea,fb,abcd,gc,hd->efgh`` (numpy.einsum_path's example), 10 per index;
 - einsum batch: ``bij,bjk->bik`` with (64, 64, 64) operands (a MatMul);
 - sort: ``sort(x, axis=-1)`` and ``argsort`` of a (1000, 1000) float64 matrix;
-- pad: ``pad(x, 16, "reflect")`` of a (1000, 1000) float64 matrix.
+- pad: ``pad(x, 16, "reflect")`` of a (1000, 1000) float64 matrix;
+- topk: the 10 largest of each row of a (1000, 1000) matrix (NumPy: partition, then
+  sort the 10; JAX: lax.top_k; PyTensor has no topk);
+- unique: the distinct values, first indices, inverse and counts of 10^6 values
+  drawn from 2001 (PyTensor's unique; JAX's needs a static size: left out);
+- expm: the matrix exponential of a (200, 200) matrix of 1-norm about 10 (SciPy as
+  the NumPy-side reference, PyTensor's slinalg.expm, jax.scipy.linalg.expm).
+
+A library without the function (no builder) is left out of that row.
 
 Every implementation's result is first checked against NumPy. Prints a table with the
 median time per call and each reference's time over workbench's (above 1: workbench
@@ -57,6 +65,23 @@ def workloads() -> list[tuple[str, list[np.ndarray], dict[str, Callable[..., Any
            "numpy": lambda x: np.pad(x, 16, "reflect"),
            "pytensor": lambda pt, x: pt.pad(x, 16, "reflect"),
            "jax": lambda jnp, x: jnp.pad(x, 16, "reflect")}
+    topk = {"workbench": lambda wt, x: wt.topk(x, 10, axis=-1),
+            "numpy": lambda x: np.sort(np.partition(x, -10, axis=-1)[:, -10:],
+                                       axis=-1)[:, ::-1],
+            "jax": lambda jnp, x: __import__("jax").lax.top_k(x, 10)[0]}
+
+    def unique_all(lib: Any, x: Any) -> Any:
+        return lib.unique(x, return_index=True, return_inverse=True, return_counts=True)
+
+    unique = {"workbench": lambda wt, x: unique_all(wt, x),
+              "numpy": lambda x: list(unique_all(np, x)),
+              "pytensor": lambda pt, x: unique_all(pt, x)}
+    expm = {"workbench": lambda wt, x: wt.linalg.expm(x),
+            "numpy": lambda x: __import__("scipy.linalg").linalg.expm(x),
+            "pytensor": lambda pt, x: __import__("pytensor.tensor.slinalg").tensor.slinalg
+            .expm(x),
+            "jax": lambda jnp, x: __import__("jax.scipy.linalg").scipy.linalg.expm(x)}
+    matrix = RNG.normal(size=(200, 200))
     return [
         ("einsum chain", _values([(400, 20), (20, 400), (400, 30)]), einsum("ij,jk,kl->il")),
         ("einsum five", _values([(10, 10), (10, 10), (10, 10, 10, 10), (10, 10), (10, 10)]),
@@ -65,6 +90,9 @@ def workloads() -> list[tuple[str, list[np.ndarray], dict[str, Callable[..., Any
         ("sort 1000x1000", _values([(1000, 1000)]), sort("sort")),
         ("argsort 1000x1000", _values([(1000, 1000)]), sort("argsort")),
         ("pad reflect 1000x1000", _values([(1000, 1000)]), pad),
+        ("topk 10 of 1000x1000", _values([(1000, 1000)]), topk),
+        ("unique 10^6 (all outputs)", [np.round(RNG.normal(size=10**6) * 200)], unique),
+        ("expm 200x200", [matrix * (10 / np.abs(matrix).sum(axis=0).max())], expm),
     ]
 
 
@@ -112,7 +140,7 @@ def main() -> None:
         calls: dict[str, Callable[..., Any]] = {
             "numpy": lambda b=builders["numpy"], v=values: b(*v)}
         for lib, compile_ in compilers.items():
-            if lib in skipped:
+            if lib in skipped or lib not in builders:
                 continue
             try:
                 f = compile_(builders[lib], values)
@@ -120,8 +148,11 @@ def main() -> None:
                 notes.append(f"{lib} skipped: {exc}")
                 skipped.add(lib)
                 continue
-            np.testing.assert_allclose(f(*values), expected, rtol=1e-9, atol=1e-9,
-                                       err_msg=f"{name}: {lib}")
+            got = f(*values)
+            for got_k, want_k in zip(*(v if isinstance(v, (list, tuple)) else [v]
+                                       for v in (got, expected))):
+                np.testing.assert_allclose(got_k, want_k, rtol=1e-9, atol=1e-9,
+                                           err_msg=f"{name}: {lib}")
             calls[lib] = lambda f=f, v=values: f(*v)
         times: dict[str, list[float]] = {lib: [] for lib in calls}
         for _ in range(args.repeats):

@@ -2,7 +2,9 @@
 
 TopK keeps, for each line along its axis, a heap of the `k` best entries seen so far
 (the worst at the root: an entry better than it replaces it), then sorts the heap:
-O(n log k) per line, never a full sort. "Better" is the Op's order: larger (or
+O(n log k) per line, for k up to `HEAP_K`; a larger k copies the line and selects by
+quickselect (median-of-three, O(n); a merge sort of the whole line if it needs more
+than 64 rounds), then merge sorts the first k. "Better" is the Op's order: larger (or
 smaller) first, NaN the largest value (first when largest, last when smallest, as
 NumPy sorts it), ties by the lower position, so the result is the `perform`'s exactly.
 
@@ -30,7 +32,10 @@ from workbench.core.link.c.ops.shape import ViewCBase, tensor_dtypes_have_c
 from workbench.core.tensor.counting import Unique
 from workbench.core.tensor.sort import TopK
 
-__all__ = ["TopKC", "UniqueC"]
+__all__ = ["HEAP_K", "TopKC", "UniqueC"]
+
+#: TopK keeps a heap for k up to this; a larger k selects by quickselect (O(n)).
+HEAP_K = 16
 
 
 def _is_float(node: Any) -> bool:
@@ -56,7 +61,7 @@ class _SelectionC(ViewCBase):
 
 @register_c_op(TopK)
 class TopKC(_SelectionC):
-    """The k best entries of each line and their int64 positions, by a k-heap."""
+    """The k best entries of each line and their int64 positions (a k-heap or quickselect)."""
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         t = _c_type(node)
@@ -86,6 +91,14 @@ static void wbk_sift_{name}({t} *v, npy_intp *p, npy_intp i, npy_intp n) {{
     i = worst;
   }}
 }}
+/* Heap sort of a heap of `size` entries (the worst at the root): best first. */
+static void wbk_pop_all_{name}({t} *v, npy_intp *p, npy_intp size) {{
+  for (npy_intp s = size; s > 1; s--) {{  /* the worst to the end */
+    const {t} tv = v[0]; v[0] = v[s - 1]; v[s - 1] = tv;
+    const npy_intp tp = p[0]; p[0] = p[s - 1]; p[s - 1] = tp;
+    wbk_sift_{name}(v, p, 0, s - 1);
+  }}
+}}
 /* The k best entries of the n-long line at `line` (element stride `step`), best first. */
 static void wbk_select_{name}(const {t} *line, npy_intp step, npy_intp n, npy_intp k,
                               {t} *v, npy_intp *p) {{
@@ -107,11 +120,70 @@ static void wbk_select_{name}(const {t} *line, npy_intp step, npy_intp n, npy_in
       wbk_sift_{name}(v, p, 0, k);
     }}
   }}
-  for (npy_intp s = size; s > 1; s--) {{  /* heap sort: the worst to the end */
-    const {t} tv = v[0]; v[0] = v[s - 1]; v[s - 1] = tv;
-    const npy_intp tp = p[0]; p[0] = p[s - 1]; p[s - 1] = tp;
-    wbk_sift_{name}(v, p, 0, s - 1);
+  wbk_pop_all_{name}(v, p, size);
+}}
+#define WBK_SWAP_{name}(i, j) do {{ const {t} tv_ = v[i]; v[i] = v[j]; v[j] = tv_; \
+  const npy_intp tp_ = p[i]; p[i] = p[j]; p[j] = tp_; }} while (0)
+/* v[lo..hi] split around a median-of-three pivot: its final position. */
+static npy_intp wbk_partition_{name}({t} *v, npy_intp *p, npy_intp lo, npy_intp hi) {{
+  const npy_intp mid = lo + (hi - lo) / 2;
+  if (wbk_before_{name}(v[mid], p[mid], v[lo], p[lo])) WBK_SWAP_{name}(mid, lo);
+  if (wbk_before_{name}(v[hi], p[hi], v[lo], p[lo])) WBK_SWAP_{name}(hi, lo);
+  if (wbk_before_{name}(v[mid], p[mid], v[hi], p[hi])) WBK_SWAP_{name}(mid, hi);
+  const {t} pv = v[hi];
+  const npy_intp pp = p[hi];
+  npy_intp store = lo;
+  for (npy_intp i = lo; i < hi; i++) {{  /* branch-free: swap always, advance if before */
+    const int move = wbk_before_{name}(v[i], p[i], pv, pp);
+    WBK_SWAP_{name}(i, store);
+    store += move;
   }}
+  WBK_SWAP_{name}(store, hi);
+  return store;
+}}
+/* Bottom-up merge sort of the first `count` entries of v/p, best first (tv/tp: room for
+   as many). */
+static void wbk_merge_sort_{name}({t} *v, npy_intp *p, {t} *tv, npy_intp *tp,
+                                  npy_intp count) {{
+  {t} *sv = v, *dv = tv;
+  npy_intp *sp = p, *dp = tp;
+  for (npy_intp width = 1; width < count; width *= 2) {{
+    for (npy_intp lo = 0; lo < count; lo += 2 * width) {{
+      const npy_intp mid = lo + width < count ? lo + width : count;
+      const npy_intp hi = lo + 2 * width < count ? lo + 2 * width : count;
+      npy_intp a = lo, b = mid, o = lo;
+      while (a < mid && b < hi) {{
+        const int right = wbk_before_{name}(sv[b], sp[b], sv[a], sp[a]);
+        const npy_intp from = right ? b : a;
+        dv[o] = sv[from]; dp[o] = sp[from]; o++;
+        b += right; a += !right;
+      }}
+      for (; a < mid; a++, o++) {{ dv[o] = sv[a]; dp[o] = sp[a]; }}
+      for (; b < hi; b++, o++) {{ dv[o] = sv[b]; dp[o] = sp[b]; }}
+    }}
+    {t} *xv = sv; sv = dv; dv = xv;
+    npy_intp *xp = sp; sp = dp; dp = xp;
+  }}
+  if (sv != v) {{ memcpy(v, sv, sizeof({t}) * (size_t)count);
+                  memcpy(p, sp, sizeof(npy_intp) * (size_t)count); }}
+}}
+/* The k best of the line, best first, by quickselect (v, p and tv, tp hold n entries
+   each): the k-th best put in place (everything before it better), then the first k
+   merge sorted; a pathological line (too many rounds) is merge sorted whole instead. */
+static void wbk_quickselect_{name}(const {t} *line, npy_intp step, npy_intp n, npy_intp k,
+                                   {t} *v, npy_intp *p, {t} *tv, npy_intp *tp) {{
+  for (npy_intp t = 0; t < n; t++) {{ v[t] = line[t * step]; p[t] = t; }}
+  npy_intp lo = 0, hi = n - 1, rounds = 0;
+  while (lo < hi) {{
+    if (++rounds > 64) {{  /* introselect's guard: O(n log n) whatever the data */
+      wbk_merge_sort_{name}(v, p, tv, tp, n);
+      return;
+    }}
+    const npy_intp at = wbk_partition_{name}(v, p, lo, hi);
+    if (at == k - 1) break;
+    if (at > k - 1) hi = at - 1; else lo = at + 1;
+  }}
+  wbk_merge_sort_{name}(v, p, tv, tp, k);
 }}
 """
 
@@ -141,8 +213,11 @@ static void wbk_select_{name}(const {t} *line, npy_intp step, npy_intp n, npy_in
   {alloc_output(zi, str(nd), "odims", "int64", fail)}
   PyArrayObject *xc = (PyArrayObject *)PyArray_GETCONTIGUOUS({x});
   if (!xc) {fail}
-  {t} *v = ({t} *)malloc(sizeof({t}) * (size_t)(k > 0 ? k : 1));
-  npy_intp *p = (npy_intp *)malloc(sizeof(npy_intp) * (size_t)(k > 0 ? k : 1));
+  /* a heap of k for small k; quickselect over a copy of the line otherwise */
+  const int by_heap = k <= {HEAP_K};
+  const npy_intp room = by_heap ? k : 2 * n;  /* quickselect: the line and merge room */
+  {t} *v = ({t} *)malloc(sizeof({t}) * (size_t)(room > 0 ? room : 1));
+  npy_intp *p = (npy_intp *)malloc(sizeof(npy_intp) * (size_t)(room > 0 ? room : 1));
   if (!v || !p) {{ free(v); free(p); Py_DECREF(xc); PyErr_NoMemory(); {fail} }}
   const {t} *xs = (const {t} *)PyArray_DATA(xc);
   {t} *ov = ({t} *)PyArray_DATA({zv});
@@ -150,7 +225,8 @@ static void wbk_select_{name}(const {t} *line, npy_intp step, npy_intp n, npy_in
   if (k > 0)
     for (npy_intp o = 0; o < outer; o++)
       for (npy_intp j = 0; j < inner; j++) {{
-        wbk_select_{name}(xs + o * n * inner + j, inner, n, k, v, p);
+        if (by_heap) wbk_select_{name}(xs + o * n * inner + j, inner, n, k, v, p);
+        else wbk_quickselect_{name}(xs + o * n * inner + j, inner, n, k, v, p, v + n, p + n);
         for (npy_intp s = 0; s < k; s++) {{
           ov[(o * k + s) * inner + j] = v[s];
           oi[(o * k + s) * inner + j] = (npy_int64)p[s];
