@@ -22,7 +22,7 @@ of the scalar loop, and the compile time of the RNN training step (cold: a fresh
 WORKBENCH_CACHE_DIR, in a new process).
 
     python benchmarks/bench_scan.py [--repeats 5] [--steps 1000] [--no-pytensor] [--no-jax]
-                                    [--only one-core|default]
+                                    [--only one-core|default] [--coretype NAME|auto]
 """
 
 from __future__ import annotations
@@ -235,6 +235,10 @@ def main() -> None:
     parser.add_argument("--no-jax", action="store_true")
     parser.add_argument("--only", choices=tuple(CONFIGS), default=None,
                         help="measure one thread configuration only")
+    parser.add_argument("--coretype", default=None, metavar="NAME",
+                        help="OPENBLAS_CORETYPE for the children (as run.py's): a kernel "
+                             "name or 'auto' (unset: OpenBLAS picks this CPU's kernels); "
+                             "default: the environment's")
     parser.add_argument("--child", choices=tuple(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--cold-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -246,13 +250,18 @@ def main() -> None:
         return
     from wb_bench.common import Row, fill_ratios, format_table
 
+    env = dict(os.environ)
+    if args.coretype == "auto":
+        env.pop("OPENBLAS_CORETYPE", None)
+    elif args.coretype:
+        env["OPENBLAS_CORETYPE"] = args.coretype
     rows: list[Row] = []
-    notes: list[str] = []
+    notes: list[str] = [f"OPENBLAS_CORETYPE: {env.get('OPENBLAS_CORETYPE', 'unset (this CPU)')}"]
     for config in [args.only] if args.only else CONFIGS:
         command = [sys.executable, __file__, "--child", config, "--steps", str(args.steps),
                    "--repeats", str(args.repeats)]
         command += ["--no-pytensor"] * args.no_pytensor + ["--no-jax"] * args.no_jax
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         result = json.loads(done.stdout[done.stdout.index("{"):])
         rows += [Row(**r) for r in result["rows"]]
         notes += [n for n in result["notes"] if n not in notes]
