@@ -16,6 +16,8 @@ In every phase the implementations take turns, block by block, in one process:
 - `workbench c`: the C linker with its thread policy (the default);
 - `workbench c, BLAS's threads`: the same function with the policy reduced to what it
   was before (every call on the BLAS's own thread count, no back-off);
+- `workbench c, 1 thread`: the same function capped at one thread (on an idle machine
+  the policy's figure should be that of the BLAS's threads, not this one);
 - `jax jit` (if `import jax` works): `value_and_grad`, donated buffers.
 
 Each row gives the mean and median milliseconds per step and the slowdown busy/idle of
@@ -58,7 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-jax", action="store_true", help="do not time JAX")
     parser.add_argument("--no-baseline", action="store_true",
                         help="do not time the step on the BLAS's own threads (its spinning "
-                             "workers also slow down whatever runs next on a busy machine)")
+                             "workers also slow down whatever runs next on a busy machine) "
+                             "nor on one thread")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.block < 1:
         parser.error("--seconds must be > 0 and --block >= 1")
@@ -74,8 +77,10 @@ def load() -> str:
         return f"load {os.getloadavg()[0]:.2f}"
 
 
-def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
-    """(the step under the thread policy, the same step on the BLAS's own threads)."""
+def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
+                                         Callable[[], Any]]:
+    """(the step under the thread policy, the same step on the BLAS's own threads, the
+    same step on one thread)."""
     from wb_bench import mlp as bench_mlp
 
     from workbench.core.link.c import blas_threads
@@ -94,7 +99,15 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
         with blas_threads.blas_own_threads():
             return fn(x, labels)
 
-    return with_policy, blas_own_threads
+    def one_thread() -> Any:
+        cap = blas_threads.max_threads()
+        blas_threads.set_max_threads(1)  # (leaves the policy's back-off as it was)
+        try:
+            return fn(x, labels)
+        finally:
+            blas_threads.set_max_threads(cap)
+
+    return with_policy, blas_own_threads, one_thread
 
 
 def jax_step(dtype: str) -> Callable[[], Any] | None:
@@ -161,10 +174,11 @@ def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")
-    with_policy, own_threads = workbench_steps(args.dtype)
+    with_policy, own_threads, one_thread = workbench_steps(args.dtype)
     impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
     if not args.no_baseline:
         impls["workbench c, BLAS's threads"] = own_threads
+        impls["workbench c, 1 thread"] = one_thread
     jax_call = None if args.no_jax else jax_step(args.dtype)
     if jax_call is not None:
         impls["jax jit"] = jax_call
