@@ -35,13 +35,32 @@ def test_torch_draws_are_reproducible_from_the_seed_and_advance():
     assert set(np.unique(first[3])) <= {0, 1}
 
 
-def test_distributions_without_a_kernel_run_numpy_on_the_host():
+def test_integers_with_array_bounds_draw_on_torch_within_their_bounds():
     rng = wb.shared(np.random.default_rng(9))
-    low, high = np.array([0, 10]), np.array([5, 20])
-    x = wb.random.integers(low, high, size=(3, 2), rng=rng)  # array bounds: no kernel
+    low, high = np.array([0, 10, -3]), np.array([5, 12, -2])
+    x = wb.random.integers(low, high, size=(4000, 3), rng=rng)
     f = _gpu_function(x)
-    assert len(host_nodes(f)) == 1
-    np.testing.assert_array_equal(f(), np.random.default_rng(9).integers(low, high, (3, 2)))
+    assert host_nodes(f) == []  # a torch kernel, not NumPy on the host
+    draws = f()
+    assert draws.shape == (4000, 3) and draws.dtype == np.int64
+    for column, lo, hi in zip(draws.T, low, high):  # every value of [low, high), no other
+        assert set(np.unique(column)) == set(range(lo, hi))
+    assert abs(draws[:, 0].mean() - 2.0) < 5 * np.sqrt(2.0 / 4000)
+    rng.set_value(np.random.default_rng(9))
+    np.testing.assert_array_equal(f(), draws)  # reproducible from the seed
+
+
+def test_integers_with_bounds_given_at_run_time_refuse_low_not_below_high():
+    low, high = wb.tensor.lvector("low"), wb.tensor.lvector("high")
+    x = wb.random.RandomStream(2).integers(low, high)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*no CUDA device.*")
+        f = wb.function([low, high], x, linker="gpu")
+    assert host_nodes(f) == []
+    got = f(np.array([1, 7]), np.array([3, 8]))
+    assert 1 <= got[0] < 3 and got[1] == 7
+    with pytest.raises(ValueError, match="low >= high"):
+        f(np.array([1, 8]), np.array([3, 8]))
 
 
 N = 100_000

@@ -167,3 +167,53 @@ def test_a_generator_carried_by_a_while_loop_ends_in_its_state_at_the_stop():
     for _ in range(5):
         numpy_rng.integers(2**63)
     assert rng.get_value().bit_generator.state == numpy_rng.bit_generator.state
+
+
+def _shape_work():
+    """A loop body reading its row's length: zeros of that length, a reshape to it."""
+    x, h0 = wt.dmatrix("x"), wt.dvector("h0")
+
+    def step(xt, h):
+        n = xt.shape[0]
+        column = (h + xt + wt.zeros(n)).reshape((n, 1))
+        return column.sum(axis=1) * 0.5
+
+    hs, _ = wb.scan(step, sequences=x, outputs_info=h0, name="shapes")
+    r = np.random.default_rng(4)
+    return [x, h0], hs, [r.normal(size=(30, 5)), r.normal(size=5)]
+
+
+def test_shape_work_in_a_loop_body_stays_host_ints(monkeypatch):
+    # the lengths read from x[t] and used as lengths (Alloc, Reshape) are never a device
+    # tensor: no tensor made from host data, no read back, at any step
+    inputs, hs, values = _shape_work()
+    f = wb.function(inputs, hs, linker="gpu")
+    f(*values)
+    with host_reads(monkeypatch) as events:
+        got = f(*values)
+    assert [what for what, inside in events if inside] == []
+    np.testing.assert_allclose(got, wb.function(inputs, hs, linker="py")(*values), rtol=1e-12)
+
+
+def test_a_shape_read_by_arithmetic_or_returned_is_still_a_tensor():
+    x = wt.dmatrix("x")
+    outputs = [x.shape[0] * 2, x.shape, x.reshape((x.shape[1], x.shape[0]))]
+    got = wb.function([x], outputs, linker="gpu")(np.ones((2, 3)))
+    assert int(got[0]) == 4 and got[1].tolist() == [2, 3] and got[2].shape == (3, 2)
+
+
+def test_a_gamma_draw_in_a_loop_reads_nothing_back_per_step(monkeypatch):
+    rng = wb.shared(np.random.default_rng(6), name="rng")
+    x = wt.dvector("x")
+
+    def step(xt):
+        draw = wb.random.gamma(np.array([0.5, 2.0]), 3.0, size=(4, 2), rng=rng)
+        return xt * draw.sum(), {rng: draw.owner.outputs[0]}
+
+    ys, updates = wb.scan(step, sequences=x, name="gammas")
+    f = wb.function([x], ys, updates=updates, linker="gpu")
+    f(np.ones(3))
+    with host_reads(monkeypatch) as events:
+        got = f(np.ones(40))
+    assert [what for what, inside in events if inside] == []
+    assert got.shape == (40,) and len(set(got.tolist())) == 40 and (got > 0).all()

@@ -20,9 +20,10 @@ condition into a device vector and reads it back after 1, 2, 4, ... steps (at mo
 apart, so O(log n + n / UNTIL_CHECK_MAX) reads): the steps run past the stop are
 discarded (their rows dropped; a ring of `UNTIL_CHECK_MAX` rows keeps a kept-last
 output's row; a generator state goes back to its value at the stop; an error in
-such a step is ignored). A draw's size is read on the host once per step unless
-it is a constant (lower_random.py); Ops without a torch kernel run on the host
-(`host_nodes`), with their transfers.
+such a step is ignored). Lengths read from a tensor's shape and used as lengths
+stay host ints (gpu/host_shapes.py); a draw's size is read on the host once per
+step only when it is computed on the device (lower_random.py); Ops without a torch
+kernel run on the host (`host_nodes`), with their transfers.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ every Apply node gets a thunk:
 - a *host* thunk (backend "host") when the Op has no lowering, or its lowering
   declines this node: the inputs are copied to the host, `Op.perform` runs,
   the outputs are copied back (the profile's backend column shows "host");
-- a lazy thunk for `IfElse`: only the taken branch is computed (StackVM).
+- a lazy thunk for `IfElse`: only the taken branch is computed (StackVM);
+- a *host shape* thunk (backend "host shape") for a shape read from a tensor and used
+  only as a shape: Python ints, no device tensor (host_shapes.py).
 
 The storage cells of the graph hold tensors on the device. At each call, the
 input values (NumPy) are moved to the device (a shared variable's tensor is
@@ -27,10 +29,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from workbench.core.graph.basic import Apply, Constant, Variable
 from workbench.core.graph.inner_graph import InnerGraphOp
 from workbench.core.graph.op import Thunk
 from workbench.core.link.gpu.device import import_torch, resolve_device, to_device, to_host
+from workbench.core.link.gpu.host_shapes import host_shape_kernel, host_shape_values
 from workbench.core.link.gpu.registry import LowerContext, lowering_for
 from workbench.core.link.vm import MAX_PROFILE_EVENTS, Cell, Linker, LoopVM, StackVM
 
@@ -161,7 +166,8 @@ class GpuLinker(Linker):
                 smap[var] = [None]
             cmap[var] = [1 if var.owner is None else 0]
         ctx = LowerContext(torch, device, {"compile_fused": self.compile_fused})
-        thunks = [self._thunk_for(node, smap, cmap, ctx) for node in order]
+        host_shapes = host_shape_values(fg)
+        thunks = [self._thunk_for(node, smap, cmap, ctx, host_shapes) for node in order]
         lazy = self.lazy if self.lazy is not None else any(t.lazy for t in thunks)
         vm_class = GpuStackVM if lazy else GpuLoopVM
         vm = vm_class.__new__(vm_class)
@@ -230,7 +236,7 @@ class GpuLinker(Linker):
         return run
 
     def _thunk_for(self, node: Apply, smap: dict[Variable, Cell], cmap: dict[Variable, Cell],
-                   ctx: LowerContext) -> Thunk:
+                   ctx: LowerContext, host_shapes: frozenset[Variable] = frozenset()) -> Thunk:
         from workbench.core.ifelse import IfElse
 
         in_cells = [smap[v] for v in node.inputs]
@@ -243,6 +249,9 @@ class GpuLinker(Linker):
             thunk = node.op.make_linked_thunk(node, smap, cmap, self.no_recycling, self)
             if thunk is not None:
                 return thunk
+        if node.outputs and node.outputs[0] in host_shapes:  # lengths kept as host ints
+            return self._kernel_thunk(node, host_shape_kernel(node), in_cells, out_cells, done,
+                                      "host shape")
         lowering = lowering_for(node.op)
         kernel = lowering(node, ctx) if lowering is not None else None
         if kernel is not None and ctx.options.get("compile_fused"):
@@ -251,6 +260,12 @@ class GpuLinker(Linker):
             kernel = maybe_compile(node, kernel, ctx)
         if kernel is None:
             return _host_thunk(node, in_cells, out_cells, done, ctx.device)
+        return self._kernel_thunk(node, kernel, in_cells, out_cells, done, "gpu")
+
+    @staticmethod
+    def _kernel_thunk(node: Apply, kernel: Callable[..., list[Any]], in_cells: list[Cell],
+                      out_cells: list[Cell], done: list[Cell], impl: str) -> Thunk:
+        """The thunk running `kernel` on the node's input values."""
         n_out = len(out_cells)
 
         def thunk() -> None:
@@ -269,7 +284,7 @@ class GpuLinker(Linker):
                 cell[0] = value
                 flag[0] = 1
 
-        return Thunk(thunk, node, in_cells, out_cells, lazy=False, impl="gpu")
+        return Thunk(thunk, node, in_cells, out_cells, lazy=False, impl=impl)
 
 
 #: What torch's messages say when shapes do not fit (broadcasting, products, joins,
@@ -299,6 +314,8 @@ def _host_thunk(node: Apply, in_cells: list[Cell], out_cells: list[Cell], done: 
         values = []
         for i, cell in enumerate(in_cells):
             value = to_host(cell[0])
+            if isinstance(value, tuple | int):  # lengths kept on the host (host_shapes.py)
+                value = np.asarray(value, dtype=node.inputs[i].type.numpy_dtype)
             if i in destroyed and hasattr(value, "copy"):
                 value = value.copy()  # perform writes into it: not into the device's memory
             values.append(value)

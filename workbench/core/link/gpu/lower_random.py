@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.core.graph.basic import Apply, Constant
+from workbench.core.link.gpu.host_shapes import shape_ints
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.random.distributions import (
     BernoulliRV,
@@ -58,12 +59,13 @@ def _noise(torch: Any, kind: type, shape: tuple[int, ...], gen: Any, device: Any
 
 def size_reader(node: Apply) -> Any:
     """A function of a draw's `size` value giving its shape (None for NumPy's
-    ``size=None``): a constant's shape is read here, once; else read from the device."""
+    ``size=None``): a constant's shape is read here, once; lengths kept on the host
+    (host_shapes.py) as they are; else read from the device."""
     size = node.inputs[1]
     if isinstance(size, Constant):
         fixed = tuple(int(s) for s in size.data) if len(size.data) else None
         return lambda _: fixed
-    return lambda value: tuple(int(s) for s in value.tolist()) if len(value) else None
+    return lambda value: shape_ints(value) or None
 
 
 def _discrete_kernel(node: Apply, torch: Any, device: Any, out_dtype: Any, inplace: bool
@@ -97,6 +99,42 @@ def _discrete_kernel(node: Apply, torch: Any, device: Any, out_dtype: Any, inpla
     return kernel
 
 
+def _bounds_checked(torch: Any, low: Any, high: Any) -> Any:
+    """high - low, after NumPy's check that low < high everywhere (reads the device)."""
+    span = high.to(torch.int64) - low.to(torch.int64)
+    if bool((span <= 0).any()):
+        raise ValueError("integers: low >= high")
+    return span
+
+
+def _integers(node: Apply, torch: Any, device: Any, out_dtype: Any) -> Any:
+    """integers(low, high) as `draw(gen, shape, low, high)`: constant scalar bounds read
+    here, once, for torch.randint; array (or computed) bounds as ``low + r % (high -
+    low)`` for r uniform in [0, 2**62) (a bias below (high - low) / 2**62), their check
+    low < high run once per bounds tensor (PerTensor)."""
+    from workbench.core.link.gpu.lower_random_shaped import PerTensor
+
+    bounds = node.inputs[2:]
+    if all(isinstance(p, Constant) and not p.type.ndim for p in bounds):
+        low, high = (int(p.data) for p in bounds)
+
+        def draw_scalar(gen: Any, shape: tuple[int, ...], *_: Any) -> Any:
+            if low >= high:
+                raise ValueError("integers: low >= high")
+            return torch.randint(low, high, shape, generator=gen, device=device,
+                                 dtype=out_dtype)
+
+        return draw_scalar
+    span_of = PerTensor(lambda low, high: _bounds_checked(torch, low, high))
+
+    def draw(gen: Any, shape: tuple[int, ...], low: Any, high: Any) -> Any:
+        span = span_of(low, high)
+        r = torch.randint(0, 2**62, shape, generator=gen, device=device, dtype=torch.int64)
+        return (low.to(torch.int64) + r % span).to(out_dtype)
+
+    return draw
+
+
 @register_lowering(RandomVariable)
 def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op
@@ -111,26 +149,19 @@ def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
         return shaped
     if kind not in (NormalRV, UniformRV, ExponentialRV, BernoulliRV, IntegersRV):
         return None
-    if kind is IntegersRV and any(p.type.ndim for p in node.inputs[2:]):
-        return None
     torch, device = ctx.torch, ctx.device
     out_dtype = ctx.dtype(node.outputs[1])
     work = out_dtype if op.dtype.is_float else torch.float64
     shape_of = size_reader(node)
-    bounds = None
-    if kind is IntegersRV and all(isinstance(p, Constant) for p in node.inputs[2:]):
-        bounds = tuple(int(p.data) for p in node.inputs[2:])
+    integers = _integers(node, torch, device, out_dtype) if kind is IntegersRV else None
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
         rng, gen = seeded_generators(torch, device, rng, op.inplace)
         shape = shape_of(size)
         if shape is None:
             shape = tuple(torch.broadcast_shapes(*(p.shape for p in params)))
-        if kind is IntegersRV:
-            low, high = bounds if bounds is not None else (int(p) for p in params)
-            draw = torch.randint(low, high, shape, generator=gen, device=device,
-                                 dtype=out_dtype)
-            return [rng, draw]
+        if integers is not None:
+            return [rng, integers(gen, shape, *params)]
         noise = _noise(torch, kind, shape, gen, device, work)
         if kind is NormalRV:
             draw = params[0] + params[1] * noise

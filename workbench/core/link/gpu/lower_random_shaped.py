@@ -38,11 +38,23 @@ __all__ = ["shaped_kernel"]
 _P_SUM_TOLERANCE = math.sqrt(2.0**-52)
 
 
-def _shape_of(torch: Any, size: Any, batch_shapes: list[Any]) -> tuple[int, ...]:
-    """The batch shape of a draw: `size` when given, else the parameters' broadcast."""
-    if len(size):
-        return tuple(int(s) for s in size.tolist())
-    return tuple(torch.broadcast_shapes(*batch_shapes))
+class PerTensor:
+    """`compute(*tensors)` for the last tensors given, reused while the same tensors come
+    again unmodified (constants, or a loop's non-sequences at every step): a check or a
+    factorisation that reads the device runs once per tensor, not once per draw."""
+
+    def __init__(self, compute: Any) -> None:
+        self.compute = compute
+        self.seen: tuple[tuple[Any, int], ...] = ()
+        self.value: Any = None
+
+    def __call__(self, *tensors: Any) -> Any:
+        seen = tuple((t, t._version) for t in tensors)
+        if len(seen) != len(self.seen) or any(
+                t is not old or v != old_v for (t, v), (old, old_v) in zip(seen, self.seen)):
+            self.value = self.compute(*tensors)  # (kept: their memory is not reused meanwhile)
+            self.seen = seen
+        return self.value
 
 
 def _gamma(torch: Any, gen: Any, shape: tuple[int, ...], alpha: Any) -> Any:
@@ -61,16 +73,21 @@ def _cov_factor(torch: Any, cov: Any) -> Any:
     return factor
 
 
+def _check_p(p: Any) -> None:
+    """NumPy's check of choice's probabilities (reads the device)."""
+    if bool((p < 0).any()) or abs(float(p.sum()) - 1.0) > _P_SUM_TOLERANCE:
+        raise ValueError("choice: probabilities must be non-negative and sum to 1")
+
+
 def _choice(torch: Any, gen: Any, device: Any, op: ChoiceRV, shape: tuple[int, ...],
-            a: Any, p: Any) -> Any:
-    n = int(a[0]) if op.from_range else int(a.shape[0])
+            a: Any, p: Any, population: Any, check_p: Any) -> Any:
+    n = population(a) if op.from_range else int(a.shape[0])
     count = math.prod(shape)
     if p.numel():
         if p.shape[0] != n:
             raise ValueError(f"choice: p has {p.shape[0]} probabilities for a population of "
                              f"{n}")
-        if bool((p < 0).any()) or abs(float(p.sum()) - 1.0) > _P_SUM_TOLERANCE:
-            raise ValueError("choice: probabilities must be non-negative and sum to 1")
+        check_p(p)
     if not op.replace and count > n:
         raise ValueError(f"choice: cannot take a sample of {count} from a population of {n} "
                          "without replacement")
@@ -89,7 +106,7 @@ def _choice(torch: Any, gen: Any, device: Any, op: ChoiceRV, shape: tuple[int, .
 
 def shaped_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
     """The torch kernel of a node of one of this module's distributions, else None."""
-    from workbench.core.link.gpu.lower_random import seeded_generators
+    from workbench.core.link.gpu.lower_random import seeded_generators, size_reader
 
     op = node.op
     kinds = (GammaRV, BetaRV, BinomialRV, DirichletRV, MultivariateNormalRV, ChoiceRV)
@@ -98,15 +115,22 @@ def shaped_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
     torch, device = ctx.torch, ctx.device
     out_dtype = ctx.dtype(node.outputs[1])
     work = out_dtype if op.dtype.is_float else torch.float64
+    shape_of = size_reader(node)  # a constant size read here, once
+    # device reads once per tensor of parameters, not per draw
+    cov_factor = PerTensor(lambda cov: _cov_factor(torch, cov.to(work)))
+    population, check_p = PerTensor(lambda a: int(a[0])), PerTensor(_check_p)
 
     def kernel(rng: Any, size: Any, *params: Any) -> list[Any]:
         rng, gen = seeded_generators(torch, device, rng, op.inplace)
         if isinstance(op, ChoiceRV):
-            shape = tuple(int(s) for s in size.tolist())
-            return [rng, _choice(torch, gen, device, op, shape, *params).to(out_dtype)]
-        params = [p.to(work) for p in params]
-        batch = [p.shape[: p.dim() - nd] for p, nd in zip(params, op.ndims_params)]
-        shape = _shape_of(torch, size, batch)
+            draw = _choice(torch, gen, device, op, shape_of(size) or (), *params, population,
+                           check_p)
+            return [rng, draw.to(out_dtype)]
+        given, params = params, [p.to(work) for p in params]
+        shape = shape_of(size)
+        if shape is None:  # the parameters' broadcast
+            shape = tuple(torch.broadcast_shapes(
+                *(p.shape[: p.dim() - nd] for p, nd in zip(params, op.ndims_params))))
         if isinstance(op, GammaRV):
             alpha, scale = params
             draw = _gamma(torch, gen, shape, alpha) * scale
@@ -126,7 +150,7 @@ def shaped_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
             mean, cov = params
             k = mean.shape[-1]
             z = torch.randn((*shape, k, 1), generator=gen, device=device, dtype=work)
-            factor = _cov_factor(torch, cov).expand(*shape, k, k)
+            factor = cov_factor(given[1]).expand(*shape, k, k)
             draw = mean + (factor @ z).squeeze(-1)
         return [rng, draw.to(out_dtype)]
 

@@ -14,6 +14,7 @@ import numpy as np
 from workbench.core import dtypes
 from workbench.core.graph.basic import Apply, Constant
 from workbench.core.ifelse import IfElse
+from workbench.core.link.gpu.host_shapes import shape_ints
 from workbench.core.link.gpu.lower_elemwise import astype
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.scalar import math as sm
@@ -340,7 +341,7 @@ def lower_reshape(node: Apply, ctx: LowerContext) -> Kernel:
     op = node.op
 
     def kernel(x: Any, shape: Any) -> list[Any]:
-        lengths = [int(s) for s in shape.tolist()]
+        lengths = shape_ints(shape)
         if len(lengths) != op.ndim:
             raise ValueError(f"{op}: expected a shape of length {op.ndim}, got {tuple(lengths)}")
         try:
