@@ -509,5 +509,7 @@ def test_batched_matmul_errors_and_other_dtypes():
     i, j = wt.ltensor3("i"), wt.ltensor3("j")
     g = wb.function([i, j], wt.matmul(i, j), mode=C_ONLY)
     assert [type(n.op) for n, _ in g.linker.report.py_nodes] == [MatMul]  # no integer BLAS
+    (_, why), = g.linker.report.py_nodes
+    assert "not (int64, int64) -> int64" in why and "perform" in why
     a = np.arange(24).reshape(2, 3, 4)
     np.testing.assert_array_equal(g(a, a.swapaxes(1, 2)), a @ a.swapaxes(1, 2))

@@ -264,6 +264,15 @@ class _BlasC(COpAdapter):
         dtype = str(node.outputs[0].type.dtype)
         return dtype in BLAS_DTYPES and all(str(v.type.dtype) == dtype for v in node.inputs)
 
+    def why_not_supported(self, node: Any) -> str | None:
+        """The linker report's reason when `c_supports` says no."""
+        if find_blas() is None:
+            return f"{node.op}: no BLAS found for the C linker; the node runs its perform"
+        dtypes = ", ".join(str(v.type.dtype) for v in node.inputs)
+        return (f"{node.op}: BLAS computes float32 or float64 with every operand of the "
+                f"output's dtype, not ({dtypes}) -> {node.outputs[0].type.dtype}; the node "
+                "runs its perform (NumPy)")
+
     def _dtype(self, node: Any) -> tuple[str, str, str]:
         return BLAS_DTYPES[str(node.outputs[0].type.dtype)]
 
