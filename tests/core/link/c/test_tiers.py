@@ -4,6 +4,10 @@ bit for bit, and the cache ends up holding the -O3 build."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import workbench.tensor as wt
@@ -89,3 +93,21 @@ def test_the_switch_refuses_nonsense(monkeypatch):
         tiers.tiered()
     monkeypatch.setenv(tiers.TIERED_ENV, "0")
     assert not tiers.tiered()
+
+
+def test_background_builds_still_run_in_parallel_after_the_main_thread_ends():
+    # A short script that compiled on a cold cache ends while its -O3 builds are still
+    # to start; they must still run (and reach the cache), not be refused because the
+    # interpreter is shutting down.
+    code = textwrap.dedent("""
+        import time
+        from workbench.core.link.c import bundle, tiers
+        def late():
+            time.sleep(0.3)  # the main thread has finished by now
+            print(bundle._map(lambda v: 2 * v, [1, 2, 3], workers=2))
+        tiers.in_background(late)
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[2, 4, 6]", res.stderr

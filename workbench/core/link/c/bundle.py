@@ -27,7 +27,6 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,8 +271,29 @@ def _map(fn: Any, items: list[Any], workers: int) -> list[Any]:
 
     if len(items) <= 1 or workers <= 1:
         return [safe(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(safe, items))
+    # Plain threads, not a ThreadPoolExecutor: the -O3 builds (tiers.py) may call this
+    # from a background thread after the main thread has finished, and once the
+    # interpreter starts shutting down an executor refuses new work ("cannot schedule
+    # new futures after interpreter shutdown"), which lost those builds' cache entries.
+    results: list[Any] = [None] * len(items)
+    todo = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            results[i] = safe(items[i])
+
+    threads = [threading.Thread(target=work, name="workbench-compile")
+               for _ in range(min(workers, len(items)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
 
 
 def default_workers() -> int:
