@@ -10,6 +10,11 @@ RandomStream, on the py and C linkers, called with no inputs:
 - `numpy`: ``Generator.normal`` called directly (the floor);
 - `pytensor`: the same graph compiled by PyTensor's default mode (when installed).
 
+The `loop` rows time a `scan` of `STEPS` steps drawing one ``normal(0, 1)`` per step from
+the generator it carries: `inplace` advances that generator in place at every step (the
+loop copies the outer one once per call), `copy` copies it at every step; `numpy` is a
+Python loop of the same draws.
+
 Implementations take turns call by call in one process (a load spike hits all alike);
 each row gives the median wall and process-CPU microseconds per call over the repeats,
 and the per-draw overhead `copy - inplace`.
@@ -42,6 +47,37 @@ def _workbench(size: tuple[int, ...], linker: str, inplace: bool) -> Callable[[]
     drawing = [n.op.inplace for n in f.maker.fgraph.apply_nodes if hasattr(n.op, "method")]
     assert drawing == [inplace], drawing
     return f
+
+
+STEPS = 100
+
+
+def _workbench_loop(linker: str, inplace: bool) -> Callable[[], object]:
+    """A loop of STEPS steps, one draw per step from the generator it carries."""
+    import workbench.tensor as wt
+
+    import workbench as wb
+    from workbench.core.random.op import RandomVariable
+    from workbench.core.scan import Scan
+
+    rng = wb.shared(np.random.default_rng(0), name="rng")
+    x = wt.dvector("x")
+
+    def step(xt):
+        d = wb.random.normal(0.0, 1.0, size=(), rng=rng)
+        return xt + d, {rng: d.owner.outputs[0]}
+
+    ys, updates = wb.scan(step, sequences=x, name="draws")
+    mode = wb.Mode(linker=linker, rewriter=wb.core.compile.mode.RewriteQuery(("fast_run",)))
+    if not inplace:
+        mode = mode.excluding("inplace")
+    f = wb.function([x], ys, updates=updates, mode=mode)
+    (loop,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan)]
+    drawing = [n.op.inplace for n in loop.op.fgraph.apply_nodes
+               if isinstance(n.op, RandomVariable)]
+    assert drawing == [inplace], drawing
+    zeros = np.zeros(STEPS)
+    return lambda: f(zeros)
 
 
 def _pytensor(size: tuple[int, ...]) -> Callable[[], object] | None:
@@ -105,6 +141,17 @@ def main(argv: list[str] | None = None) -> None:
             saved_c = result["copy"][1] - result["inplace"][1]
             print(f"| normal{size} | {linker} | copy - inplace | {saved_w:.2f} | "
                   f"{saved_c:.2f} |")
+    g = np.random.default_rng(0)
+    for linker in ("py", "c"):
+        fns = {"inplace": _workbench_loop(linker, True), "copy": _workbench_loop(linker, False),
+               "numpy": lambda g=g: [g.normal(0.0, 1.0) for _ in range(STEPS)]}
+        result = measure(fns, max(args.calls // 20, 10), args.repeats)
+        for name, (w, c) in result.items():
+            print(f"| loop of {STEPS} normal() | {linker} | {name} | {w:.2f} | {c:.2f} |")
+        saved_w = result["copy"][0] - result["inplace"][0]
+        saved_c = result["copy"][1] - result["inplace"][1]
+        print(f"| loop of {STEPS} normal() | {linker} | copy - inplace (per step) | "
+              f"{saved_w / STEPS:.2f} | {saved_c / STEPS:.2f} |")
 
 
 if __name__ == "__main__":

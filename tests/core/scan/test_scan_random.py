@@ -204,3 +204,59 @@ def test_debug_mode_checks_a_loop_with_dropout_and_its_gradient():
     expected = wb.function([x, h0, w], outputs, linker="py")(*_rnn_values())
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _inner_draws(f):
+    """The random draws of the loop bodies of a compiled function."""
+    from workbench.core.random.op import RandomVariable
+
+    return [n.op for loop in loops_of(f) for n in loop.op.fgraph.apply_nodes
+            if isinstance(n.op, RandomVariable)]
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_draws_in_a_loop_advance_its_generator_in_place_with_numpys_draws(linker):
+    # the loop carries the generator as its own state: the body's two draws advance it
+    # in place at every step (no copy per step) and give NumPy's sequence
+    rng = wb.shared(np.random.default_rng(21), name="rng")
+    x = wt.dvector("x")
+
+    def step(xt):
+        a = wb.random.normal(0.0, 1.0, size=(2,), rng=rng)
+        b = wb.random.uniform(0.0, 1.0, size=(), rng=a.owner.outputs[0])
+        return xt + a.sum() * b, {rng: b.owner.outputs[0]}
+
+    ys, updates = wb.scan(step, sequences=x, name="two_draws")
+    f = wb.function([x], ys, updates=updates, linker=linker)
+    assert [op.inplace for op in _inner_draws(f)] == [True, True]
+    got = np.concatenate([f(np.zeros(3)), f(np.zeros(2))])
+    g = np.random.default_rng(21)
+    if linker in NUMPY_STREAM_LINKERS:
+        expected = [g.normal(size=2).sum() * g.uniform() for _ in range(5)]
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+        assert rng.get_value().bit_generator.state == g.bit_generator.state
+    else:  # torch's streams: one seed taken per draw
+        assert len(set(got.tolist())) == 5
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_loop_drawing_in_place_leaves_a_generator_it_does_not_update_alone(linker):
+    # without the update the shared generator is read, not updated: each call draws the
+    # same values from it, and it is not mutated (the loop advances its own copy)
+    rng = wb.shared(np.random.default_rng(4), name="rng")
+    x = wt.dvector("x")
+
+    def step(xt):
+        d = wb.random.normal(0.0, 1.0, size=(), rng=rng)
+        return xt + d, {rng: d.owner.outputs[0]}
+
+    ys, _ = wb.scan(step, sequences=x, name="reads")
+    f = wb.function([x], ys, linker=linker)  # (the updates not given)
+    assert [op.inplace for op in _inner_draws(f)] == [True]
+    held = rng.get_value(borrow=True)
+    state = copy.deepcopy(held.bit_generator.state)
+    first, second = f(np.zeros(4)), f(np.zeros(4))
+    np.testing.assert_array_equal(first, second)
+    assert rng.get_value(borrow=True) is held and held.bit_generator.state == state
+    if linker in NUMPY_STREAM_LINKERS:
+        np.testing.assert_allclose(first, np.random.default_rng(4).normal(size=4))

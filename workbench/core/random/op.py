@@ -10,7 +10,10 @@ advances the input generator itself, saving the copy (a few µs per draw,
 benchmarks/bench_random.py): the inplace pass makes it when the compiled call
 updates that generator (`function` marks an updated shared generator mutable) and
 the DestroyHandler finds every other reader of the old state can run first; a
-generator passed in, held as a constant or not updated is never mutated. Hence:
+generator passed in, held as a constant or not updated is never mutated. Inside a
+loop body, the generator the loop carries as its state is such a value
+(`Scan.mutable_inner_inputs`): the body's draws advance it in place at every step,
+the loop having copied the outer generator once for the call. Hence:
 
 - constant folding never computes a draw (`do_constant_folding` is False: a
   draw must change from one call to the next);

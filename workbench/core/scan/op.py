@@ -211,12 +211,19 @@ class Scan(InnerGraphOp):
         its last row whose one tap is -1 (an accumulator, BPTT's sum of a weight's
         gradient). Its ring holds one row, which only the current step reads: Gemm{inplace}
         then adds into it, and the new value is already in place (no copy per step).
-        Not for a while-loop (the device runner re-reads the rows of steps it undoes)."""
+        Not for a while-loop (the device runner re-reads the rows of steps it undoes).
+        And the tap of a carried generator (a state): the body's new state replaces the
+        old one at each step and nothing reads the old one after it, so the body's draws
+        advance it in place instead of copying it at every step (the runner hands the
+        body a copy of the outer generator, once per call)."""
+        groups = self.tap_inputs_of_outputs()
+        states = [group[0] for j, group in enumerate(groups)
+                  if self.is_state(j) and len(group) == 1]
         if self.info.as_while:
-            return []
-        return [group[0] for j, group in enumerate(self.tap_inputs_of_outputs())
-                if self.keeps_last(j) and self.info.recurrent_taps[j] == (-1,)
-                and not self.is_state(j)]
+            return states
+        return states + [group[0] for j, group in enumerate(groups)
+                         if self.keeps_last(j) and self.info.recurrent_taps[j] == (-1,)
+                         and not self.is_state(j)]
 
     def keeps_last(self, k: int) -> bool:
         """Whether outer output k holds only its last row."""

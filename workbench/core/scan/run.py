@@ -81,7 +81,8 @@ def _overwritten_for_another_output(op: Scan, fgraph: Any, mutable: set[Any]) ->
     another output)."""
     from workbench.core.graph.destroyhandler import view_roots
 
-    own = {group[0]: j for j, group in enumerate(op.tap_inputs_of_outputs())}
+    own = {group[0]: j for j, group in enumerate(op.tap_inputs_of_outputs())
+           if not op.is_state(j)}  # (a state has no rows: its draws chain freely)
     position = {v: k for k, v in enumerate(fgraph.inputs)}
     outputs = list(fgraph.outputs)
     unsafe = set()
@@ -91,7 +92,7 @@ def _overwritten_for_another_output(op: Scan, fgraph: Any, mutable: set[Any]) ->
             for i in ins:
                 for root in view_roots(node.inputs[i], through_destroyers=True):
                     tap = op.inner_inputs[position[root]] if root in position else None
-                    if tap in mutable and (outputs.count(value) != 1
+                    if tap in mutable and tap in own and (outputs.count(value) != 1
                                            or outputs[own[tap]] is not value):
                         unsafe.add(tap)
     return unsafe
@@ -186,6 +187,9 @@ class LoopRunner:
             self.rows = _DeviceRows(linker.device)
             self.impl = "gpu"
         self.body = compile_body(op, linker, profile)
+        #: the inner inputs the body overwrites (a carried generator its draws advance in
+        #: place): the loop gives it a copy of the outer value, once per call
+        self.destroyed = _destroyed_inputs(self.body.maker.fgraph)
         self.in_cells = list(self.body._arg_cells)
         self.out_cells = list(self.body._out_cells)
         self.run_body = self.body._run
@@ -244,8 +248,9 @@ class LoopRunner:
                     return t + 1
             else:
                 flags[t] = cond_cell[0]
-                if history is not None:
-                    history.append([holder[0] for _, _, holder in states])
+                if history is not None:  # (copies: the next step may advance it in place)
+                    history.append([_copy_state(holder[0]) if self.destroyed else holder[0]
+                                    for _, _, holder in states])
         return stop
 
     def _until_on_device(self, start: int, stop: int, step_args: tuple[Any, ...],
@@ -299,9 +304,11 @@ class LoopRunner:
         self.ring = min(UNTIL_CHECK_MAX, max(n, 1)) if on_device else 1
         buffers: list[Any] = []
         holders: dict[int, list[Any]] = {}
+        first_tap = info.n_seqs + np.cumsum((0, *map(len, info.recurrent_taps)))
         for j, (init, depth) in enumerate(zip(inits, info.depths)):
             if op.is_state(j):  # (a generator): its value, step to step
-                holders[j] = [init]
+                # advanced in place by the body: a copy, the outer one is the caller's
+                holders[j] = [_copy_state(init) if first_tap[j] in self.destroyed else init]
                 buffers.append(None)
                 continue
             if init.shape[0] != depth:
@@ -378,6 +385,21 @@ class LoopRunner:
             elif steps < len(nits[k]):
                 nits[k] = nits[k][:steps]
         return buffers + nits
+
+
+def _destroyed_inputs(fgraph: Any) -> frozenset[int]:
+    """The positions of the inputs of `fgraph` that one of its nodes overwrites."""
+    position = {var: k for k, var in enumerate(fgraph.inputs)}
+    return frozenset(position[node.inputs[i]] for node in fgraph.apply_nodes
+                     for ins in node.op.destroy_map.values() for i in ins
+                     if node.inputs[i] in position)
+
+
+def _copy_state(value: Any) -> Any:
+    """A copy of a loop's state (a random generator) that the body may advance."""
+    from workbench.core.random.type import copy_generator
+
+    return copy_generator(value) if isinstance(value, np.random.Generator) else value
 
 
 def _first_true(flags: Any, start: int, stop: int) -> int | None:
