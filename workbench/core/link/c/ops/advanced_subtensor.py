@@ -248,17 +248,16 @@ def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
                   emit: str | None = None) -> str:
     """C reading every index of the broadcast (after `_broadcast_code`): each position's
     byte offset `off` in `t` goes to `wbx_xoff` (and, when `y_strides` names the value's
-    aligned strides, its offset in the value to `wbx_yoff`), or to the C statement
-    `emit` when given (then no table is kept)."""
-    assert emit is None or y_strides is None, "a fused emit is for gathers"
+    aligned strides, its offset `yo` in the value to `wbx_yoff`), or to the C statement
+    `emit` when given (then no table is kept: `off` and `yo` are its to use)."""
     br, brl = lay.br, max(lay.br, 1)
     arrays = lay.arrays()
-    code = []
+    code = ["{"]
     if emit is None:
         code.append(f"""if (wbx_bsize > {_SMALL}) {{
   wbx_xoff = (npy_intp *)malloc(wbx_bsize * sizeof(npy_intp));
   if (!wbx_xoff) {{ PyErr_NoMemory(); goto {end}; }}""")
-    if y_strides:
+    if y_strides and emit is None:
         code.append(f"""  wbx_yoff = (npy_intp *)malloc(wbx_bsize * sizeof(npy_intp));
   if (!wbx_yoff) {{ PyErr_NoMemory(); goto {end}; }}""")
     if emit is None:
@@ -296,11 +295,13 @@ def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
         reads.append(f"if (wbx_h{j}) off += wbx_c{j};\n"
                      f"else {{\n{check}\n  off += w * wbx_s{j};\n}}")
     y_base = y_step = ""
-    if y_strides:
+    if y_strides:  # the value's offset `yo` at this position
         y_base = ("npy_intp yb = 0;\n"
                   f"for (int d = 0; d < {last}; d++) yb += wbx_i[d] * {y_strides}[{lay.at} + d];")
-        y_step = (f"wbx_yoff[k] = yb + i * {y_strides}[{lay.at + last}];" if br
-                  else "wbx_yoff[k] = 0;")
+        y_step = (f"const npy_intp yo = yb + i * {y_strides}[{lay.at + last}];" if br
+                  else "const npy_intp yo = 0;")
+        if emit is None:
+            y_step += " wbx_yoff[k] = yo;"
     code.append(f"""if (wbx_bsize > 0) {{
   npy_intp wbx_i[{brl}] = {{0}}, k = 0;
   const npy_intp inner_n = {f"wbx_bshape[{last}]" if br else "1"};
@@ -311,13 +312,14 @@ def _offsets_loop(lay: _Layout, t: str, end: str, label: str, y_strides: str | N
     for (npy_intp i = 0; i < inner_n; i++, k++) {{
       npy_intp off = wbx_off0;
       {chr(10).join(reads)}
-      {emit if emit is not None else "wbx_xoff[k] = off;"}
       {y_step}
+      {emit if emit is not None else "wbx_xoff[k] = off;"}
     }}
     int d = {last} - 1;
     while (d >= 0) {{ if (++wbx_i[d] < wbx_bshape[d]) break; wbx_i[d] = 0; d--; }}
     if (d < 0) break;
   }}
+}}
 }}""")
     return "\n".join(code)
 
@@ -390,7 +392,7 @@ class _AdvancedCBase(ViewCBase):
         return super().c_support_code() + SUBTENSOR_SUPPORT + COPY_SUPPORT
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (4,)
+        return (5,)
 
 
 @register_c_op(AdvancedSubtensor)
@@ -504,16 +506,23 @@ class AdvancedIncSubtensorC(_AdvancedCBase):
         if ni:  # the innermost basic dimension: a typed loop when contiguous
             last = ni - 1
             loops.append(f"{{ char *po = pt{last}; const char *py = py{last};\n"
-                         f"const npy_intp n_in = wbx_bdims[{nb - 1}], so = wbx_bstr[{nb - 1}], "
-                         f"sy = wbx_ystr[{rank - 1}];\n"
+                         "const npy_intp n_in = wbx_nin, so = wbx_so, sy = wbx_sy;\n"
                          f"{inner_update_loop(str(dtype), self.op.set_instead_of_inc)}\n}}")
         else:
             loops.append(element_update(str(dtype), self.op.set_instead_of_inc,
                                         f"*({ctype} *)pt0", f"*(const {ctype} *)py0"))
-        body = ("for (npy_intp b = 0; b < wbx_bsize; b++) {\n" + "\n".join(loops) + "\n"
-                + "}" * max(ni - 1, 0) + "\n}")
-        scatter = _outer_loops(lay, body, [("tgt", "wbx_base", "wbx_bstr"),
-                                           ("yv", "PyArray_BYTES(wbx_ysrc)", "wbx_ystr")])
+        if at == 0:  # check every index first, then write as each is read again
+            loops[:2] = ["char *pt0 = wbx_base + off;", "const char *py0 = wbx_ydata + yo;"]
+            write = "{\n" + "\n".join(loops) + "\n" + "}" * max(ni - 1, 0) + "\n}"
+            scatter = (_offsets_loop(lay, z, end, label, None, emit="(void)off;") + "\n"
+                       + _offsets_loop(lay, z, end, label, "wbx_ystr", emit=write))
+        else:  # offsets kept in tables, read once per outer position
+            body = ("for (npy_intp b = 0; b < wbx_bsize; b++) {\n" + "\n".join(loops) + "\n"
+                    + "}" * max(ni - 1, 0) + "\n}")
+            scatter = (_offsets_loop(lay, z, end, label, "wbx_ystr") + "\nif (total > 0) "
+                       + _outer_loops(lay, body, [
+                           ("tgt", "wbx_base", "wbx_bstr"),
+                           ("yv", "wbx_ydata", "wbx_ystr")]))
         return f"""{{
 {_declarations(lay)}
 {prepare}
@@ -555,11 +564,16 @@ npy_intp wbx_ystr[{max(rank, 1)}];
     }}
   }}
 }}
-{_offsets_loop(lay, z, end, label, "wbx_ystr")}
 {{
   npy_intp total = wbx_bsize;
   for (int d = 0; d < {nb}; d++) total *= wbx_bdims[d];
-  if (total > 0) {scatter}
+  (void)total;
+  /* loop constants in locals (never reloaded after a write through a pointer) */
+  const char *const wbx_ydata = PyArray_BYTES(wbx_ysrc);
+  const npy_intp wbx_nin = wbx_bdims[{max(nb - 1, 0)}], wbx_so = wbx_bstr[{max(nb - 1, 0)}];
+  const npy_intp wbx_sy = wbx_ystr[{max(rank - 1, 0)}];
+  (void)wbx_ydata; (void)wbx_nin; (void)wbx_so; (void)wbx_sy;
+  {scatter}
 }}
 wbx_err = 0;
 {_cleanup(lay, end, fail)}
