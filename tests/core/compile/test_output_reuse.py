@@ -2,6 +2,8 @@
 array the previous call returned (no allocation per call), and never into anything the
 call reads."""
 
+import weakref
+
 import numpy as np
 import pytest
 import workbench.tensor as wt
@@ -102,3 +104,21 @@ def test_a_lent_output_that_is_also_an_update_is_a_new_array(data):
     np.testing.assert_allclose(first, a)  # not overwritten: it is the shared value
     np.testing.assert_allclose(second, 2 * a)
     np.testing.assert_allclose(s.get_value(), 2 * a)
+
+
+def test_a_dropped_result_is_reused_by_default_and_a_held_one_never(data, vectors):
+    """Without borrow the runtime still writes into the previous result once the caller
+    has let go of it (the output's cell is its only holder): no allocation per call for
+    `f(a, b)` in a loop that does not keep the results."""
+    a, b = data
+    f = wb.function(list(vectors), chain(*vectors), linker="c")
+    first = f(a, b)
+    was_first = weakref.ref(first)
+    del first
+    second = f(b, a)
+    assert was_first() is second  # the dropped array, written again
+    np.testing.assert_allclose(second, expected(b, a), rtol=1e-12)
+    view = second[:10]
+    third = f(a, b)  # `second` and a view of it are held: a new array
+    assert third is not second
+    np.testing.assert_allclose(view, expected(b, a)[:10], rtol=1e-12)

@@ -266,6 +266,13 @@ class CProgramVM(VM):
         overwrite = tuple(smap[v] for v in dict.fromkeys(self._overwrite)
                           if v.owner is not None and v not in self.fgraph.inputs)
         guard = tuple(smap[v] for v in self.fgraph.inputs) if overwrite else ()
-        self.program = runtime().Program(tuple(steps), tuple(self._clear), self._on_error,
-                                         overwrite, guard)
+        # An output a compiled node makes need not be emptied before a run: the runtime
+        # reuses a value only while its cell is its one holder (take_output), i.e. once
+        # the caller has dropped the previous result, and allocates otherwise. Python
+        # thunks write where they like, so their outputs are still emptied.
+        made_in_c = {id(smap[out]) for node in order if node in self._capsules
+                     for out in node.outputs}
+        clear = tuple(cell for cell in self._clear if id(cell) not in made_in_c)
+        self.program = runtime().Program(tuple(steps), clear, self._on_error, overwrite,
+                                         guard)
         return self.program.run
