@@ -264,3 +264,17 @@ def test_run_time_scalars_and_slice_bounds_mixed_with_arrays():
     np.testing.assert_array_equal(fz(X, -2, I1), X[::-2, I1])
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         fz(X, 0, I1)
+
+
+def test_inplace_scatter_with_a_bad_index_leaves_x_untouched():
+    x = wt.dvector("x")
+    i = wt.lvector("i")
+    op = AdvancedIncSubtensor(x[i].owner.op.idx_list, inplace=True)
+    f = wb.function([wb.In(x, mutable=True), i], op(x, 1.0 + x[:1] * 0, i), mode=C_MODE)
+    assert any(isinstance(n.op, AdvancedIncSubtensor) for n in f.linker.report.c_nodes)
+    xv = np.arange(4.0)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        f(xv, np.array([0, 1, 4]))
+    np.testing.assert_array_equal(xv, np.arange(4.0))
+    f(xv, np.array([0, 1, 1]))
+    np.testing.assert_array_equal(xv, [1.0, 3.0, 2.0, 3.0])  # it does write into x

@@ -12,13 +12,16 @@ dimensions of the index arrays go), so the C is straight-line for it. At run tim
    it covers is NumPy's IndexError (except a mask axis of length 0, as NumPy);
 3. the index arrays broadcast together (NumPy's IndexError "shape mismatch" when they
    cannot), and one pass over the broadcast shape reads every index, wraps negative
-   ones, checks the bounds (NumPy's IndexError naming the index, axis and length) and
-   stores the byte offset of each selected element or row; nothing is read or written
-   before every index has been checked, and an empty broadcast reads no index, as NumPy;
-4. the gather copies, for each outer basic position and each offset, the inner basic
-   block (one `memcpy` when it is contiguous); the scatter writes or adds the value
-   (broadcast to the indexed shape) in the order NumPy does, so repeated indices
-   accumulate when incrementing and the last write wins when setting.
+   ones and checks the bounds (NumPy's IndexError naming the index, axis and length);
+   an empty broadcast reads no index, as NumPy;
+4. with no basic dimension before the broadcast ones, each element or inner block is
+   copied (gather) or written (scatter) as soon as its index is read; otherwise the
+   byte offsets go to a table read once per outer position. A scatter in place reads
+   every index once before the first write, so a bad index leaves x untouched (a
+   copy being written is discarded on an error). Blocks are one `memcpy` when
+   contiguous; the scatter writes or adds the value (broadcast to the indexed shape)
+   in NumPy's order, so repeated indices accumulate when incrementing and the last
+   write wins when setting.
 
 A 0-d boolean mask (``x[True]``) has no C: such a node runs `perform`.
 """
@@ -392,7 +395,7 @@ class _AdvancedCBase(ViewCBase):
         return super().c_support_code() + SUBTENSOR_SUPPORT + COPY_SUPPORT
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (5,)
+        return (6,)
 
 
 @register_c_op(AdvancedSubtensor)
@@ -511,11 +514,13 @@ class AdvancedIncSubtensorC(_AdvancedCBase):
         else:
             loops.append(element_update(str(dtype), self.op.set_instead_of_inc,
                                         f"*({ctype} *)pt0", f"*(const {ctype} *)py0"))
-        if at == 0:  # check every index first, then write as each is read again
+        if at == 0:  # write as each index is read (and checked)
             loops[:2] = ["char *pt0 = wbx_base + off;", "const char *py0 = wbx_ydata + yo;"]
             write = "{\n" + "\n".join(loops) + "\n" + "}" * max(ni - 1, 0) + "\n}"
-            scatter = (_offsets_loop(lay, z, end, label, None, emit="(void)off;") + "\n"
-                       + _offsets_loop(lay, z, end, label, "wbx_ystr", emit=write))
+            scatter = _offsets_loop(lay, z, end, label, "wbx_ystr", emit=write)
+            if self.op.inplace:  # x itself: every index checked before the first write
+                scatter = (_offsets_loop(lay, z, end, label, None, emit="(void)off;") + "\n"
+                           + scatter)
         else:  # offsets kept in tables, read once per outer position
             body = ("for (npy_intp b = 0; b < wbx_bsize; b++) {\n" + "\n".join(loops) + "\n"
                     + "}" * max(ni - 1, 0) + "\n}")
