@@ -374,7 +374,8 @@ def test_a_loop_in_the_drawings_expands_into_its_body_and_collapses_again():
                                              focus={key} | inside))
         assert focus_of(holder.value) == focus
         assert focus != focus_of(stepper.diff.to_svg(side, legend=False, merge=True))
-        assert view_box(holder.value) == centred_on(focus, READABLE_VIEW)
+        assert view_box(holder.value) == centred_on(focus, READABLE_VIEW, drawing=view_box(
+            stepper.diff.to_svg(side, legend=False, merge=True, focus={key} | inside)))
     stepper.collapse(scan)
     assert set(stepper.diff.before.nodes) == closed
     focus = focus_of(stepper.diff.to_svg("before", legend=False, merge=True))  # the change again
@@ -391,15 +392,21 @@ def view_box(svg: str) -> tuple[float, ...]:
     return tuple(float(v) for v in re.search(r'viewBox="([^"]*)"', svg).group(1).split())
 
 
-def centred_on(region: tuple[float, ...], most: tuple[float, float] | None = None
-               ) -> tuple[float, ...]:
+def centred_on(region: tuple[float, ...], most: tuple[float, float] | None = None,
+               drawing: tuple[float, ...] | None = None) -> tuple[float, ...]:
     """The viewBox `svg_for_widget` centres on `region` (at least 600x500 of context; at
-    most `most`, then from the region's top left with a margin of 20)."""
+    most `most`, then from the region's top left with a margin of 20 to the far edges
+    of the `drawing`'s viewBox, drawn at its own size for the holder to scroll)."""
     x, y, w, h = region
     view = []
+    too_big = False
     for start, size, least, limit in zip((x, y), (w, h), (600.0, 500.0), most or (1e9, 1e9)):
         length = max(size + 40.0, least)
+        too_big |= length > limit
         view.append((start - 20.0, limit) if length > limit
                     else (start + size / 2 - length / 2, length))
     (x0, vw), (y0, vh) = view
+    if too_big:
+        bx, by, bw, bh = drawing
+        vw, vh = bx + bw - x0, by + bh - y0
     return tuple(round(v, 1) for v in (x0, y0, vw, vh))

@@ -66,6 +66,9 @@ _REGION = re.compile(r'<rect class="changed-region" x="(-?[0-9.]+)" y="(-?[0-9.]
 #: the most of a drawing a stepper side (half of a 1280 px screen, 540 px tall) shows
 #: with its 12 px text at least 11 px tall
 READABLE_VIEW = (660.0, 580.0)
+#: the scale of a drawing too big for READABLE_VIEW, shown from its focus's top left in
+#: a scrolling holder: its 12 px text drawn 11 px tall, as small as stays readable
+SCROLLED_SCALE = 11 / 12
 
 
 def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25,
@@ -78,19 +81,33 @@ def svg_for_widget(svg: str, css: str = "wb-svg-holder", max_scale: float = 1.25
     shows at least `context` pixels of the drawing around it, so the change is in
     sight, readable and framed at once; with `max_view`, at most that much (a
     region larger than it is shown from its top left, as `GraphCanvas` fits an
-    opened loop). A small view is enlarged at most `max_scale` times.
+    opened loop, at SCROLLED_SCALE with the rest a scroll away in the holder).
+    A small view is enlarged at most `max_scale` times.
     """
     svg = svg.split("?>", 1)[1] if svg.startswith("<?xml") else svg
     box = _VIEW_BOX.search(svg)
     region = _FOCUS.search(svg) or _REGION.search(svg)
+    natural = False  # a region too big for max_view: drawn at scale 1, the holder scrolls
     if box and region:
         x, y, w, h = (float(v) for v in region.groups())
+        bx, by, bw, bh = (float(v) for v in box.groups())
         most = max_view or (float("inf"), float("inf"))
         (x0, view_w), (y0, view_h) = (_window(x, w, context[0], most[0]),
                                       _window(y, h, context[1], most[1]))
+        if view_w < w + 40.0 or view_h < h + 40.0:
+            # from the region's top left to the drawing's far edges, at SCROLLED_SCALE:
+            # the rest of the body is a scroll away instead of cut off
+            natural = True
+            view_w, view_h = bx + bw - x0, by + bh - y0
         svg = _VIEW_BOX.sub(f'viewBox="{x0:.1f} {y0:.1f} {view_w:.1f} {view_h:.1f}"', svg,
                             count=1)
         box = _VIEW_BOX.search(svg)
+    if natural and box:
+        size = (f'width="{float(box.group(3)) * SCROLLED_SCALE:.0f}" '
+                f'height="{float(box.group(4)) * SCROLLED_SCALE:.0f}"')
+        svg = _SVG_SIZE.sub(f'<svg\\1 {size} preserveAspectRatio="xMinYMin meet"', svg,
+                            count=1)
+        return f'<div class="{css}" style="text-align:left">{svg}</div>'
     limit = (f'max-width:{float(box.group(3)) * max_scale:.0f}px;'
              f'max-height:{float(box.group(4)) * max_scale:.0f}px' if box else "")
     align = "xMidYMid" if region else "xMinYMin"

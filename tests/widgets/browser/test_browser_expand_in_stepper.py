@@ -59,6 +59,17 @@ def test_both_sides_centre_on_tutorial_07s_rnn_when_it_is_opened(projector):
             assert any(t["text"] == caption for t in shown), (caption, shown)
         assert all(t["height"] >= 11 for t in shown), shown  # readable on a projector
     projector.screenshot("rewrite-stepper-tutorial07-rnn-expanded-1280x800.png")
+    # the rest of the body is a scroll away, not cut off: scrolled to it, each side
+    # shows the body's tanh, readable
+    for side in sides:
+        side.evaluate("""(h) => [...h.querySelectorAll('svg text')]
+            .find((t) => t.textContent.includes('tanh'))
+            .scrollIntoView({block: 'center', inline: 'center'})""")
+        shown = [t for t in side.evaluate(JS_SVG_TEXTS) if t["inside"]]
+        assert any("tanh" in t["text"] and t["height"] >= 11 for t in shown), shown
+    projector.screenshot("rewrite-stepper-tutorial07-rnn-scrolled-1280x800.png")
+    for side in sides:
+        side.evaluate("(h) => { h.scrollTop = 0; h.scrollLeft = 0; }")
     projector.toggle(button, "collapse loop", "expand loop")
     expect(stepper.locator(".wb-before-svg [data-inner-of]")).to_have_count(0)
     assert [side.locator("svg").get_attribute("viewBox") for side in sides] == closed
