@@ -122,6 +122,36 @@ def test_zero_d_inputs_and_outputs():
     assert out[0] == 7.0 and out[1] == np.exp(2.0)
 
 
+def test_zero_d_shape_arithmetic_casts_inplace_and_errors_follow_numpy():
+    """A 0-d node runs its element once, without the loops (shape arithmetic in every
+    gradient): switch and casts, an output overwriting its input, the power error."""
+    from workbench.core.link.c.codegen import node_source
+    from workbench.core.scalar.math import mul
+
+    i, j = wt.lscalar("i"), wt.lscalar("j")
+    f = compiled([i, j], [wt.switch(wt.eq(i, 1), j, i), wt.cast(i * j, "float32"), i**j])
+    for a, b in [(1, 7), (3, 1), (-4, 3), (0, 0)]:
+        got = f(np.array(a), np.array(b))
+        want = [np.where(a == 1, b, a), np.float32(a * b), np.int64(a) ** np.int64(b)]
+        for g, w in zip(got, want):
+            assert g.shape == () and g.dtype == np.asarray(w).dtype
+            assert g == w
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        f(np.array(2), np.array(-1))
+    s = wt.dscalar("s")
+    double = Elemwise(mul, {0: 0})
+    g = wb.function([wb.In(s, mutable=True)], double(s, s), linker="c",
+                    mode=Mode(linker="c", rewriter=None))
+    a = np.array(3.0)
+    assert g(a) == 9.0 and a == 9.0  # the mutable input itself was overwritten
+    node = g.maker.fgraph.toposort()[0]
+    row = wt.dvector("r")
+    vector_node = wb.function([row], double(row, row), linker="py",
+                              mode=Mode(linker="py", rewriter=None)).maker.fgraph.toposort()[0]
+    assert "omp simd" not in node_source(node).body  # no loop for one element
+    assert "omp simd" in node_source(vector_node).body
+
+
 def test_an_inplace_output_overwrites_its_input():
     x, y = wt.dvector("x"), wt.dvector("y")
     add_inplace = Elemwise(add, {0: 0})

@@ -84,7 +84,7 @@ class ElemwiseC(COpAdapter):
         return [*vector_math_libraries(), "m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (4,)
+        return (5,)
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
@@ -147,12 +147,23 @@ class ElemwiseC(COpAdapter):
         code.append(f"npy_intp size = 1;\nfor (int d = 0; d < {ndl}; d++) size *= shape[d];"
                     )
         code.append("if (size > 0) {")
-        code.append(self._loops(node, n_in, n_out, nd, ndl))
+        code.append(self._scalar(node, n_out) if nd == 0 else
+                    self._loops(node, n_in, n_out, nd, ndl))
         code.append("}")
         code.append("if (wb_errflag) { PyErr_Format(PyExc_ValueError, "
                     f"\"%s: Integers to negative integer powers are not allowed.\", {label}); "
                     f"{fail} }}")
         return "\n".join(code)
+
+    def _scalar(self, node: Any, n_out: int) -> str:
+        """The element of a 0-d node (shape arithmetic: broadcast lengths, a scalar's
+        cast): the kernel once, without the loops' layout work (less C to compile, the
+        same scalar expression as the loops' last element)."""
+        loads = [f"*(const {c_type_name(v.type.dtype)}*)ptr[{n_out + k}]"
+                 for k, v in enumerate(node.inputs)]
+        stores = [f"*({c_type_name(v.type.dtype)}*)ptr[{j}] = {{}};"
+                  for j, v in enumerate(node.outputs)]
+        return "  {\n      " + _kernel(node, loads, stores) + "\n  }"
 
     def _loops(self, node: Any, n_in: int, n_out: int, nd: int, ndl: int) -> str:
         n_ops = n_in + n_out
