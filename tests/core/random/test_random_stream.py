@@ -169,3 +169,38 @@ def test_size_is_lifted_through_a_dimshuffle_that_inserts_ones(size, pattern):
         want = g.normal(np.arange(3.0), 1.0, size=size)
         got = f(np.arange(3.0))
         np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+_NOT_SCALAR_CORE = {  # draws whose core shape or parameters are not scalars
+    "permutation of n": (lambda rng, x: wb.random.permutation(x, rng=rng), ("x", 0),
+                         wt.lscalar("n"), 6, lambda g, v: g.permutation(v)),
+    "permutation of rows": (lambda rng, x: wb.random.permutation(x, rng=rng), ("x", 0, 1),
+                            wt.dmatrix("x"), np.arange(8.0).reshape(4, 2),
+                            lambda g, v: g.permutation(v)),
+    "categorical": (lambda rng, p: wb.random.categorical(p, rng=rng), (0, "x"),
+                    wt.dmatrix("p"), np.array([[0.1, 0.9], [0.5, 0.5], [0.8, 0.2]]), None),
+    "choice": (lambda rng, n: wb.random.choice(n, size=3, rng=rng), ("x", 0),
+               wt.lscalar("n"), 10, lambda g, v: g.choice(v, size=3)),
+}
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+@pytest.mark.parametrize("case", sorted(_NOT_SCALAR_CORE))
+def test_the_dimshuffle_lift_declines_draws_whose_core_is_not_scalar(case, linker):
+    import warnings
+
+    from workbench.core.compile.mode import get_mode
+    from workbench.core.rewrite import RewriteFailureWarning
+
+    build, pattern, x, value, numpy_draw = _NOT_SCALAR_CORE[case]
+    draw = build(np.random.default_rng(3), x)
+    mode = get_mode("FAST_RUN").clone(linker=linker)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RewriteFailureWarning)
+        f = wb.function([x], draw.dimshuffle(*pattern), mode=mode)
+    plain = wb.function([x], draw, mode=mode.excluding("local_dimshuffle_rv_lift"))
+    want = plain(value)
+    inserted = [i for i, d in enumerate(pattern) if d == "x"]
+    np.testing.assert_array_equal(f(value), np.expand_dims(want, inserted))
+    if numpy_draw is not None:  # and that is NumPy's draw
+        np.testing.assert_array_equal(want, numpy_draw(np.random.default_rng(3), value))

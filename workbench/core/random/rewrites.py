@@ -1,9 +1,10 @@
 """Rewrites of random draws.
 
 `local_dimshuffle_rv_lift`: a DimShuffle that only inserts length-1 dimensions
-into a scalar distribution's draw is folded into the draw's `size` (and its
-parameters' shapes): ``normal(mu, s, size=(3, 4)).dimshuffle(0, "x", 1)`` becomes
-``normal(mu', s', size=(3, 1, 4))``. Exact: NumPy fills a draw in C order, which
+into a scalar distribution's draw (one draw a scalar, every parameter core-scalar:
+`ndim_supp`, `ndims_params` and `support_shape` say so) is folded into the draw's
+`size` (and its parameters' shapes): ``normal(mu, s, size=(3, 4)).dimshuffle(0, "x",
+1)`` becomes ``normal(mu', s', size=(3, 1, 4))``. Exact: NumPy fills a draw in C order, which
 inserted length-1 dimensions do not change, so the values are the same. The
 draw's next generator state is replaced too, so the state is advanced once.
 In FAST_RUN and FAST_COMPILE (canonicalize).
@@ -52,7 +53,7 @@ def local_dimshuffle_rv_lift(fgraph: Any, node: Apply) -> Any:
     """``DimShuffle{inserting 1s}(draw) -> draw of the new shape`` (see the module)."""
     draw = node.inputs[0]
     rv = draw.owner
-    if rv is None or not isinstance(rv.op, RandomVariable) or rv.op.ndim_supp != 0 \
+    if rv is None or not isinstance(rv.op, RandomVariable) or not _scalar_core(rv) \
             or draw is not rv.outputs[1] or len(fgraph.clients[draw]) != 1:
         return None
     order = node.op.new_order
@@ -71,6 +72,15 @@ def local_dimshuffle_rv_lift(fgraph: Any, node: Apply) -> Any:
         new_size = as_int_vector([1 if d == "x" else entries[d] for d in order])
     next_rng, new_draw = rv.op.make_node(rng, new_size, *new_params).outputs
     return {node.outputs[0]: new_draw, rv.outputs[0]: next_rng}
+
+
+def _scalar_core(rv: Apply) -> bool:
+    """Whether one draw of `rv` is a scalar made from scalar parameters (the only draws
+    whose values a DimShuffle inserting 1s may move into `size`): not categorical or
+    choice (vector parameters), nor permutation (its shape is its support)."""
+    params = rv.inputs[2:]
+    return (rv.op.ndim_supp == 0 and not any(rv.op.ndims_params)
+            and rv.op.support_shape(params) == ())
 
 
 def _batch_lengths(rv: Apply, n_batch: int) -> list[Any]:
