@@ -15,6 +15,7 @@ P3 = np.array([0.2, 0.5, 0.3])
 COV = np.array([[1.0, 0.3], [0.3, 2.0]])
 
 # name -> (workbench arguments, the NumPy call on a Generator g with the same meaning)
+ROWS = np.arange(6.0).reshape(3, 2)
 CASES = {
     "normal": (lambda r: wb.random.normal(1.0, np.array([1.0, 2.0, 3.0]), size=(4, 3), rng=r),
                lambda g: g.normal(1.0, np.array([1.0, 2.0, 3.0]), size=(4, 3))),
@@ -30,6 +31,10 @@ CASES = {
                lambda g: g.choice(10, size=4, replace=False)),
     "choice_p": (lambda r: wb.random.choice(np.array([3.0, 4.0, 5.0]), size=6, p=P3, rng=r),
                  lambda g: g.choice(np.array([3.0, 4.0, 5.0]), size=6, p=P3)),
+    "choice_rows": (lambda r: wb.random.choice(ROWS, size=(2, 2), rng=r),
+                    lambda g: g.choice(ROWS, size=(2, 2))),
+    "choice_one_row": (lambda r: wb.random.choice(ROWS, replace=False, rng=r),
+                       lambda g: g.choice(ROWS, replace=False)),
     "permutation": (lambda r: wb.random.permutation(8, rng=r), lambda g: g.permutation(8)),
     "permutation_rows": (lambda r: wb.random.permutation(np.arange(6.0).reshape(3, 2), rng=r),
                          lambda g: g.permutation(np.arange(6.0).reshape(3, 2))),
@@ -81,6 +86,9 @@ def test_static_shapes_are_inferred():
     assert wb.random.multivariate_normal(np.zeros(2), COV, size=(5,), rng=r).type.shape == (5, 2)
     assert wb.random.categorical(np.full((6, 4), 0.25), rng=r).type.shape == (6,)
     assert wb.random.permutation(7, rng=r).type.shape == (7,)
+    # a 2+-d population: size, then one row of it (NumPy's axis=0)
+    assert wb.random.choice(ROWS, size=4, rng=r).type.shape == (4, 2)
+    assert wb.random.choice(np.ones((3, 2, 5)), rng=r).type.shape == (2, 5)
     x = wb.tensor.dmatrix("x")
     assert wb.random.normal(x, 1.0, rng=r).type.shape == (None, None)
     n = wb.tensor.lscalar("n")

@@ -114,11 +114,13 @@ def test_shaped_torch_draws_have_the_py_linkers_shapes_and_dtypes():
                 s.binomial(np.array([4, 5]), 0.5, size=(3, 2)), s.dirichlet(ALPHA),
                 s.multivariate_normal(np.zeros((3, 2)), COV[0]),
                 s.choice(np.array([1.5, 2.5, 3.5, 4.5]), size=(2, 2), replace=False),
-                s.choice(7), s.choice(3, size=(3,), replace=False)]
+                s.choice(7), s.choice(3, size=(3,), replace=False),
+                s.choice(np.arange(6.0).reshape(3, 2), size=4)]  # rows of a matrix
     on_torch, on_numpy = _gpu_function(outs(1))(), wb.function([], outs(1))()
     for t, n in zip(on_torch, on_numpy):
         assert t.shape == n.shape and t.dtype == n.dtype
-    assert sorted(on_torch[-1]) == [0, 1, 2]
+    assert sorted(on_torch[-2]) == [0, 1, 2]
+    assert on_torch[-1].shape == (4, 2) and set(on_torch[-1][:, 0]) <= {0.0, 2.0, 4.0}
     assert len(set(on_torch[5].ravel())) == 4
 
 

@@ -132,6 +132,17 @@ def test_declined_where_it_would_not_be_exact():
     assert _lifted(wb.random.choice(10, size=(6,), replace=True, rng=rng)[:3])
 
 
+def test_a_choice_of_rows_is_lifted_with_its_whole_population():
+    rows = np.arange(6.0).reshape(3, 2)
+    draw = wb.random.choice(rows, size=60, rng=np.random.default_rng(0))
+    f = wb.function([], draw[1:], mode=_lifted_mode())
+    ((_, lifted),) = [n.outputs for n in _draws(f)]
+    assert lifted.type.shape == (59, 2)
+    assert set(f()[:, 0]) == {0.0, 2.0, 4.0}  # every row can still be chosen
+    g = wb.function([], draw[:, 0], mode=_lifted_mode())  # an index into a row: declined
+    assert [n.outputs[1].type.shape for n in _draws(g)] == [(60, 2)]
+
+
 def test_debug_mode_checks_shapes_across_the_lift_and_values_elsewhere():
     srng = wb.random.RandomStream(seed=5)
     x = srng.normal(0.0, 1.0, size=(4, 5))

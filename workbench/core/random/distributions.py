@@ -179,11 +179,13 @@ class MultivariateNormalRV(_LoopedBatchRV):
 
 class ChoiceRV(RandomVariable):
     """choice(a, p): NumPy's ``choice(a, size, replace, p)``; `a` is an int (choose from
-    range(a)) or a vector; `p` an optional vector of probabilities (empty: uniform)."""
+    range(a)) or an array whose rows are chosen; `p` an optional vector of probabilities
+    (empty: uniform)."""
 
     __props__ = ("dtype", "inplace", "replace")
     method = "choice"
     ndims_params = (1, 1)
+    batched_params = False
 
     def __init__(self, dtype: str = "int64", inplace: bool = False, replace: bool = True
                  ) -> None:
@@ -195,6 +197,11 @@ class ChoiceRV(RandomVariable):
 
     def batch_shape_of_params(self, params: Sequence[Variable]) -> tuple[int | None, ...]:
         return ()
+
+    def support_shape(self, params: Sequence[Variable]) -> tuple[int | None, ...]:
+        """One element of the population: a row of a 2+-d `a` (NumPy's axis=0), so the
+        draw's shape is ``size + a.shape[1:]``."""
+        return () if self.from_range else tuple(params[0].type.shape[1:])
 
     @property
     def independent_batch(self) -> bool:  # type: ignore[override]
@@ -222,6 +229,7 @@ class PermutationRV(RandomVariable):
 
     method = "permutation"
     ndims_params = (0,)
+    batched_params = False
     independent_batch = False
 
     def batch_shape_of_params(self, params: Sequence[Variable]) -> tuple[int | None, ...]:

@@ -88,6 +88,10 @@ class RandomVariable(Op):
     ndim_supp = 0
     #: rank of each parameter within one draw
     ndims_params: tuple[int, ...] = ()
+    #: whether a parameter's dimensions before its last `ndims_params` are batch
+    #: dimensions of the draw (False for choice and permutation: a parameter is a whole
+    #: population, and the draw's shape is set by `size` and `support_shape`)
+    batched_params = True
     #: whether the entries along the batch dimensions are independent given the
     #: parameters (so a part of a draw has the law of a smaller draw: rewrites.py)
     independent_batch = True

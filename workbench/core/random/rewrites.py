@@ -116,6 +116,8 @@ def _lifted_params(rv: Apply, entries: list[Any], n_batch: int
     where that is not certainly right; and per entry, whether a parameter is indexed
     by it along an axis of the draw's length (which checks an int index's range)."""
     rng, size, *params = rv.inputs
+    if not rv.op.batched_params:  # a whole population (choice): kept as it is
+        return list(params), [False] * len(entries)
     draw_shape = rv.outputs[1].type.shape
     sized = bool(size.type.shape[0])
     checked = [False] * len(entries)  # an int index that some parameter's indexing checks
@@ -155,7 +157,7 @@ def local_subtensor_rv_lift(fgraph: Any, node: Apply) -> Any:
             or len(fgraph.clients[draw]) != 1 or not rv.op.independent_batch:
         return None
     entries = fill(node.op.idx_list, node.inputs[1:])
-    n_batch = draw.type.ndim - rv.op.ndim_supp
+    n_batch = draw.type.ndim - len(rv.op.support_shape(rv.inputs[2:]))
     while len(entries) > n_batch:  # full slices over the support dimensions are no index
         if entries.pop() != FULL_SLICE:
             return None
