@@ -50,3 +50,20 @@ def test_the_size_cannot_be_batched():
     rng, _, loc, scale = x.owner.inputs
     with pytest.raises(TypeError, match="generator state or its size"):
         vectorize_node(x.owner, [rng, wt.lmatrix("sizes"), loc, scale])
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: wb.random.permutation(x, rng=np.random.default_rng(0)),
+    lambda x: wb.random.choice(x, size=(4,), rng=np.random.default_rng(0)),
+    lambda x: wb.random.choice(3, size=(4,), p=x / x.sum(), rng=np.random.default_rng(0)),
+], ids=["permutation", "choice", "choice_p"])
+def test_choice_and_permutation_refuse_a_batched_population(build):
+    x = wt.dvector("x")
+    draw = build(x)
+    with pytest.raises(TypeError, match=f"{draw.owner.op.method}.*cannot batch "
+                                                  "its parameters"):
+        wb.vectorize_graph(draw, {x: wt.dmatrix("xs")})
+    # batching something else in the graph leaves the draw as it is
+    y = wt.dscalar("y")
+    out = wb.vectorize_graph(draw.sum() * y, {y: wt.dvector("ys")})
+    assert out.type.ndim == 1

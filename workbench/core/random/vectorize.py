@@ -4,7 +4,9 @@ A draw whose parameters gained batch dimensions becomes one draw of the batched
 shape (parameters aligned like NumPy's gufuncs: the new batch dimensions in front
 of the dimensions the distribution already broadcast over; an explicit `size`
 gets the batch lengths in front). Each batch item thus gets independent draws,
-not the same noise repeated. The generator state and `size` cannot be batched.
+not the same noise repeated. The generator state and `size` cannot be batched, nor
+the parameters of choice and permutation (`batched_params` False: a parameter is a
+whole population, so the batched draw would shuffle or choose across items).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def vectorize_random_variable(op: RandomVariable, node: Apply, new_inputs: list[
     rng, size, *params = new_inputs
     if batch_ndims[0] or batch_ndims[1]:
         raise TypeError(f"vectorize: {op} cannot batch over its generator state or its size")
+    if not op.batched_params and any(batch_ndims[2:]):
+        raise TypeError(
+            f"vectorize: {op.method} ({op}) cannot batch its parameters: its draw is one "
+            f"{op.method} of a whole population, and one draw of the batched population "
+            f"would not be one {op.method} per batch item; loop over the batch instead")
     old_params = node.inputs[2:]
     n_size = node.inputs[1].type.shape[0]
     old_batch = [p.type.ndim - nd for p, nd in zip(old_params, op.ndims_params)]
