@@ -190,3 +190,21 @@ def test_errors_name_the_problem():
         wb.vectorize_graph(x.sum(), {x: wt.dvector("v")})
     with pytest.raises(ValueError, match="fewer dimensions than its core"):
         wb.vectorize(lambda m: m.sum(), signature="(m,n)->()")(wt.dvector("v"))
+
+
+@pytest.mark.parametrize("signature, u_shape", [("(n),()->(n)", (2, 3)),
+                                                ("(a,b),()->(a,b)", (2, 3, 4))])
+def test_gradients_of_a_blockwise_elemwise_with_inputs_of_different_ranks(signature, u_shape):
+    # the core Elemwise expands the scalar to the other input's rank; the gradient must
+    # still be one value per batch item of the scalar
+    add = wt.add(wt.dvector(), wt.dscalar()).owner.op
+    weights = np.arange(np.prod(u_shape[1:]), dtype=float).reshape(u_shape[1:])
+    u, v = wt.TensorType("float64", (None,) * len(u_shape))("u"), wt.dvector("v")
+    cost = (Blockwise(add, signature)(u, v) * weights).sum()
+    got = wb.function([u, v], wb.grad(cost, v))(np.ones(u_shape), np.array([1.0, 2.0]))
+    np.testing.assert_allclose(got, [weights.sum()] * 2)
+    rng = np.random.default_rng(4)
+    wb.verify_grad(lambda p, q: (Blockwise(add, signature)(p, q) * weights).sum(),
+                   [rng.normal(size=u_shape), rng.normal(size=2)])
+    wb.verify_grad(lambda p, q: (Blockwise(add, signature)(p, q) ** 2).sum(),
+                   [rng.normal(size=u_shape), rng.normal(size=2)])

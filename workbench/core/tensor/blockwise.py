@@ -164,13 +164,18 @@ class Blockwise(Op):
         from workbench.core.tensor.reshape import sum_to
         from workbench.core.tensor.vectorize import vectorize_graph
 
-        core = self._core_node_of(outputs[0].owner)
-        core_ins = [v.type() for v in core.inputs]
+        # core inputs of the signature's ranks: the core node's own inputs may have been
+        # expanded by its Op (an Elemwise pads a scalar to the vector's rank)
+        core_ins = [TensorType(x.type.dtype, x.type.shape[x.type.ndim - len(c):])()
+                    for x, c in zip(inputs, self.core_inputs)]
         core_node = self.core_op.make_node(*core_ins)
         core_gs = [None if is_disconnected(g) else o.type() for o, g in
                    zip(core_node.outputs, output_grads)]
         core_gs_or_marks = [g if g is not None else disconnected_type() for g in core_gs]
-        core_grads = self.core_op.L_op(core_ins, core_node.outputs, core_gs_or_marks)
+        core_grads = self.core_op.L_op(core_node.inputs, core_node.outputs, core_gs_or_marks)
+        core_grads = [g if is_disconnected(g) or is_null(g) or g.type.ndim <= c.type.ndim
+                      else sum_to(g, c)  # the gradient of the expansion: sum it back
+                      for g, c in zip(core_grads, core_ins)]
         replace = dict(zip(core_ins, inputs))
         replace.update(zip(core_node.outputs, outputs))
         replace.update((c, g) for c, g in zip(core_gs, output_grads) if c is not None)
