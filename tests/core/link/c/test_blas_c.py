@@ -461,6 +461,32 @@ def test_an_inplace_gemm_whose_accumulator_broadcasts_makes_a_new_result(linker)
     np.testing.assert_array_equal(zv, kept)  # z broadcast: not overwritten
 
 
+def test_an_inplace_and_a_copying_gemm_share_one_kind_and_keep_their_semantics():
+    """Inplace-ness is the node's run-time data (codegen.node_labels): one compiled kind,
+    the copying node leaves its accumulator intact, the inplace one writes into it."""
+    from workbench.core.link.c.codegen import node_source
+
+    z, w = wt.dmatrix("z"), wt.dmatrix("w")
+    x, y = wt.dmatrix("x"), wt.dmatrix("y")
+    a, b = wt.dscalar("a"), wt.dscalar("b")
+    copying, inplace = Gemm(inplace=False)(z, a, x, y, b), Gemm(inplace=True)(w, a, x, y, b)
+    f = wb.function([z, wb.In(w, mutable=True), x, y, a, b], [copying, inplace],
+                    mode=Mode(linker="c", rewriter=None))
+    nodes = f.maker.fgraph.toposort()
+    assert {n.op for n in nodes} == {Gemm(inplace=False), Gemm(inplace=True)}
+    assert node_source(nodes[0]).source == node_source(nodes[1]).source
+    assert f.linker.report.compiled <= 1  # one kind (0 when an earlier test built it)
+    rng = np.random.default_rng(2)
+    zv, wv = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    xv, yv = rng.standard_normal((2, 4)), rng.standard_normal((4, 3))
+    z_kept, w_kept = zv.copy(), wv.copy()
+    got_copy, got_inplace = f(zv, wv, xv, yv, np.float64(2.0), np.float64(0.5))
+    np.testing.assert_allclose(got_copy, 0.5 * z_kept + 2.0 * xv @ yv, rtol=1e-12)
+    np.testing.assert_allclose(got_inplace, 0.5 * w_kept + 2.0 * xv @ yv, rtol=1e-12)
+    np.testing.assert_array_equal(zv, z_kept)  # the copying node leaves z intact
+    np.testing.assert_array_equal(wv, got_inplace)  # the inplace one wrote into w
+
+
 # -- MatMul with batch dimensions: a gemm per item ---------------------------------------
 
 

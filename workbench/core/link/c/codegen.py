@@ -160,7 +160,11 @@ def node_parts(node: Apply, name: str = "node", fn_name: str = "wb_node_run",
                 extracts.append(out_extract)
                 syncs.append(tc.c_sync(var_name, sub))
             cleanups.append(c_optional(tc, "c_cleanup", var_name, sub, default=""))
-        op_sub = {"fail": fail, "label": "wb_labels[0]"}
+        op_sub: dict[str, Any] = {"fail": fail, "label": "wb_labels[0]"}
+        params = c_optional(op_c, "c_run_time_params", node, default=None)
+        if typed_labels and params is not None:  # (see node_labels)
+            first = 1 + len(names) + 2 * n_in
+            op_sub["params"] = [f"wb_labels[{first + i}]" for i in range(len(params))]
         body = op_c.c_code(node, name, in_names, out_names, op_sub)
         code_cleanup = c_optional(op_c, "c_code_cleanup", node, name, in_names, out_names,
                                   op_sub, default="")
@@ -253,7 +257,10 @@ def node_labels(node: Apply) -> tuple[bytes, ...]:
     input and "output j of <Op>" for each output (`sub["label"]` is one of them);
     then, for each input, the text of its Type (what its checks expect), and for each
     input its static lengths ("?,784"; "" when none is static or it is no tensor):
-    data of the checks `node_parts(typed_labels=True)` generates."""
+    data of the checks `node_parts(typed_labels=True)` generates; last, the Op's
+    run-time parameters (its adapter's `c_run_time_params`, e.g. Gemm's inplace "1"),
+    which its code reads as `sub["params"]` so that nodes differing only in them share
+    one kind."""
     from workbench.core.link.c.types import static_lengths_text, type_description
 
     op_label = str(node.op)
@@ -263,7 +270,9 @@ def node_labels(node: Apply) -> tuple[bytes, ...]:
              *[f"output {j} of {op_label}" for j in range(len(node.outputs))]]
     types = [type_description(v.type) for v in node.inputs]
     lengths = [static_lengths_text(v.type) for v in node.inputs]
-    return tuple(label_bytes(t) for t in (*texts, *types, *lengths))
+    op_c = c_op_of(node.op)
+    params = c_optional(op_c, "c_run_time_params", node, default=None) or []
+    return tuple(label_bytes(t) for t in (*texts, *types, *lengths, *params))
 
 
 def node_source(node: Apply) -> NodeSource:

@@ -45,15 +45,18 @@ static wb_node_fn node_fn_of(PyObject *capsule) {
     return (wb_node_fn)PyCapsule_GetPointer(capsule, WB_NODE_CAPSULE);
 }
 
-/* The C strings of `labels` (a tuple of n bytes objects, which must outlive them), in a
- * new PyMem array; NULL with an exception when it is not such a tuple. */
+/* The C strings of `labels` (a tuple of at least n bytes objects, which must outlive
+ * them: the node, its inputs, its outputs, its inputs' Types and static lengths, then
+ * its Op's run-time parameters), in a new PyMem array; NULL with an exception when it
+ * is not such a tuple. */
 static const char **label_array(PyObject *labels, Py_ssize_t n) {
-    if (!PyTuple_Check(labels) || PyTuple_GET_SIZE(labels) != n) {
-        PyErr_Format(PyExc_TypeError, "labels must be a tuple of %zd bytes objects (the "
-                     "node, its inputs, its outputs, its inputs' Types and static "
-                     "lengths)", n);
+    if (!PyTuple_Check(labels) || PyTuple_GET_SIZE(labels) < n) {
+        PyErr_Format(PyExc_TypeError, "labels must be a tuple of at least %zd bytes objects "
+                     "(the node, its inputs, its outputs, its inputs' Types and static "
+                     "lengths, then its Op's run-time parameters)", n);
         return NULL;
     }
+    n = PyTuple_GET_SIZE(labels);
     const char **array = PyMem_Calloc(n ? n : 1, sizeof(char *));
     if (!array) { PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t k = 0; k < n; k++) {

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 #: Bump when runtime.c changes.
-RUNTIME_VERSION = (7,)
+RUNTIME_VERSION = (8,)
 
 
 @functools.lru_cache(maxsize=1)

@@ -302,7 +302,7 @@ class _BlasC(COpAdapter):
         return _blas().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (5,)
+        return (6,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
@@ -369,6 +369,18 @@ class _AccumulateC(_BlasC):
     ``dot(v, M) + v`` with M of shape (n, 1)), BLAS writes the product into a temporary
     and a loop spreads it over z's shape, as numpy's ``+`` broadcasts."""
 
+    def c_run_time_params(self, node: Any) -> list[str]:
+        """Whether the node accumulates into z ("1") or into a copy ("0"): run-time data,
+        so that the in-place and the copying node share one kind (codegen.node_labels)."""
+        return ["1" if self.op.inplace else "0"]
+
+    def _inplace(self, sub: dict[str, Any]) -> str:
+        """A C condition: whether this node accumulates into z (its run-time parameter,
+        else the Op's constant where the caller passes labels of its own)."""
+        if "params" in sub:
+            return f"({sub['params'][0]}[0] == '1')"
+        return "1" if self.op.inplace else "0"
+
     def _accumulate(self, node: Any, inputs: list[str], outputs: list[str],
                     sub: dict[str, str], nd: int, dims: str, call: Any) -> str:
         """C for the node; `call(out, beta)` is the BLAS call writing into `out`."""
@@ -393,13 +405,10 @@ class _AccumulateC(_BlasC):
         code.append(f"npy_intp odims[{nd}] = {{{full}}};")
         code.append(f"if ({spread}) {{\n{self._spread(node, inputs, outputs, sub, nd, call)}}}"
                     " else {")
-        if self.op.inplace:
-            fresh = (self._out(o, nd, "dims", npy, fail)
-                     + f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
-            code.append(self._into_z(z, o, nd, fresh, fail))
-        else:
-            code.append(self._out(o, nd, "dims", npy, fail))
-            code.append(f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
+        fresh = (self._out(o, nd, "dims", npy, fail)
+                 + f"if (beta != 0 && PyArray_CopyInto({o}, {z}) < 0) {fail}")
+        code.append(f"if ({self._inplace(sub)}) {{\n{self._into_z(z, o, nd, fresh, fail)}\n}}"
+                    f" else {{\n{fresh}\n}}")
         code.append(f"if ({call(o, 'beta')} < 0) {fail}")
         code.append("}")
         return "\n".join(code)
@@ -426,7 +435,8 @@ class _AccumulateC(_BlasC):
         z = inputs[0]
         (o,) = outputs
         fresh = self._out(o, nd, "odims", npy, fail)
-        prepare = self._into_z(z, o, nd, fresh, fail) if self.op.inplace else fresh
+        prepare = (f"if ({self._inplace(sub)}) {{\n{self._into_z(z, o, nd, fresh, fail)}\n}}"
+                   f" else {{\n{fresh}\n}}")
         axes = "ij"[:nd]
         loops = "".join(f"for (npy_intp {a} = 0; {a} < odims[{d}]; ++{a}) "
                         for d, a in enumerate(axes))
