@@ -173,3 +173,44 @@ def test_discrete_draws_on_torch():
     np.testing.assert_array_equal(np.sort(perm), np.arange(10))
     np.testing.assert_array_equal(np.sort(rows[:, 0]), [0.0, 3.0, 6.0, 9.0])
     assert rows.shape == (4, 3) and np.all(rows[:, 1] == rows[:, 0] + 1)
+
+
+_BAD_PARAMETERS = {
+    "normal scale": lambda r: wb.random.normal(0.0, np.array([1.0, -1.0]), rng=r),
+    "exponential scale": lambda r: wb.random.exponential(-2.0, size=3, rng=r),
+    "gamma shape": lambda r: wb.random.gamma(-1.0, 1.0, size=3, rng=r),
+    "gamma scale": lambda r: wb.random.gamma(1.0, -1.0, size=3, rng=r),
+    "beta a": lambda r: wb.random.beta(0.0, 1.0, size=3, rng=r),
+    "beta b": lambda r: wb.random.beta(1.0, -1.0, size=3, rng=r),
+    "bernoulli p": lambda r: wb.random.bernoulli(1.5, size=3, rng=r),
+    "binomial p": lambda r: wb.random.binomial(-1, np.nan, size=3, rng=r),
+    "binomial n": lambda r: wb.random.binomial(np.array([3, -1]), 0.5, rng=r),
+    "poisson lam": lambda r: wb.random.poisson(np.array([1.0, np.nan]), rng=r),
+    "poisson negative": lambda r: wb.random.poisson(-1.0, size=2, rng=r),
+    "poisson too large": lambda r: wb.random.poisson(1e19, rng=r),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_PARAMETERS))
+def test_torch_draws_refuse_the_parameters_numpy_refuses_with_its_message(case):
+    build = _BAD_PARAMETERS[case]
+    with pytest.raises(ValueError) as on_numpy:
+        wb.function([], build(np.random.default_rng(0)), linker="py")()
+    f = _gpu_function(build(np.random.default_rng(0)))
+    for _ in range(2):  # checked at every call while the parameter is bad
+        with pytest.raises(ValueError) as on_torch:
+            f()
+        assert str(on_torch.value) == str(on_numpy.value)
+
+
+def test_torch_parameter_checks_follow_a_changing_parameter():
+    scale = wb.tensor.dvector("scale")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*no CUDA device.*")
+        f = wb.function([scale], wb.random.normal(0.0, scale, rng=np.random.default_rng(0)),
+                        linker="gpu")
+    assert np.asarray(f(np.ones(2))).shape == (2,)
+    with pytest.raises(ValueError, match="scale < 0"):
+        f(np.array([1.0, -0.5]))
+    assert np.asarray(f(np.array([0.0, 2.0]))).shape == (2,)  # zero and NaN are allowed
+    assert np.isnan(np.asarray(f(np.array([np.nan, 1.0])))[0])

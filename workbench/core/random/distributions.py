@@ -33,6 +33,7 @@ class NormalRV(RandomVariable):
 
     method = "normal"
     ndims_params = (0, 0)
+    param_checks = ((1, "non_negative", "scale < 0"),)
 
     def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         loc, scale = params
@@ -56,6 +57,7 @@ class ExponentialRV(RandomVariable):
 
     method = "exponential"
     ndims_params = (0,)
+    param_checks = ((0, "non_negative", "scale < 0"),)
 
     def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         (scale,) = params
@@ -71,6 +73,7 @@ class GammaRV(RandomVariable):
 
     method = "gamma"
     ndims_params = (0, 0)
+    param_checks = ((0, "non_negative", "shape < 0"), (1, "non_negative", "scale < 0"))
 
     def partials(self, params: Sequence[Variable], draw: Variable) -> list[Any]:
         from workbench.core.tensor import math as tm
@@ -85,16 +88,20 @@ class GammaRV(RandomVariable):
 class BetaRV(RandomVariable):
     method = "beta"
     ndims_params = (0, 0)
+    param_checks = ((0, "positive", "a <= 0"), (1, "positive", "b <= 0"))
 
 
 class PoissonRV(RandomVariable):
     method = "poisson"
     ndims_params = (0,)
+    param_checks = ((0, "poisson", "lam < 0 or lam is NaN"),)
 
 
 class BinomialRV(RandomVariable):
     method = "binomial"
     ndims_params = (0, 0)
+    param_checks = ((1, "unit_interval", "p < 0, p > 1 or p is NaN"),
+                    (0, "non_negative", "n < 0"))
 
 
 class BernoulliRV(RandomVariable):
@@ -102,6 +109,7 @@ class BernoulliRV(RandomVariable):
 
     method = "bernoulli"
     ndims_params = (0,)
+    param_checks = ((0, "unit_interval", "p < 0, p > 1 or p is NaN"),)
 
     def draw(self, rng: np.random.Generator, size: Any, p: Any) -> Any:
         return rng.binomial(1, p, size=size)

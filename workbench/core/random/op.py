@@ -88,6 +88,10 @@ class RandomVariable(Op):
     ndim_supp = 0
     #: rank of each parameter within one draw
     ndims_params: tuple[int, ...] = ()
+    #: NumPy's checks of the parameters, as (parameter index, constraint, NumPy's
+    #: message) with a constraint of `violates`; the py and C linkers leave them to NumPy,
+    #: the torch kernels run `check_params` (the same messages)
+    param_checks: tuple[tuple[int, str, str], ...] = ()
     #: whether a parameter's dimensions before its last `ndims_params` are batch
     #: dimensions of the draw (False for choice and permutation: a parameter is a whole
     #: population, and the draw's shape is set by `size` and `support_shape`)
@@ -153,6 +157,13 @@ class RandomVariable(Op):
         return tuple(batch) + tuple(self.support_shape(params))
 
     # -- running ------------------------------------------------------------------
+    def check_params(self, params: Sequence[Any], xp: Any) -> None:
+        """Raise NumPy's ValueError where a parameter value breaks `param_checks`; `xp` is
+        the array module of `params` (numpy or torch: reads the device once per check)."""
+        for index, constraint, message in self.param_checks:
+            if violates(constraint, params[index], xp):
+                raise ValueError(message)
+
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
         return False
 
@@ -228,6 +239,28 @@ class RandomVariable(Op):
 
             total = broadcast_to(total, shape_tuple(draw))
         return [None, total]
+
+
+#: NumPy's largest Poisson mean (Generator.poisson: "lam value too large" above it)
+POISSON_LAM_MAX = float(np.iinfo(np.int64).max - np.sqrt(np.iinfo(np.int64).max) * 10)
+
+
+def violates(constraint: str, x: Any, xp: Any) -> bool:
+    """Whether array `x` (of module `xp`) breaks NumPy's constraint of that name:
+    ``non_negative`` (a sign bit set, NaN allowed), ``positive`` (NaN allowed),
+    ``unit_interval`` (in [0, 1], NaN not) or ``poisson`` (non-negative, not NaN; a
+    value not below POISSON_LAM_MAX, NaN included, raises NumPy's "too large" first)."""
+    if constraint == "non_negative":
+        return bool((xp.signbit(x) & ~xp.isnan(x)).any())
+    if constraint == "positive":
+        return bool((x <= 0).any())
+    if constraint == "unit_interval":
+        return not bool(((x >= 0) & (x <= 1)).all())
+    if constraint == "poisson":
+        if not bool((x <= POISSON_LAM_MAX).all()):  # NaN too, as NumPy says
+            raise ValueError("lam value too large")
+        return not bool((x >= 0).all())
+    raise KeyError(f"unknown parameter constraint {constraint!r}")
 
 
 def _sum_to(g: Variable, p: Variable) -> Variable:

@@ -9,6 +9,8 @@ gives for that seed: torch's streams and algorithms differ. Every distribution
 has a kernel (the shaped ones: gamma, beta, binomial, dirichlet,
 multivariate_normal and choice in lower_random_shaped.py), except integers with
 array bounds, which runs on the host through `perform`, with NumPy's draws.
+Each kernel first makes NumPy's checks of the parameters (`param_checks`: the same
+ValueError as the py and c linkers), once per parameter tensor.
 
 A constant `size` (and integers' constant bounds) is read at lowering time, so a
 draw in a loop on the device reads nothing back from it at each step; a size
@@ -135,8 +137,28 @@ def _integers(node: Apply, torch: Any, device: Any, out_dtype: Any) -> Any:
     return draw
 
 
+def _checking(kernel: Kernel | None, op: RandomVariable, torch: Any) -> Kernel | None:
+    """`kernel` after NumPy's checks of the parameters (`RandomVariable.check_params`,
+    NumPy's messages), run once per parameter tensor (PerTensor), before any draw."""
+    if kernel is None or not op.param_checks:
+        return kernel
+    from workbench.core.link.gpu.lower_random_shaped import PerTensor
+
+    checked = PerTensor(lambda *params: op.check_params(params, torch))
+
+    def run(rng: Any, size: Any, *params: Any) -> list[Any]:
+        checked(*params)
+        return kernel(rng, size, *params)
+
+    return run
+
+
 @register_lowering(RandomVariable)
 def lower_random(node: Apply, ctx: LowerContext) -> Kernel | None:
+    return _checking(_draw_kernel(node, ctx), node.op, ctx.torch)
+
+
+def _draw_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
     op = node.op
     kind = type(op)
     if kind in (PoissonRV, CategoricalRV, PermutationRV):
