@@ -208,3 +208,21 @@ def test_gradients_of_a_blockwise_elemwise_with_inputs_of_different_ranks(signat
                    [rng.normal(size=u_shape), rng.normal(size=2)])
     wb.verify_grad(lambda p, q: (Blockwise(add, signature)(p, q) ** 2).sum(),
                    [rng.normal(size=u_shape), rng.normal(size=2)])
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_an_empty_batch_has_the_core_lengths_of_its_inputs(linker):
+    # as NumPy's gufuncs: (0, 4) vectors times a (3, 4) matrix are (0, 3), not (0, 0)
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    m, v, vs = wt.dmatrix("m"), wt.dvector("v"), wt.dmatrix("vs")
+    by_name = wb.vectorize_graph(wt.dot(m, v), {v: vs})
+    # names that say nothing: the lengths come from the core Op's infer_shape
+    by_infer_shape = Blockwise(Dot(), "(a,b),(c)->(d)")(m, vs)
+    f = wb.function([m, vs], [by_name, by_infer_shape], linker=linker)
+    for got in f(np.ones((3, 4)), np.ones((0, 4))):
+        assert got.shape == np.matmul(np.ones((3, 4)), np.ones((0, 4, 1)))[..., 0].shape
+        assert got.shape == (0, 3)

@@ -147,11 +147,59 @@ class Blockwise(Op):
                 if results[k] is None:
                     results[k] = np.empty(batch + value.shape, dtype=out.type.dtype.numpy)
                 results[k][idx] = value
-        for k, out in enumerate(node.outputs):
-            if results[k] is None:  # an empty batch: the core shapes from the static types
-                core_shape = tuple(0 if s is None else s for s in core.outputs[k].type.shape)
-                results[k] = np.empty(batch + core_shape, dtype=out.type.dtype.numpy)
+        if any(r is None for r in results):  # an empty batch: no item to run
+            core_shapes = [tuple(d if isinstance(d, int) else np.shape(inputs[d[0]])[d[1]]
+                                 for d in shape) for shape in self.empty_batch_core_shapes(node)]
+            results = [np.empty(batch + shape, dtype=out.type.dtype.numpy)
+                       for shape, out in zip(core_shapes, node.outputs)]
+        for k in range(len(node.outputs)):
             output_storage[k][0] = results[k]
+
+    def empty_batch_core_shapes(self, node: Apply) -> list[tuple[int | tuple[int, int], ...]]:
+        """The core lengths of each output when the batch is empty and no item runs, as
+        NumPy's gufuncs find them: per dimension a static length, or ``(k, axis)`` - the
+        length of axis `axis` of input `k` - from the signature's names or the core Op's
+        infer_shape on the inputs' core lengths; 0 where neither determines it."""
+        from workbench.core.graph.basic import Constant
+
+        batch_ndims = [v.type.ndim - len(c) for v, c in zip(node.inputs, self.core_inputs)]
+        named: dict[str, tuple[int, int]] = {}
+        for k, (names, b) in enumerate(zip(self.core_inputs, batch_ndims)):
+            for i, name in enumerate(names):
+                named.setdefault(name, (k, b + i))
+        core = self._core_node_of(node)
+        placeholders: dict[Variable, tuple[int, int]] = {}
+        shapes: list[tuple[Any, ...]] = []
+        for k, (var, names, b) in enumerate(zip(core.inputs, self.core_inputs, batch_ndims)):
+            if var.type.ndim != len(names):  # expanded by the core Op: lengths unknown here
+                shapes.append(tuple(1 if s == 1 else TensorType("int64", ())()
+                                    for s in var.type.shape))
+                continue
+            shape = tuple(TensorType("int64", ())() for _ in names)
+            placeholders.update((p, (k, b + i)) for i, p in enumerate(shape))
+            shapes.append(shape)
+        try:
+            inferred = self.core_op.infer_shape(None, core, shapes)
+        except Exception:  # noqa: BLE001 (an Op whose infer_shape needs more than lengths)
+            inferred = [(None,) * o.type.ndim for o in core.outputs]
+        result = []
+        for out, names, lengths in zip(core.outputs, self.core_outputs, inferred):
+            dims: list[int | tuple[int, int]] = []
+            for static, name, length in zip(out.type.shape, names, lengths):
+                if static is not None:
+                    dims.append(static)
+                elif name in named:
+                    dims.append(named[name])
+                elif isinstance(length, (int, np.integer)):
+                    dims.append(int(length))
+                elif isinstance(length, Constant):
+                    dims.append(int(length.data))
+                elif isinstance(length, Variable) and length in placeholders:
+                    dims.append(placeholders[length])
+                else:
+                    dims.append(0)
+            result.append(tuple(dims))
+        return result
 
     # -- differentiation ----------------------------------------------------------------
     def connection_pattern(self, node: Apply) -> list[list[bool]]:

@@ -5,8 +5,9 @@ a node of its own) is placed in the Blockwise node's support code. The loop
 broadcasts the batch dimensions, gives the core function views of each input
 item (no copies), and copies each item's result into the batched output,
 allocated once the first item's core shape is known (an empty batch takes the
-core lengths from the static types, 0 where unknown). A core Op without C
-leaves the Blockwise to its Python `perform`.
+core lengths from `Blockwise.empty_batch_core_shapes`: static lengths, or input
+lengths named by the signature or the core Op's infer_shape, as NumPy's gufuncs).
+A core Op without C leaves the Blockwise to its Python `perform`.
 """
 
 from __future__ import annotations
@@ -152,13 +153,13 @@ class BlockwiseC(COpAdapter):
         lines.append(f"    for (int d = {nb} - 1; d >= 0; --d) {{ if (++wb_idx[d] < wb_b[d]) "
                      "break; wb_idx[d] = 0; }")
         lines.append("  }")
-        # an empty batch: outputs of the static core lengths (0 where unknown)
+        # an empty batch: no item runs; the core lengths from the inputs' (as NumPy's gufuncs)
         lines.append("  if (wb_total == 0) {")
-        for j, var in enumerate(outputs):
-            core_shape = [s if s is not None else 0
-                          for s in node.outputs[j].type.shape[nb:]]
+        for j, (var, core_shape) in enumerate(zip(outputs, op.empty_batch_core_shapes(node))):
             num = type_num(node.outputs[j].type.dtype)
-            dims = ", ".join([f"wb_b[{d}]" for d in range(nb)] + [str(s) for s in core_shape])
+            dims = ", ".join([f"wb_b[{d}]" for d in range(nb)] +
+                             [str(s) if isinstance(s, int) else
+                              f"PyArray_DIM({inputs[s[0]]}, {s[1]})" for s in core_shape])
             lines.append(f"    {{ npy_intp dims[{nb + len(core_shape) + 1}] = {{{dims}}};\n"
                          f"      Py_XDECREF({var});\n"
                          f"      {var} = (PyArrayObject*)PyArray_EMPTY({nb + len(core_shape)}, "
@@ -169,7 +170,7 @@ class BlockwiseC(COpAdapter):
         return "\n".join(lines)
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
 
 register_c_op(Blockwise, BlockwiseC)
