@@ -25,6 +25,10 @@ CASES = {
                   lambda g: g.binomial(1, 0.3, size=(2, 6))),
     "binomial": (lambda r: wb.random.binomial(np.array([5, 10]), 0.4, rng=r),
                  lambda g: g.binomial(np.array([5, 10]), 0.4)),
+    "binomial_float_n": (lambda r: wb.random.binomial(5.0, 0.3, size=3, rng=r),
+                         lambda g: g.binomial(5.0, 0.3, size=3)),
+    "binomial_fractional_n": (lambda r: wb.random.binomial(7.5, 0.6, size=4, rng=r),
+                              lambda g: g.binomial(7.5, 0.6, size=4)),
     "categorical": (lambda r: wb.random.categorical(P3, size=7, rng=r),
                     lambda g: (g.uniform(size=7)[:, None] >= np.cumsum(P3)).sum(-1)),
     "choice": (lambda r: wb.random.choice(10, size=4, replace=False, rng=r),
@@ -98,6 +102,28 @@ def test_static_shapes_are_inferred():
 def test_parameters_that_do_not_broadcast_are_refused():
     with pytest.raises(ValueError, match="do not broadcast"):
         wb.random.normal(np.zeros(3), np.ones(4), rng=np.random.default_rng(0))
+
+
+def test_a_size_the_parameters_cannot_broadcast_to_is_refused_when_built():
+    r = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"size \(2,\) does not fit parameter 0 .*"
+                                         "shape mismatch"):
+        wb.random.normal(np.zeros(3), size=(2,), rng=r)
+    with pytest.raises(ValueError, match="shape mismatch"):  # NumPy: (3,) and (3, 1) give (3, 3)
+        wb.random.normal(np.zeros(3), size=(3, 1), rng=r)
+    with pytest.raises(ValueError, match="parameter 0"):
+        wb.random.categorical(np.full((3, 4), 0.25), size=(2,), rng=r)
+    with pytest.raises(ValueError, match="parameter 1"):
+        wb.random.multivariate_normal(np.zeros(2), np.stack([COV] * 4), size=(3,), rng=r)
+    # what NumPy accepts is accepted, lengths unknown until run time included
+    assert wb.random.normal(np.zeros(3), size=(4, 3), rng=r).type.shape == (4, 3)
+    assert wb.random.normal(np.zeros((3, 1)), size=(3, 5), rng=r).type.shape == (3, 5)
+    assert wb.random.normal(wb.tensor.dvector("m"), size=(2,), rng=r).type.shape == (2,)
+
+
+def test_binomial_refuses_a_float_array_n_as_numpy_does():
+    with pytest.raises(TypeError, match="n must be integers"):
+        wb.random.binomial(np.array([5.0, 6.0]), 0.3, rng=np.random.default_rng(0))
 
 
 def test_rng_must_be_a_generator():

@@ -214,3 +214,8 @@ def test_torch_parameter_checks_follow_a_changing_parameter():
         f(np.array([1.0, -0.5]))
     assert np.asarray(f(np.array([0.0, 2.0]))).shape == (2,)  # zero and NaN are allowed
     assert np.isnan(np.asarray(f(np.array([np.nan, 1.0])))[0])
+
+
+def test_a_float_binomial_n_is_truncated_on_torch_as_numpy_takes_it():
+    draws = _gpu_function(wb.random.RandomStream(2).binomial(5.9, 0.9, size=2000))()
+    assert draws.max() == 5 and draws.dtype == np.int64

@@ -98,10 +98,24 @@ class PoissonRV(RandomVariable):
 
 
 class BinomialRV(RandomVariable):
+    """binomial(n, p): NumPy's; a float scalar n is taken as NumPy takes it (truncated
+    to an int; NaN refused), a float array n refused as NumPy refuses it."""
+
     method = "binomial"
     ndims_params = (0, 0)
     param_checks = ((1, "unit_interval", "p < 0, p > 1 or p is NaN"),
                     (0, "non_negative", "n < 0"))
+
+    def make_node(self, rng: Any, size: Any, n: Any, p: Any) -> Any:
+        n = as_tensor_variable(n)
+        if n.type.dtype.is_float and n.type.ndim:
+            raise TypeError(f"binomial: n must be integers, got {n} of type {n.type} (NumPy's "
+                            "Generator.binomial takes a float n only as a scalar)")
+        return super().make_node(rng, size, n, p)
+
+    def draw(self, rng: np.random.Generator, size: Any, n: Any, p: Any) -> Any:
+        n = np.asarray(n)
+        return rng.binomial(int(n) if n.dtype.kind == "f" else n, p, size=size)
 
 
 class BernoulliRV(RandomVariable):

@@ -154,7 +154,23 @@ class RandomVariable(Op):
             from workbench.core.tensor.join import vector_entries
 
             batch = tuple(e if isinstance(e, int) else None for e in vector_entries(size))
+        if n and self.batched_params:
+            self.check_size_fits(batch, params)
         return tuple(batch) + tuple(self.support_shape(params))
+
+    def check_size_fits(self, size: StaticShape, params: Sequence[Variable]) -> None:
+        """NumPy's rule for an explicit `size`: each parameter's batch shape broadcasts to
+        it unchanged (right-aligned, each length 1 or size's); ValueError where the static
+        shapes say it cannot, as NumPy's "shape mismatch" at the call."""
+        for k, (p, nd) in enumerate(zip(params, self.ndims_params)):
+            batch = p.type.shape[: p.type.ndim - nd]
+            aligned = zip(batch[::-1], size[::-1])
+            if len(batch) > len(size) or any(
+                    b is not None and s is not None and b not in (1, s) for b, s in aligned):
+                raise ValueError(
+                    f"{self.method}: size {tuple(size)} does not fit parameter {k} of shape "
+                    f"{p.type.shape} (shape mismatch: its batch shape {tuple(batch)} "
+                    f"cannot be broadcast to size, as NumPy requires)")
 
     # -- running ------------------------------------------------------------------
     def check_params(self, params: Sequence[Any], xp: Any) -> None:

@@ -127,6 +127,8 @@ def shaped_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
                            check_p)
             return [rng, draw.to(out_dtype)]
         given, params = params, [p.to(work) for p in params]
+        if isinstance(op, BinomialRV) and given[0].is_floating_point():
+            params[0] = torch.trunc(params[0])
         shape = shape_of(size)
         if shape is None:  # the parameters' broadcast
             shape = tuple(torch.broadcast_shapes(
@@ -139,7 +141,7 @@ def shaped_kernel(node: Apply, ctx: LowerContext) -> Kernel | None:
             x, y = _gamma(torch, gen, shape, a), _gamma(torch, gen, shape, b)
             draw = x / (x + y)
         elif isinstance(op, BinomialRV):
-            n, p = params
+            n, p = params  # a float n (a scalar) is truncated, as NumPy takes it
             draw = torch.binomial(n.expand(shape).contiguous(), p.expand(shape).contiguous(),
                                   generator=gen)
         elif isinstance(op, DirichletRV):
