@@ -226,3 +226,25 @@ def test_an_empty_batch_has_the_core_lengths_of_its_inputs(linker):
     for got in f(np.ones((3, 4)), np.ones((0, 4))):
         assert got.shape == np.matmul(np.ones((3, 4)), np.ones((0, 4, 1)))[..., 0].shape
         assert got.shape == (0, 3)
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_an_unbatched_run_time_integer_is_read_as_it_is(linker):
+    # `n` has no batch dimension: the same length for every item (torch reads it as an
+    # int inside the mapped kernel, outside vmap)
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    x, xs, n = wt.dvector("x"), wt.dmatrix("xs"), wt.iscalar("n")
+    out = wb.vectorize_graph(x[:n] * 2, {x: xs})
+    f = wb.function([xs, n], out, linker=linker)
+    assert any(isinstance(node.op, Blockwise) for node in f.maker.fgraph.apply_nodes)
+    a = np.arange(10.0).reshape(2, 5)
+    np.testing.assert_array_equal(f(a, 3), a[:, :3] * 2)
+    np.testing.assert_array_equal(f(a, 1), a[:, :1] * 2)
+    if linker == "gpu":
+        from workbench.core.link.gpu.linker import host_nodes
+
+        assert not [nd for nd in host_nodes(f) if isinstance(nd.op, Blockwise)]

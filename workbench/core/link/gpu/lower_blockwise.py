@@ -2,7 +2,8 @@
 
 The inputs' batch dimensions are broadcast to the full batch shape, then the
 core kernel (the core Op's own lowering) is vmapped once per batch dimension:
-one batched torch call, no Python loop per item. A core Op without a lowering,
+one batched torch call, no Python loop per item. Inputs without batch dimensions
+are not mapped (`in_dims=None`): the kernel reads them as they are. A core Op without a lowering,
 or whose kernel vmap cannot map, runs on the host through `perform`.
 """
 
@@ -28,19 +29,24 @@ def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
     torch = ctx.torch
     nb = op.batch_ndim(node)
     core_ndims = [len(c) for c in op.core_inputs]
+    # an input with no batch dimensions (a length, an index, a shared matrix) is the
+    # same for every item: passed to the core kernel as it is, outside vmap, so that
+    # the kernel may read it as a Python int (vmap refuses `.item()` on a mapped tensor)
+    batched = tuple(v.type.ndim > c for v, c in zip(node.inputs, core_ndims))
+    in_dims = tuple(0 if b else None for b in batched)
 
     def one(*items: Any) -> tuple[Any, ...]:
         return tuple(core_kernel(*items))
 
     mapped = one
     for _ in range(nb):
-        mapped = torch.vmap(mapped)
+        mapped = torch.vmap(mapped, in_dims=in_dims)
 
     def kernel(*inputs: Any) -> list[Any]:
         batch = torch.broadcast_shapes(*(x.shape[:x.dim() - c]
                                          for x, c in zip(inputs, core_ndims)))
-        expanded = [x.expand(*batch, *x.shape[x.dim() - c:])
-                    for x, c in zip(inputs, core_ndims)]
+        expanded = [x.expand(*batch, *x.shape[x.dim() - c:]) if b else x
+                    for x, c, b in zip(inputs, core_ndims, batched)]
         return list(mapped(*expanded))
 
     return kernel
