@@ -248,3 +248,19 @@ def test_an_unbatched_run_time_integer_is_read_as_it_is(linker):
         from workbench.core.link.gpu.linker import host_nodes
 
         assert not [nd for nd in host_nodes(f) if isinstance(nd.op, Blockwise)]
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_a_batched_run_time_index_is_read_item_by_item(linker):
+    # torch.vmap cannot read a batched index as an int: the gpu kernel loops instead
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    x, xs, n, ns = wt.dvector("x"), wt.dmatrix("xs"), wt.iscalar("n"), wt.ivector("ns")
+    f = wb.function([xs, ns], wb.vectorize_graph(x[n] * 2, {x: xs, n: ns}), linker=linker)
+    assert any(isinstance(node.op, Blockwise) for node in f.maker.fgraph.apply_nodes)
+    a, idx = np.arange(15.0).reshape(3, 5), np.array([1, 3, 4], dtype="int32")
+    for _ in range(2):  # the second call goes straight to the loop
+        np.testing.assert_array_equal(f(a, idx), a[np.arange(3), idx] * 2)

@@ -3,12 +3,14 @@
 The inputs' batch dimensions are broadcast to the full batch shape, then the
 core kernel (the core Op's own lowering) is vmapped once per batch dimension:
 one batched torch call, no Python loop per item. Inputs without batch dimensions
-are not mapped (`in_dims=None`): the kernel reads them as they are. A core Op without a lowering,
-or whose kernel vmap cannot map, runs on the host through `perform`.
+are not mapped (`in_dims=None`): the kernel reads them as they are. A kernel that
+vmap refuses at run time (one reading a batched index as an int) is called item
+by item instead. A core Op without a lowering runs on the host through `perform`.
 """
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 from workbench.core.graph.basic import Apply
@@ -47,6 +49,24 @@ def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
                                          for x, c in zip(inputs, core_ndims)))
         expanded = [x.expand(*batch, *x.shape[x.dim() - c:]) if b else x
                     for x, c, b in zip(inputs, core_ndims, batched)]
-        return list(mapped(*expanded))
+        if not vmap_refused:
+            try:
+                return list(mapped(*expanded))
+            except RuntimeError as error:  # e.g. the kernel reads a batched index as an int
+                if "vmap" not in str(error):
+                    raise
+                vmap_refused.append(error)
+        return _loop(expanded, tuple(batch))
+
+    vmap_refused: list[Exception] = []
+
+    def _loop(expanded: list[Any], batch: tuple[int, ...]) -> list[Any]:
+        """The core kernel item by item, for a kernel that torch.vmap cannot map."""
+        items = [core_kernel(*(x[idx] if b else x for x, b in zip(expanded, batched)))
+                 for idx in product(*map(range, batch))]
+        if not items:  # an empty batch: vmap's own answer is what there is
+            return list(mapped(*expanded))
+        return [torch.stack([item[j] for item in items]).reshape(*batch, *items[0][j].shape)
+                for j in range(len(items[0]))]
 
     return kernel
