@@ -228,3 +228,18 @@ def test_argmax_of_integers_and_empty_inputs():
     assert f_arg(np.zeros((0, 4), dtype=np.int32)).shape == (0,)
     with pytest.raises(ValueError, match="attempt to get argmax of an empty sequence"):
         f_arg(np.zeros((4, 0), dtype=np.int32))
+
+
+def test_reductions_over_other_axes_share_one_kind_and_give_numpys_values():
+    """The reduced axes are the node's run-time data (codegen.node_labels): sums of a
+    3-d array over (0,), (2,) and (1,) make 2-d results with one compiled function."""
+    from workbench.core.link.c.codegen import node_source
+
+    x = wt.dtensor3("x")
+    outs = [wt.sum(x, axis=0), wt.sum(x, axis=2), wt.sum(x, axis=1), wt.max(x, axis=0)]
+    f = wb.function([x], outs, linker="c")
+    sums = [n for n in f.maker.fgraph.toposort() if "Sum" in str(n.op)]
+    assert len(sums) == 3 and len({node_source(n).source for n in sums}) == 1
+    a = np.random.default_rng(3).standard_normal((3, 4, 5))
+    for got, want in zip(f(a), [a.sum(0), a.sum(2), a.sum(1), a.max(0)]):
+        np.testing.assert_allclose(got, want, rtol=1e-14)

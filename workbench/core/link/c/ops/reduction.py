@@ -168,7 +168,7 @@ class CAReduceC(COpAdapter):
         return ["m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
     def _helpers_name(self, node: Any) -> str:
         """The suffix of the fold helpers' names: a hash of their text, so that nodes
@@ -246,17 +246,33 @@ ${row}
                                  hi=f"wb_fold_strided_{name}(p + h * s, n - h, s)")
                     if split else "", **values)
 
+    def _reduced(self, node: Any) -> str:
+        """One character per input dimension (one for a 0-d input): "1" where it is
+        reduced, else "0"."""
+        nd = node.inputs[0].type.ndim
+        axes = tuple(range(nd)) if self.op.axis is None else self.op.axis
+        return "".join("1" if d in axes else "0" for d in range(nd)) if nd else "1"
+
+    def c_run_time_params(self, node: Any) -> list[str]:
+        """The reduced axes (`_reduced`) as run-time data, so that reductions over other
+        axes of the same input and output Types share one kind (codegen.node_labels)."""
+        return [self._reduced(node)]
+
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
-               sub: dict[str, str]) -> str:
+               sub: dict[str, Any]) -> str:
         (x,), (o,) = inputs, outputs
         fail = sub["fail"]
         in_dt, _, acc, out_dt = self._dtypes(node)
         helpers = self._helpers_name(node)
         in_t, acc_t, out_t = c_type_name(in_dt), c_type_name(acc), c_type_name(out_dt)
         nd = node.inputs[0].type.ndim
-        axes = tuple(range(nd)) if self.op.axis is None else self.op.axis
-        ndl, ond = max(nd, 1), max(nd - len(axes), 1)
-        red = ", ".join("1" if d in axes else "0" for d in range(ndl)) if nd else "1"
+        ndl = max(nd, 1)
+        if "params" in sub:
+            red = (f"int red[{ndl}];\n"
+                   f"for (int d = 0; d < {ndl}; d++) red[d] = {sub['params'][0]}[d] == '1';")
+        else:
+            red = (f"static const int red[{ndl}] = "
+                   f"{{{', '.join(self._reduced(node))}}};")
         ufunc = self.op.ufunc
         if ufunc.identity is None:  # NumPy raises even when the output is empty
             empty = (f"PyErr_SetString(PyExc_ValueError, \"zero-size array to reduction "
@@ -271,8 +287,8 @@ ${row}
                                         self._load(node, f"*(const {in_t}*)(p + j * is)"))
         return fill("""
 const int nd = ${nd};
-static const int red[${ndl}] = {${red}};
-npy_intp oshape[${ond}]; int ond = 0;
+${red}
+npy_intp oshape[${ndl}]; int ond = 0;
 npy_intp n_red = 1, n_out = 1;
 for (int d = 0; d < nd; d++) {
   const npy_intp n = PyArray_DIMS(${x})[d];
@@ -338,7 +354,7 @@ if (n_red == 0) {
     free(acc);
   }
 }
-""", nd=nd, ndl=ndl, red=red, ond=ond, x=x, o=o, fail=fail, acc_t=acc_t, in_t=in_t,
+""", nd=nd, ndl=ndl, red=red, x=x, o=o, fail=fail, acc_t=acc_t, in_t=in_t,
             out_t=out_t, empty=empty, separate=int(separate), start=self._start(node),
             name=name, helpers=helpers, combine=combine,
             strided_combine=strided_combine, cast=c_cast("acc[j]", acc, out_dt),
