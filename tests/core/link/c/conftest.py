@@ -4,13 +4,16 @@ other), the one without on every machine."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from workbench.core.link.c import tiers
 from workbench.core.link.c.compiler import AVX512_ENV, has_compiler, targets_avx512
 
 
 @pytest.fixture(params=["avx512", "no_avx512"])
-def isa(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def isa(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Compile the test's functions for AVX-512 ("avx512": skipped on a CPU without it)
     or without it ("no_avx512", by WORKBENCH_C_AVX512=off: every machine)."""
     if not has_compiler():
@@ -23,4 +26,7 @@ def isa(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     else:
         monkeypatch.setenv(AVX512_ENV, "off")
         assert not targets_avx512()
-    return request.param
+    yield request.param
+    # the -O3 builds a test started in the background finish under its code path before
+    # the variable is set back (a build under another path would not reach its kinds)
+    tiers.wait_for_upgrades()

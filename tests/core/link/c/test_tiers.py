@@ -15,6 +15,7 @@ import workbench.tensor as wt
 import workbench as wb
 from workbench.core.link.c import bundle, tiers
 from workbench.core.link.c import cache as cache_module
+from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.cache import default_cache
 from workbench.core.link.c.compiler import has_compiler
 
@@ -111,3 +112,22 @@ def test_background_builds_still_run_in_parallel_after_the_main_thread_ends():
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[2, 4, 6]", res.stderr
+
+
+def test_no_optimised_build_when_the_code_path_changed_after_the_quick_build(
+        held, monkeypatch):
+    # the variable that picks the code path changes before the -O3 build runs: that
+    # build is skipped (its cache entry would be another path's), the quick one stays
+    x = wt.dvector("x")
+    f = wb.function([x], wt.sinh(x) * 5.0 - 1.0, linker="c")
+    assert len(held) == 1
+    sources = [src for src in f.linker.report.sources.values() if src.version]
+    original = cc.avx512_choice()
+    monkeypatch.setenv(cc.AVX512_ENV, "off" if original == "auto" else "auto")
+    built = set(default_cache().root.rglob("wbbundle*"))
+    held.pop()()
+    assert set(default_cache().root.rglob("wbbundle*")) == built  # nothing compiled
+    monkeypatch.setenv(cc.AVX512_ENV, original)
+    assert all(bundle.module_file(default_cache(), s) is None for s in sources)
+    a = np.linspace(-1, 1, 7)
+    np.testing.assert_allclose(f(a), np.sinh(a) * 5.0 - 1.0)

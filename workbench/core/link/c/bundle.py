@@ -410,14 +410,20 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
             _record(cache, kind, result.fn, kind.key, kind.source.module_name, "fn")
     stats.compiled += len(kinds)
     if quick_builds:
-        tiers.in_background(lambda: _optimise(quick_builds, cache, workers))
+        chosen_by = tiers.flag_environment()
+        tiers.in_background(lambda: _optimise(quick_builds, cache, workers, chosen_by))
 
 
 def _optimise(quick_builds: list[tuple[BundleSource, Any]], cache: ModuleCache,
-              workers: int) -> None:
+              workers: int, chosen_by: tuple[str | None, ...]) -> None:
     """The -O3 builds of bundles that run from quick builds (tiers.py): each compiled into
     the cache, its kinds recorded (aliases) and their trampolines pointed at it. A bundle
-    that fails keeps running from its quick build (the same C at -O1)."""
+    that fails keeps running from its quick build (the same C at -O1), and so do all of
+    them when the variables that choose the compiler and its flags (`chosen_by`, as when
+    the quick builds were made) have changed since: the cache entry would be another
+    code path's."""
+    if tiers.flag_environment() != chosen_by:
+        return
     def build(bundle: BundleSource) -> Any:
         args = bundle.build_args()
         cache.ensure_built(("bundle",), bundle.source, BUNDLE_MODULE,

@@ -32,8 +32,8 @@ from typing import Any
 from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.codegen import NODE_CAPSULE
 
-__all__ = ["QUICK_LEVEL", "TIERED_ENV", "TIER_CAPSULE", "compile_quick", "in_background",
-           "quick_flags", "tiered", "trampolines", "upgrade", "wait_for_upgrades"]
+__all__ = ["QUICK_LEVEL", "TIERED_ENV", "TIER_CAPSULE", "compile_quick", "flag_environment",
+           "in_background", "quick_flags", "tiered", "trampolines", "upgrade", "wait_for_upgrades"]
 
 #: The environment variable that turns tiered compilation off ("0").
 TIERED_ENV = "WORKBENCH_C_TIERED"
@@ -53,6 +53,13 @@ def tiered() -> bool:
         raise ValueError(f"{TIERED_ENV} must be 0 (compile at -O3 at once) or 1 (a quick "
                          f"build first), got {text!r}")
     return text != "0"
+
+
+def flag_environment() -> tuple[str | None, ...]:
+    """The environment variables that choose the compiler and its flags (CC,
+    WORKBENCH_C_AVX512): the background -O3 build is skipped when they changed after the
+    quick build, whose code path it would otherwise not be."""
+    return os.environ.get("CC"), os.environ.get(cc.AVX512_ENV)
 
 
 def quick_flags() -> list[str]:
