@@ -293,3 +293,16 @@ def test_debug_linker_finds_c_and_perform_agreeing_and_aliasing_as_declared():
     for arg in (a, a[::-1], np.asfortranarray(a)):
         f(arg, np.arange(3.0), 3)
     assert linker.checks >= 2 * len(linker.report.c_nodes)
+
+
+def test_the_lengths_of_each_dimension_share_one_kind():
+    """Shape_i's dimension is the node's run-time data (codegen.node_labels)."""
+    from workbench.core.link.c.codegen import node_source
+    from workbench.core.tensor.shape import Shape_i
+
+    x = wt.dtensor3("x")
+    f = wb.function([x], [Shape_i(i)(x) for i in range(3)],
+                    mode=Mode(linker="c", rewriter=None))
+    nodes = f.maker.fgraph.toposort()
+    assert len({node_source(n).source for n in nodes}) == 1
+    assert [int(v) for v in f(np.zeros((2, 5, 7)))] == [2, 5, 7]

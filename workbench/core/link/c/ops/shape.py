@@ -291,14 +291,20 @@ for (int k = 0; k < {nd}; k++) ((npy_int64 *)PyArray_DATA({z}))[k] = PyArray_DIM
 class Shape_iC(ViewCBase):
     """The length of one dimension as an int64 0-d array."""
 
+    def c_run_time_params(self, node: Any) -> list[str]:
+        """The dimension, as run-time data: Shape_i{0} and Shape_i{1} of a matrix are one
+        kind (codegen.node_labels)."""
+        return [str(self.op.i)]
+
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
-               sub: dict[str, str]) -> str:
+               sub: dict[str, Any]) -> str:
         (x,), (z,) = inputs, outputs
+        i = f"strtol({sub['params'][0]}, NULL, 10)" if "params" in sub else str(self.op.i)
         return f"""
 if (!({z} && PyArray_ISWRITEABLE({z}))) {{
   Py_XDECREF({z});
   {z} = (PyArrayObject *)PyArray_EMPTY(0, NULL, {type_num('int64')}, 0);
   if (!{z}) {sub["fail"]}
 }}
-*(npy_int64 *)PyArray_DATA({z}) = PyArray_DIMS({x})[{self.op.i}];
+*(npy_int64 *)PyArray_DATA({z}) = PyArray_DIMS({x})[{i}];
 """
