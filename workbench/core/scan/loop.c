@@ -8,7 +8,10 @@
  * made before the loop whose data pointer moves from step to step: no object is made
  * per step. `out_rows`: tuple of (cell, array, offset): after step t the cell's value
  * is copied into row offset + t of the array (the loop's buffers, C-contiguous), unless
- * it is that row already (an accumulator the body updated in place).
+ * it is that row already (an accumulator the body updated in place). A value that is a
+ * view into another output's row about to be written (`lambda a, b: (a + b, a)` in a
+ * ring: b's value is a's previous row) is copied before any row is written; a fresh
+ * value (no base) is never copied.
  * Row numbers wrap around the array's length (a ring: a loop keeping its last row).
  * `cond_cell`: the body's until() condition, or None.
  *
@@ -97,6 +100,28 @@ static inline void move_row(Row *r, Py_ssize_t t) {
     ((PyArrayObject_fields *)r->view)->data = row_data(r, t);
 }
 
+/* The bytes [*lo, *hi) that an array with these dims and strides at `data` may touch. */
+static void byte_bounds(int nd, npy_intp *dims, npy_intp *strides, char *data,
+                        npy_intp itemsize, char **lo, char **hi) {
+    *lo = data;
+    *hi = data + itemsize;
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] == 0) { *hi = *lo; return; }
+        npy_intp extent = strides[d] * (dims[d] - 1);
+        if (extent > 0) *hi += extent; else *lo += extent;
+    }
+}
+
+/* Whether the view `v` may overlap row t of `r`. */
+static int overlaps_row(PyArrayObject *v, Row *r, Py_ssize_t t) {
+    char *vlo, *vhi, *rlo, *rhi;
+    byte_bounds(PyArray_NDIM(v), PyArray_DIMS(v), PyArray_STRIDES(v), PyArray_BYTES(v),
+                PyArray_ITEMSIZE(v), &vlo, &vhi);
+    byte_bounds(PyArray_NDIM(r->view), PyArray_DIMS(r->view), PyArray_STRIDES(r->view),
+                row_data(r, t), PyArray_ITEMSIZE(r->view), &rlo, &rhi);
+    return vlo < vhi && rlo < rhi && vlo < rhi && rlo < vhi;
+}
+
 static int same_shape(PyArrayObject *value, PyArrayObject *row) {
     int nd = PyArray_NDIM(row);
     if (PyArray_NDIM(value) != nd) return 0;
@@ -130,7 +155,9 @@ static PyObject *run_loop(PyObject *self, PyObject *args) {
     if (make_rows(in_spec, &ins, &n_in) < 0) return NULL;
     if (make_rows(out_spec, &outs, &n_out) < 0) { free_rows(ins, n_in); return NULL; }
     PyObject *result = NULL;
+    PyObject **values = PyMem_Calloc(n_out ? n_out : 1, sizeof(PyObject *));
     Py_ssize_t t = start, done = n;
+    if (!values) { PyErr_NoMemory(); goto finish; }
     for (Py_ssize_t k = 0; k < n_in; k++) {  /* the cells hold the moving rows */
         move_row(&ins[k], start);
         Py_INCREF(ins[k].view);
@@ -141,22 +168,35 @@ static PyObject *run_loop(PyObject *self, PyObject *args) {
         PyObject *res = PyObject_CallNoArgs(run);
         if (!res) { add_step_note(name, t); goto finish; }
         Py_DECREF(res);
-        for (Py_ssize_t j = 0; j < n_out; j++) {
-            Row *r = &outs[j];
-            PyObject *value = PyList_GET_ITEM(r->cell, 0), *array = value;
+        for (Py_ssize_t j = 0; j < n_out; j++) {  /* the values, shapes checked */
+            PyObject *value = PyList_GET_ITEM(outs[j].cell, 0);
             if (!PyArray_Check(value)) {  /* (a numpy scalar from a Python node) */
-                array = PyArray_FROM_O(value);
-                if (!array) goto finish;
+                values[j] = PyArray_FROM_O(value);
+                if (!values[j]) goto finish;
             } else {
-                Py_INCREF(array);
+                Py_INCREF(value);
+                values[j] = value;
             }
-            PyArrayObject *v = (PyArrayObject *)array;
-            int status = 0;
-            if (!same_shape(v, r->view)) {
-                Py_DECREF(array);
+            if (!same_shape((PyArrayObject *)values[j], outs[j].view)) {
                 result = Py_BuildValue("(inn)", 1, t, j);
                 goto finish;
             }
+        }
+        for (Py_ssize_t j = 0; j < n_out; j++) {  /* views into another row: copied */
+            PyArrayObject *v = (PyArrayObject *)values[j];
+            if (PyArray_BASE(v) == NULL) continue;
+            for (Py_ssize_t k = 0; k < n_out; k++) {
+                if (k == j || !overlaps_row(v, &outs[k], t)) continue;
+                PyObject *copy = PyArray_NewCopy(v, NPY_CORDER);
+                if (!copy) goto finish;
+                Py_SETREF(values[j], copy);
+                break;
+            }
+        }
+        for (Py_ssize_t j = 0; j < n_out; j++) {
+            Row *r = &outs[j];
+            PyArrayObject *v = (PyArrayObject *)values[j];
+            int status = 0;
             if (PyArray_DATA(v) == row_data(r, t) && PyArray_IS_C_CONTIGUOUS(v) &&
                 r->contiguous && PyArray_EquivTypes(PyArray_DESCR(v), PyArray_DESCR(r->view))) {
                 /* already in place: the body updated the row itself (an accumulator) */
@@ -167,7 +207,7 @@ static PyObject *run_loop(PyObject *self, PyObject *args) {
                 move_row(r, t);
                 status = PyArray_CopyInto(r->view, v);
             }
-            Py_DECREF(array);
+            Py_CLEAR(values[j]);
             if (status < 0) goto finish;
         }
         if (cond_cell != Py_None) {
@@ -182,6 +222,9 @@ finish:
         Py_INCREF(Py_None);
         PyList_SetItem(ins[k].cell, 0, Py_None);
     }
+    if (values)
+        for (Py_ssize_t j = 0; j < n_out; j++) Py_XDECREF(values[j]);
+    PyMem_Free(values);
     free_rows(ins, n_in);
     free_rows(outs, n_out);
     return result;

@@ -40,7 +40,7 @@ from workbench.core.scan.op import Scan, ScanError, check_step_value
 __all__ = ["LoopRunner", "compile_body"]
 
 #: Bump when loop.c changes.
-LOOP_C_VERSION = (3,)
+LOOP_C_VERSION = (4,)
 
 #: the most steps a while-loop on the device runs before reading its condition back
 UNTIL_CHECK_MAX = 64
@@ -131,6 +131,11 @@ class _HostRows:
     def from_host(value: np.ndarray) -> Any:
         return value
 
+    @staticmethod
+    def may_alias(value: Any, buf: Any) -> bool:
+        """Whether `value` may be a view into the buffer `buf` (a fresh array is not)."""
+        return getattr(value, "base", None) is not None and np.may_share_memory(value, buf)
+
 
 class _DeviceRows:
     """Buffers as torch tensors on the body's device (the gpu linker): the loop's values
@@ -161,6 +166,12 @@ class _DeviceRows:
         from workbench.core.link.gpu.device import to_device
 
         return to_device(value, self.device)
+
+    @staticmethod
+    def may_alias(value: Any, buf: Any) -> bool:
+        """Whether the tensor `value` may be a view into the buffer `buf`."""
+        return value._base is not None and \
+            value.untyped_storage().data_ptr() == buf.untyped_storage().data_ptr()
 
     def flags(self, n: int) -> Any:
         """n false booleans on the device: a while-loop's conditions, one per step."""
@@ -230,13 +241,15 @@ class LoopRunner:
                 raise
             for _, cell, holder in states:
                 holder[0] = cell[0]
-            for j, (cell, buf, offset) in enumerate(out_rows):
-                value = cell[0]
+            values = _unaliased([cell[0] for cell, _, _ in out_rows]
+                                + [rows.array(cell[0]) for cell in nit_cells],
+                                out_rows, rows)
+            for j, (_, buf, offset) in enumerate(out_rows):
+                value = values[j]
                 if rows.shape(value) != tuple(buf.shape[1:]):
                     check_step_value(op, labels[j], t, value, buf.shape[1:])
                 buf[(offset + t) % len(buf)] = value
-            for k, cell in enumerate(nit_cells):
-                value = rows.array(cell[0])
+            for k, value in enumerate(values[len(out_rows):]):
                 n_rows = self.ring if self.op.keeps_last(self.op.info.n_recurrent + k) \
                     else self.n_steps
                 nits[k] = rows.empty((n_rows, *value.shape), value)
@@ -385,6 +398,18 @@ class LoopRunner:
             elif steps < len(nits[k]):
                 nits[k] = nits[k][:steps]
         return buffers + nits
+
+
+def _unaliased(values: list[Any], out_rows: list[Any], rows: Any) -> list[Any]:
+    """A step's output `values` (those of `out_rows`, then the new nit-sots'), with a
+    copy of each one that is a view into another output's buffer: the rows are written
+    one after another, and a ring row written first would change it (`lambda a, b:
+    (a + b, a)` keeping the last rows: b's value is a's previous row). No copy unless
+    such a view is returned."""
+    for k, value in enumerate(values):
+        if any(j != k and rows.may_alias(value, buf) for j, (_, buf, _) in enumerate(out_rows)):
+            values[k] = rows.copy(value)
+    return values
 
 
 def _destroyed_inputs(fgraph: Any) -> frozenset[int]:
