@@ -273,3 +273,20 @@ def test_bptt_reads_the_cost_gradient_of_the_visible_rows_without_padding_them()
         _, got_dw, got_dh0 = f(*values)
         np.testing.assert_allclose(got_dw, dw, rtol=1e-12)
         np.testing.assert_allclose(got_dh0, dh0, rtol=1e-12)
+
+
+def test_the_last_row_of_an_empty_loop_is_its_initial_value_in_every_mode():
+    # as in PyTensor (FAST_RUN and FAST_COMPILE): ys[-1] reads the loop's whole buffer
+    v, n = wt.dvector("v"), wt.iscalar("n")
+    ys, _ = wb.scan(lambda h: h * 2, outputs_info=v, n_steps=n)
+    taps, _ = wb.scan(lambda a, b: a + b, outputs_info=dict(initial=v, taps=[-2, -1]),
+                      n_steps=n)
+    for options in ({"mode": "FAST_RUN"}, {"mode": "FAST_COMPILE"}, {"mode": "DEBUG"},
+                    {"linker": "c"}):
+        f = wb.function([v, n], [ys[-1], taps[-1], ys], **options)
+        last, last_tap, rows = f(np.array([1.0, 2.0]), 0)
+        np.testing.assert_array_equal(last, [1.0, 2.0])
+        assert last_tap == 2.0 and rows.shape == (0, 2)
+        last, last_tap, rows = f(np.array([1.0, 2.0]), 3)
+        np.testing.assert_array_equal(last, [8.0, 16.0])
+        assert last_tap == 8.0 and rows.shape == (3, 2)  # 1, 2, 3, 5, 8

@@ -195,7 +195,7 @@ def scan(
     `n_steps` (int or integer scalar) defaults to the shortest sequence;
     `truncate_gradient` (-1: all) limits backpropagation to the last steps (earlier
     sequence rows and, when it cuts, the initial values get no gradient through the
-    loop; PyTensor gives the initial values the adjoint at the cut instead);
+    loop, as in PyTensor: an initial value keeps only its direct gradient);
     `go_backwards` walks the sequences from the end. With `return_updates=False`
     only the outputs are returned (and the step may not update shared variables).
     Outputs: one Variable for one output, else a list, in `outputs_info` order.

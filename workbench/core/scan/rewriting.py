@@ -10,6 +10,9 @@
   that nothing reads are no longer computed, and sequences the body then no longer
   reads are no longer sliced (BPTT's loop computes the gradient of every sequence,
   of which a training step uses none: the inputs').
+- `scan_last_row_of_rows` (canonicalize): ``ys[-1]`` of a recurrent output's rows
+  ``full[L:]`` reads ``full[-1]``: after zero steps that is the last initial row (as in
+  PyTensor, in every mode), not an IndexError.
 - `scan_keep_last_row` (specialize): an output used only through its last row
   (``ys[-1]``, a shared variable's update), or not at all, is stored as that row
   alone: the loop keeps a ring of the rows its taps read instead of n_steps rows.
@@ -39,7 +42,7 @@ from workbench.core.tensor.indexing import SliceEntry
 from workbench.core.tensor.subtensor import Subtensor
 
 __all__ = ["ScanMerge", "push_out_invariants", "scan_drop_unused_records",
-           "scan_keep_last_row", "scan_merge", "scan_push_out_invariants",
+           "scan_keep_last_row", "scan_last_row_of_rows", "scan_merge", "scan_push_out_invariants",
            "scan_remove_unused"]
 
 
@@ -194,6 +197,22 @@ def _last_row_uses(fgraph: Any, node: Apply, k: int) -> list[Variable] | None:
         else:
             return None
     return uses
+
+
+@register_canonicalize
+@node_rewriter([Subtensor])
+def scan_last_row_of_rows(fgraph: Any, node: Apply) -> Any:
+    """`full[L:][-1]` of a loop's recurrent output (L initial rows) is `full[-1]`."""
+    rows = node.inputs[0].owner
+    if not _is_last_row(node) or rows is None or not isinstance(rows.op, Subtensor):
+        return None
+    loop = rows.inputs[0].owner
+    if loop is None or not isinstance(loop.op, Scan):
+        return None
+    k = loop.outputs.index(rows.inputs[0])
+    if k >= loop.op.info.n_recurrent or not _is_slice_from(rows, loop.op.info.depths[k]):
+        return None
+    return [rows.inputs[0][-1]]
 
 
 @register_specialize
