@@ -312,6 +312,25 @@ def test_the_loop_prints_with_its_body_and_runs_in_debug_mode():
     np.testing.assert_allclose(f(*values), reference(*values))
 
 
+def test_a_nested_loop_names_its_rows_with_one_tap_suffix():
+    x, s0 = wt.dmatrix("x"), wt.dvector("s0")
+
+    def outer(row, s):
+        inner, _ = wb.scan(lambda xi, si: si + xi, sequences=row, outputs_info=s)
+        return inner[-1]
+
+    sums, _ = wb.scan(outer, sequences=x, outputs_info=s0, name="outer")
+    text = wb.dprint(sums, file="str")
+    assert "x[t]" in text and "s0[t-1]" in text
+    assert "[t][t]" not in text and "[t-1][t" not in text
+    xv, sv = np.arange(6.0).reshape(3, 2), np.array([1.0, 2.0])
+    expected, s = [], sv
+    for row in xv:
+        s = s + row.sum()
+        expected.append(s)
+    np.testing.assert_allclose(run([x, s0], sums, xv, sv), expected)
+
+
 def test_r_op_through_a_loop_matches_finite_differences():
     x = wt.dvector("x")
     w = wt.dscalar("w")

@@ -21,6 +21,7 @@ the loop records its draws so that its gradient reuses them (see gradient.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,9 +58,15 @@ def _listed(value: Any) -> list[Any]:
 
 
 def _tap_name(base: str | None, tap: int) -> str | None:
+    """`base[t]`, `base[t-1]`, ...: the body's name for a row of `base`. In a nested loop
+    `base` may already be such a row's name: its suffix is replaced, not repeated."""
     if base is None:
         return None
+    base = _TAP_SUFFIX.sub("", base)
     return f"{base}[t]" if tap == 0 else f"{base}[t{tap:+d}]"
+
+
+_TAP_SUFFIX = re.compile(r"\[t(?:[+-]\d+)?\]$")
 
 
 def _split_result(result: Any, name: str) -> tuple[list[Any], dict[Any, Any], Until | None]:
