@@ -170,7 +170,7 @@ class _DeviceRows:
     @staticmethod
     def may_alias(value: Any, buf: Any) -> bool:
         """Whether the tensor `value` may be a view into the buffer `buf`."""
-        return value._base is not None and \
+        return getattr(value, "_base", None) is not None and \
             value.untyped_storage().data_ptr() == buf.untyped_storage().data_ptr()
 
     def flags(self, n: int) -> Any:
