@@ -302,3 +302,16 @@ def test_aliases_and_printing() -> None:
     x = wt.dvector("x")
     assert wt.expit is wt.sigmoid and wt.log1pexp is wt.softplus
     assert wb.pprint(wt.betaln(x, 2.0) + wt.erfinv(x)) == "betaln(x, 2.0) + erfinv(x)"
+
+
+@pytest.mark.parametrize("linker", HOST_LINKERS)
+def test_polygamma_far_left_ends_as_scipy_or_nan(linker: str) -> None:
+    # The Hurwitz zeta behind polygamma steps x up to 10 term by term: -inf, a huge
+    # negative integer (a pole) and NaN used to loop for ever on the py linker.
+    n, x = wt.dvector("n"), wt.dvector("x")
+    f = wb.function([n, x], wt.polygamma(n, x), linker=linker)
+    xs = np.array([-np.inf, -1e20, np.nan, -3.5, -1e5 + 0.5])
+    ones = np.ones_like(xs)
+    np.testing.assert_allclose(f(ones, xs), sp.polygamma(1, xs), rtol=1e-9)
+    # beyond ZETA_MOST_STEPS terms (not a pole): NaN, as the kernel's docstring says
+    assert np.isnan(f(np.array([1.0]), np.array([-2e6 + 0.5])))[0]

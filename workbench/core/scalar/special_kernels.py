@@ -118,6 +118,9 @@ def digamma(x: Any) -> np.ndarray:
         return np.where(np.isposinf(x), np.inf, result)
 
 
+#: The most terms the Hurwitz zeta sums to step q up to 10 (a loop, not a hang).
+ZETA_MOST_STEPS = 1e6
+
 #: B_2j / (2j)! for j = 1..12: the Euler-Maclaurin corrections of the Hurwitz zeta
 _EM = tuple(b / math.factorial(2 * j) for j, b in enumerate(
     (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
@@ -125,11 +128,17 @@ _EM = tuple(b / math.factorial(2 * j) for j, b in enumerate(
 
 
 def hurwitz_zeta(s: Any, q: Any) -> np.ndarray:
-    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for s > 1 (integer s also for q < 0)."""
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for s > 1 (integer s also for q < 0).
+
+    The sum steps q up to 10 term by term, so a q below -ZETA_MOST_STEPS (not a pole)
+    gives NaN rather than run for ever; poles (q a non-positive integer, -inf) give inf.
+    """
     s, q = np.broadcast_arrays(_f64(s), _f64(q))
     with np.errstate(all="ignore"):
+        pole = (q <= 0) & (q == np.floor(q))
+        too_far = ~pole & (q < -ZETA_MOST_STEPS)
         total = np.zeros(s.shape)
-        w = q.copy()
+        w = np.where(pole | too_far | np.isnan(q), 10.0, q)  # (their result is set below)
         for _ in range(9):  # at least 9 terms, then more until q + k >= 10
             total = total + np.power(w, -s)
             w = w + 1.0
@@ -144,7 +153,7 @@ def hurwitz_zeta(s: Any, q: Any) -> np.ndarray:
         for j, coefficient in enumerate(_EM, start=1):
             total = total + coefficient * factor
             factor = factor * (s + 2 * j - 1) * (s + 2 * j) / (w * w)
-        pole = (q <= 0) & (q == np.floor(q))
+        total = np.where(np.isnan(q) | too_far, np.nan, total)
         return np.where(pole, np.inf, total)
 
 

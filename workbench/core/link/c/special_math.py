@@ -68,6 +68,7 @@ static inline double wb_hurwitz_zeta_float64(double s, double q) {
     43867.0 / 798 / 6402373705728000.0, -174611.0 / 330 / 2432902008176640000.0,
     854513.0 / 138 / 1.1240007277776077e21, -236364091.0 / 2730 / 6.204484017332394e23};
   if (q <= 0 && q == floor(q)) return INFINITY;
+  if (isnan(q) || q < -1e6) return NAN;  /* as special_kernels.ZETA_MOST_STEPS: no hang */
   double total = 0, w = q;
   for (int k = 0; k < 9 || w < 10; k++) { total += pow(w, -s); w += 1; }
   total += pow(w, 1 - s) / (s - 1) + 0.5 * pow(w, -s);
