@@ -104,6 +104,26 @@ def test_solve_of_a_general_matrix_stays_general():
     assert "local_solve_triangular_matrix" not in f.maker.rewrite_trace.rewrites_used()
 
 
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_a_scaled_matrix_is_not_diagonal(linker):
+    # 2 * A folds the 2 into a (1, 1) constant: it has no off-diagonal entries, but it
+    # broadcasts, so the product is not diagonal (solve/det/inv gave wrong values)
+    a, v = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
+    f = wb.function([A, b], [la.solve(2 * A, b), la.det(2 * A), la.slogdet(2 * A)[0],
+                             la.inv(2 * A) @ b], linker=linker)
+    solved, det, sign, inv_b = f(a, v)
+    np.testing.assert_allclose(solved, np.linalg.solve(2 * a, v))
+    np.testing.assert_allclose(det, np.linalg.det(2 * a))
+    assert sign == 1.0
+    np.testing.assert_allclose(inv_b, np.linalg.solve(2 * a, v))
+    assert "local_solve_diagonal_matrix" not in f.maker.rewrite_trace.rewrites_used()
+    # a rectangular eye(n, m) * a is no square diagonal matrix: solve still refuses it
+    rect, n, m = wt.dmatrix("rect"), wt.iscalar("n"), wt.iscalar("m")
+    g = wb.function([rect, n, m, b], la.solve(wt.eye(n, m) * rect, b), linker=linker)
+    with pytest.raises(ValueError, match="square|rows but b"):  # (the C checks b first)
+        g(np.ones((2, 3)), 2, 3, v)
+
+
 def test_l_times_l_is_not_an_outer_product():
     f = wb.function([A], L @ L)
     assert "local_cholesky_outer_product" not in f.maker.rewrite_trace.rewrites_used()

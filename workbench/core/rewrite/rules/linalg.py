@@ -93,14 +93,33 @@ def diagonal_matrix(var: Variable) -> bool:
                 and zeros is not None and is_constant_value(zeros, 0))
     if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, smath.Mul):
         for operand in node.inputs:
+            # the diagonal factor must be square and not broadcast over the product: a
+            # folded (1, 1) constant (2 * a) has no off-diagonal entries but spreads
+            if _spreads(operand, var):
+                continue
             if (operand.owner is not None and isinstance(operand.owner.op, Eye)
-                    and is_constant_value(operand.owner.inputs[2], 0)):
+                    and is_constant_value(operand.owner.inputs[2], 0)
+                    and _same_length(*operand.owner.inputs[:2])):
                 return True
             data = constant_data(operand)
-            if data is not None and data.ndim == 2 and not np.any(
-                    data[~np.eye(*data.shape, dtype=bool)]):
+            if data is not None and data.ndim == 2 and data.shape[0] == data.shape[1] \
+                    and not np.any(data[~np.eye(*data.shape, dtype=bool)]):
                 return True  # a folded eye(n)
     return False
+
+
+def _spreads(operand: Variable, product: Variable) -> bool:
+    """Whether `operand` of an elementwise `product` may be broadcast along an axis (its
+    length 1 there while the product's is not known to be 1)."""
+    return any(o == 1 and p != 1 for o, p in zip(operand.type.shape, product.type.shape))
+
+
+def _same_length(n: Variable, m: Variable) -> bool:
+    """Whether the lengths `n` and `m` of an ``eye(n, m)`` are known equal (square)."""
+    if n is m:
+        return True
+    a, b = constant_data(n), constant_data(m)
+    return a is not None and b is not None and int(a) == int(b)
 
 
 def diag_vector(var: Variable) -> Variable | None:
