@@ -72,6 +72,42 @@ def test_failures_raise_linalg_error_naming_the_function(linker, name, build, va
         f(*values)
 
 
+NAN_FAILURES = [
+    ("svd_values", lambda a: la.svd(a, compute_uv=False)),
+    ("svd_vectors", lambda a: la.svd(a)),
+    ("pinv", lambda a: la.pinv(a)),
+]
+
+
+@pytest.mark.parametrize(("name", "build"), NAN_FAILURES, ids=[f[0] for f in NAN_FAILURES])
+def test_a_nan_matrix_fails_the_same_on_the_py_and_c_linkers(name, build):
+    # LAPACK's gesdd refuses a NaN matrix (info < 0): C once left its outputs unset
+    a = wt.dmatrix("a")
+    nan = np.full((2, 2), np.nan)
+    with pytest.raises(np.linalg.LinAlgError) as py_error:
+        wb.function([a], build(a), linker="py")(nan)
+    assert str(py_error.value) == "svd: SVD did not converge"
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.svd(nan)
+    if not has_compiler():
+        pytest.skip("no C compiler")
+    with pytest.raises(np.linalg.LinAlgError) as c_error:
+        wb.function([a], build(a), linker="c")(nan)
+    assert str(c_error.value).startswith(str(py_error.value))
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_eigh_of_a_nan_matrix_is_nan_as_numpys(linker):
+    if linker == "c" and not has_compiler():
+        pytest.skip("no C compiler")
+    a = wt.dmatrix("a")
+    nan = np.full((2, 2), np.nan)
+    w, v = wb.function([a], list(la.eigh(a)), linker=linker)(nan)
+    expected_w, expected_v = np.linalg.eigh(nan)
+    np.testing.assert_array_equal(w, expected_w)
+    np.testing.assert_array_equal(v, expected_v)
+
+
 @pytest.mark.parametrize("linker", LINKERS, ids=IDS)
 def test_singular_det_and_slogdet_are_numpys(linker):
     a = wt.dtensor3("a")

@@ -16,6 +16,7 @@ from workbench.core.link.c.ops.lapack_base import (
     LAPACK_ROUTINES,
     LapackC,
     buffers,
+    check_info,
     finish,
     lapack_available,
     lapack_symbol,
@@ -68,7 +69,7 @@ class CholeskyC(LapackC):
     wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
     const char uplo = '{uplo}'; wb_laint info = 0;
     wb_la_%(t)spotrf(&uplo, &wb_n, wb_a, &wb_ld, &info, (size_t)1);
-    if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
+    {check_info()}
     else {{
       %(ctype)s *o = (%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n;
       for (npy_intp i = 0; i < n; ++i)
@@ -101,7 +102,7 @@ class _SolveLikeC(LapackC):
     {prepare}
     const wb_laint wb_k = (wb_laint)k; wb_laint info = 0;
     {call}
-    if (info > 0) {{ wb_status = 1; wb_pos = {position}; }}
+    {check_info(position)}
     else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * k, n, k, wb_b);"""
         out_core = "n" if b_ndim == 1 else "n, k"
         code = self.loop(node, inputs, outputs, sub, body, decl, [out_core], function,
@@ -241,7 +242,7 @@ class InvC(LapackC):
     wb_laint info = 0;
     const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, 0); const char norm = '1';
     wb_la_%(t)sgesv(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info);
-    if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
+    {check_info()}
     else {{
       wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n, n, n, wb_b);
       {condition}
@@ -263,7 +264,8 @@ class _LogDetC(LapackC):
     wb_laint info = 0;
     wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);
     %(ctype)s sign = 1; %(rtype)s logdet = 0;
-    if (info > 0) {{ sign = 0; logdet = -INFINITY; }}
+    if (info < 0) {{ wb_status = wb_rejected; wb_pos = -(long)info; }}
+    else if (info > 0) {{ sign = 0; logdet = -INFINITY; }}
     else for (npy_intp j = 0; j < n; ++j) {{
       const %(ctype)s u = wb_a[j + j * n];
       const %(rtype)s modulus = wb_la_abs_%(t)s(u);

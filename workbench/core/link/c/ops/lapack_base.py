@@ -39,8 +39,8 @@ from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter
 
-__all__ = ["DTYPES", "LAPACK_ROUTINES", "LapackC", "LapackType", "buffers", "finish",
-           "lapack_available", "lapack_symbol", "messages", "typed"]
+__all__ = ["DTYPES", "LAPACK_ROUTINES", "LapackC", "LapackType", "buffers", "check_info",
+           "finish", "lapack_available", "lapack_symbol", "messages", "typed"]
 
 ALL = "sdcz"
 
@@ -497,9 +497,22 @@ def buffers(*specs: tuple[str, str, str]) -> tuple[str, str]:
 
 def messages(*texts: str) -> str:
     """The failure messages, `wb_status` k > 0 selecting texts[k - 1] (each is followed
-    by LAPACK's position)."""
-    quoted = ", ".join(f"\"{t}\"" for t in texts)
-    return f"static const char *wb_messages[] = {{{quoted}}};"
+    by LAPACK's position), then REJECTED (`wb_rejected`)."""
+    quoted = ", ".join(f"\"{t}\"" for t in (*texts, REJECTED))
+    return (f"static const char *wb_messages[] = {{{quoted}}};\n"
+            "const int wb_rejected = (int)(sizeof(wb_messages) / sizeof(wb_messages[0])); "
+            "(void)wb_rejected;")
+
+
+# The last message: LAPACK refused an argument (info < 0), whose position follows.
+REJECTED = "LAPACK rejected its argument "
+
+
+def check_info(position: str = "(long)info") -> str:
+    """C setting `wb_status` from LAPACK's `info`: a refused argument (info < 0, never
+    left unread: the outputs would be uninitialised memory) or failure 1 (info > 0)."""
+    return ("if (info < 0) { wb_status = wb_rejected; wb_pos = -(long)info; }\n"
+            f"    else if (info > 0) {{ wb_status = 1; wb_pos = {position}; }}")
 
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.core.link.c.interface import register_c_op
-from workbench.core.link.c.ops.lapack_base import DTYPES, LapackC, buffers, finish, messages
+from workbench.core.link.c.ops.lapack_base import (
+    DTYPES,
+    LapackC,
+    buffers,
+    check_info,
+    finish,
+    messages,
+)
 from workbench.core.tensor.linalg.decompositions import Eigh
 from workbench.core.tensor.linalg.rectangular import QR, SVD
 
@@ -47,7 +54,7 @@ if (wb_status == 0 && n > 0) {{
     const char jobz = '{jobz}', uplo = '{uplo}'; wb_laint info = 0;
     wb_la_%(t)s%(he)sevd(&jobz, &uplo, &wb_n, wb_a, &wb_ld, wb_w, wb_work, &wb_lwork{rw},
                          wb_iwork, &wb_liwork, &info, (size_t)1, (size_t)1);
-    if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
+    {check_info()}
     else {{
       %(rtype)s *w = (%(rtype)s*)PyArray_DATA({outputs[0]}) + wb_i * n;
       for (npy_intp j = 0; j < n; ++j) w[j] = wb_w[j];
@@ -118,7 +125,8 @@ if (wb_status == 0 && k > 0) {{
     const char jobz = '{jobz}'; wb_laint info = 0;
     wb_la_%(t)sgesdd(&jobz, &wb_m, &wb_n, wb_a, &wb_ldu, wb_s, wb_u, &wb_ldu, wb_vt, &wb_ldvt,
                      wb_work, &wb_lwork{rwork}, wb_iwork, &info, (size_t)1);
-    if (info > 0) {{ wb_status = 1; wb_pos = (long)info; }}
+    /* any failure is numpy's "did not converge": gesdd refuses a NaN matrix (info -4) */
+    if (info != 0) {{ wb_status = 1; wb_pos = (long)info; }}
     else {{
       %(rtype)s *s = (%(rtype)s*)PyArray_DATA({s_out}) + wb_i * k;
       for (npy_intp j = 0; j < k; ++j) s[j] = wb_s[j];
@@ -165,9 +173,8 @@ if (wb_status == 0 && k > 0) {{
             q_store, cores, empty = "", [f"{rrows}, n"], ""
         else:
             q_out, r_out = outputs
-            q_store = (f"wb_la_%(t)s%(or)sgqr(&wb_m, &wb_qcols, &wb_k, wb_a, &wb_lda, wb_tau, "
-                       "wb_work, &wb_lwork, &info);\n"
-                       "    if (info > 0) { wb_status = 1; wb_pos = (long)info; }\n"
+            q_store = ("wb_la_%(t)s%(or)sgqr(&wb_m, &wb_qcols, &wb_k, wb_a, &wb_lda, wb_tau, "
+                       "wb_work, &wb_lwork, &info);\n    " + check_info() + "\n"
                        f"    else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({q_out}) + "
                        f"wb_i * m * {qcols}, m, {qcols}, wb_a);")
             cores = [f"m, {qcols}", f"{rrows}, n"]
@@ -178,12 +185,13 @@ if (wb_status == 0 && k > 0) {{
     wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, m, n, wb_a);
     wb_laint info = 0;
     wb_la_%(t)sgeqrf(&wb_m, &wb_n, wb_a, &wb_lda, wb_tau, wb_work, &wb_lwork, &info);
-    {{
+    {check_info()}
+    if (wb_status == 0) {{
       %(ctype)s *r = (%(ctype)s*)PyArray_DATA({r_out}) + wb_i * {rrows} * n;
       for (npy_intp i = 0; i < {rrows}; ++i)
         for (npy_intp j = 0; j < n; ++j) r[i * n + j] = (i <= j && i < m) ? wb_a[i + j * m] : 0;
     }}
-    {q_store}"""
+    if (wb_status == 0) {{ {q_store} }}"""
         head = "const npy_intp k = m < n ? m : n;"
         code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, "qr",
                          "(double)4 * m * n * k", square=False, run_if="k > 0",
