@@ -41,6 +41,7 @@ def _fires(rule: str, inputs, output, absent: set[str] = frozenset()) -> None:
 
 
 L = la.cholesky(A)
+KK = K @ K.transpose(0, 2, 1)  # known symmetric, batched
 FIRING = [
     ("inv_matrix_vector", "local_inv_dot_to_solve", [A, b], lambda: la.inv(A) @ b, {"Inv"}),
     ("inv_matrix_matrix", "local_inv_dot_to_solve", [A, B], lambda: wt.dot(la.inv(A), B),
@@ -57,9 +58,12 @@ FIRING = [
     ("log_det_cholesky", "local_det_of_triangular", [A],
      lambda: wt.log(la.det(la.cholesky(A))), {"Det", "SLogDet"}),
     ("log_det_with_factor", "local_det_from_cholesky", [K, b],
-     lambda: wt.log(la.det(K)).sum() + la.solve(la.cholesky(K), b[:3]).sum(), {"Det", "SLogDet"}),
+     lambda: wt.log(la.det(KK)).sum() + la.solve(la.cholesky(KK), b[:3]).sum(),
+     {"Det", "SLogDet"}),
     ("det_with_factor", "local_det_from_cholesky", [A],
-     lambda: la.det(A) + la.cholesky(A).sum(), {"Det"}),
+     lambda: la.det(A @ A.T) + la.cholesky(A @ A.T).sum(), {"Det"}),
+    ("det_with_factor_of_a_sum", "local_det_from_cholesky", [A],
+     lambda: la.det(A + A.T) + la.cholesky(A + A.T).sum(), {"Det"}),
     ("solve_factor", "local_solve_triangular_matrix", [A, b], lambda: la.solve(L, b),
      {"Solve"}),
     ("solve_factor_transposed", "local_solve_triangular_matrix", [A, B],
@@ -138,6 +142,17 @@ def test_a_complex_factor_times_its_plain_transpose_is_kept():
     m = np.array([[2.0, 1j], [-1j, 3.0]])
     low = np.linalg.cholesky(m)
     np.testing.assert_allclose(f(m), low @ low.T)
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_det_of_a_non_symmetric_matrix_ignores_its_factor(linker):
+    # cholesky reads the lower triangle only: its diagonal is not this matrix's det
+    a = np.array([[2.0, 5.0], [0.1, 2.0]])
+    f = wb.function([A], [la.det(A), la.cholesky(A)], linker=linker)
+    assert "local_det_from_cholesky" not in f.maker.rewrite_trace.rewrites_used()
+    det, _ = f(a)
+    np.testing.assert_allclose(det, np.linalg.det(a), rtol=1e-12)
+    assert np.isclose(det, 3.5)
 
 
 def test_log_of_a_negative_determinant_stays_nan():

@@ -14,10 +14,12 @@ into zeros -- and ``eye(n) * x`` are diagonal):
 - ``local_det_of_triangular``: ``det(t) -> prod(diagonal(t))`` for a triangular or
   diagonal `t` (so ``det(diag(x)) -> prod(x)`` up to reading the diagonal), and
   ``slogdet(t)`` from the diagonal the same way.
-- ``local_det_from_cholesky``: ``det(a)`` / ``slogdet(a)`` of a matrix the graph also
-  factorises (``cholesky(a)``) from that factor's diagonal: ``prod(diag(L))^2`` and
-  ``(1, 2 sum(log(diag(L))))``, no LU. Exact for the positive-definite matrices the
-  factorisation accepts (it raises for the others, and stays in the graph).
+- ``local_det_from_cholesky``: ``det(a)`` / ``slogdet(a)`` of a matrix known symmetric
+  (``x @ x^T``, ``s + s^T``, diagonal) that the graph also factorises (``cholesky(a)``)
+  from that factor's diagonal: ``prod(diag(L))^2`` and ``(1, 2 sum(log(diag(L))))``,
+  no LU. Exact for the positive-definite matrices the factorisation accepts (it raises
+  for the others, and stays in the graph); declined for any other `a`, whose other
+  triangle the factor never read.
 - ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t` (a
   Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
   `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
@@ -60,7 +62,7 @@ __all__ = [
     "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_from_cholesky",
     "local_det_of_triangular", "local_inv_dot_to_solve", "local_log_det_to_slogdet",
     "local_solve_diagonal_matrix", "local_solve_triangular_matrix", "masked_triangle",
-    "transposed_source", "triangular_structure",
+    "symmetric_matrix", "transposed_source", "triangular_structure",
 ]  # fmt: skip
 
 
@@ -76,6 +78,23 @@ def transposed_source(var: Variable) -> Variable | None:
     if nd < 2 or tuple(node.op.new_order) != (*range(nd - 2), nd - 1, nd - 2):
         return None
     return node.inputs[0]
+
+
+def symmetric_matrix(var: Variable) -> bool:
+    """Whether `var` is known symmetric by construction: ``x @ x^T`` / ``x^T @ x`` (real
+    `x`; a Dot or MatMul), ``s + s^T``, or a diagonal matrix."""
+    node = var.owner
+    if node is None or var.type.ndim < 2:
+        return False
+    if isinstance(node.op, (Dot, MatMul)) and len(node.inputs) == 2:
+        x, y = node.inputs
+        return (not x.type.dtype.is_complex
+                and (transposed_source(y) is x or transposed_source(x) is y))
+    if (isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, smath.Add)
+            and len(node.inputs) == 2):
+        x, y = node.inputs
+        return transposed_source(y) is x or transposed_source(x) is y
+    return var.type.ndim == 2 and diagonal_matrix(var)
 
 
 def diagonal_matrix(var: Variable) -> bool:
@@ -304,13 +323,17 @@ def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
 @node_rewriter([Det, SLogDet])
 def local_det_from_cholesky(fgraph: Any, node: Apply) -> Any:
     """``det(a) -> prod(diag(L))^2``, ``slogdet(a) -> (1, 2 sum(log(diag(L))))`` where the
-    graph also computes ``L = cholesky(a)``.
+    graph also computes ``L = cholesky(a)`` and `a` is known symmetric
+    (`symmetric_matrix`): Cholesky reads one triangle only, so a non-symmetric `a`
+    would get the determinant of another matrix.
 
-    Domain: positive-definite `a` (the graph's Cholesky raises for any other)."""
+    Domain: symmetric positive-definite `a` (the graph's Cholesky raises for others)."""
     from workbench.core.tensor.reduction import prod
     from workbench.core.tensor.reduction import sum as reduce_sum
 
     (a,) = node.inputs
+    if not symmetric_matrix(a):
+        return None
     factor = None
     for client, _ in (fgraph.clients.get(a, ()) if fgraph is not None else ()):
         if not isinstance(client, str) and isinstance(client.op, Cholesky):
