@@ -43,13 +43,26 @@ def _mp(fn, *arrays):
     return out.astype(np.float64)
 
 
+def _mp_digamma(x: np.ndarray) -> np.ndarray:
+    """40-digit digamma, NaN at the poles (the non-positive integers) as SciPy."""
+    pole = (x <= 0) & (x == np.floor(x))
+    return np.where(pole, np.nan, _mp(mpmath.digamma, np.where(pole, 0.5, x)))
+
+
 # name -> (inputs (arrays broadcast together), reference, max relative error, floor)
 ACCURACY = {
     "gammaln": ((_grid(POSITIVE, NEGATIVE),), sp.gammaln, 1e-12, 1e-14),
     "gamma": ((_grid(np.geomspace(1e-8, 170, 2000), -np.geomspace(1e-3, 150, 2000) + 3e-4),),
               sp.gamma, 1e-13, 0.0),
-    "digamma": ((_grid(np.geomspace(1e-8, 1e10, 3000)),), sp.digamma, 1e-13, 1e-15),
-    "digamma_negative": ((np.linspace(-50, 0.5, 2001) + 1e-4,), sp.digamma, 1e-11, 1.0),
+    "digamma": ((_grid(np.geomspace(1e-300, 1e300, 3000)),), _mp_digamma, 1e-13, 1e-15),
+    # near each negative zero of psi the bound is absolute (floor 1): the reflection
+    # psi(1 - x) - pi cot(pi x) cancels there
+    "digamma_negative": ((np.linspace(-50, 0.5, 2001) + 1e-4,), _mp_digamma, 1e-14, 1.0),
+    # pi x reduced exactly: accurate up to |x| = 2^52, beyond which every double is an
+    # integer, a pole (NaN, as SciPy); digamma(-1e15 - 0.5) was 35.54 (34.54)
+    "digamma_far_left": ((_grid(-np.geomspace(1e-300, 1e300, 3000), -1e15 - 0.5,
+                                -10.0 ** RNG.uniform(-300, 15.7, 3000)),),
+                         _mp_digamma, 1e-14, 1.0),
     "polygamma": ((np.arange(1.0, 11.0)[:, None], np.geomspace(1e-8, 1e6, 400)[None, :]),
                   sp.polygamma, 1e-14, 0.0),
     "betaln": ((np.geomspace(1e-3, 50, 150)[:, None], np.geomspace(1e-3, 50, 150)[None, :]),
@@ -106,7 +119,7 @@ ACCURACY = {
 
 
 def _function_name(name: str) -> str:
-    return name.removesuffix("_negative").removesuffix("_large")
+    return name.removesuffix("_negative").removesuffix("_large").removesuffix("_far_left")
 
 
 def _compiled(name: str, nin: int, linker: str, dtype: str = "float64"):

@@ -7,7 +7,8 @@ written here for arrays; the C backend has the same algorithms for one element
 
 * log-gamma and gamma: the C library's `lgamma`/`tgamma` (through Python's `math`),
   poles giving +inf (lgamma) or NaN/inf (gamma) as SciPy does;
-* digamma: the reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 1/2, the
+* digamma: the reflection psi(x) = psi(1 - x) - pi cot(pi x) for x < 1/2 (pi x reduced
+  exactly, `pi_cot_pi`: accurate for any |x|), the
   recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
   ln x - 1/(2x) - sum B_2k / (2k x^2k);
 * polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) with the Hurwitz zeta function by
@@ -43,7 +44,8 @@ import numpy as np
 __all__ = [
     "betaln", "beta", "digamma", "erfcinv", "erfcx", "erfinv", "gamma", "gammainc",
     "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp",
-    "logaddexp2", "logit", "polygamma", "xlog1py", "xlogy", "LN_SQRT_2PI", "stirling_correction",
+    "logaddexp2", "logit", "pi_cot_pi", "polygamma", "xlog1py", "xlogy", "COT_SERIES_BELOW",
+    "LN_SQRT_2PI", "stirling_correction",
 ]  # fmt: skip
 
 LN_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -94,13 +96,32 @@ def gamma(x: Any) -> np.ndarray:
 _DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
 
 
+#: Below this |r|, pi cot(pi r) is 1/r - (pi^2 / 3) r to double precision (the next term,
+#: pi^4 r^3 / 45, is 1e-32 of the first); and pi r would lose digits as a subnormal.
+COT_SERIES_BELOW = 1e-8
+
+
+def pi_cot_pi(x: Any) -> np.ndarray:
+    """pi cot(pi x), the reflection term of digamma and polygamma, with pi x reduced
+    exactly: r = x - round(x) is exact in floating point and cot has period pi, so the
+    result keeps its relative accuracy for any |x| (pi * x itself would lose the
+    fraction of x beyond 1e12). inf at the integers (every |x| >= 2^52)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        r = x - np.round(x)
+        small = np.abs(r) < COT_SERIES_BELOW
+        wide = math.pi / np.tan(math.pi * np.where(small, 0.25, r))
+        return np.where(small, 1.0 / r - (math.pi ** 2 / 3) * r, wide)
+
+
 def digamma(x: Any) -> np.ndarray:
-    """psi(x) = Gamma'(x) / Gamma(x)."""
+    """psi(x) = Gamma'(x) / Gamma(x); below 1/2 by the reflection psi(1 - x) - pi cot(pi x)
+    with the exact reduction of `pi_cot_pi` (NaN at the poles, every x <= -2^52)."""
     x = _f64(x)
     with np.errstate(all="ignore"):
         reflect = x < 0.5
         y = np.where(reflect, 1.0 - x, x)
-        total = np.where(reflect, -math.pi / np.tan(math.pi * x), 0.0)
+        total = np.where(reflect, -pi_cot_pi(x), 0.0)
         while True:
             small = y < 10.0
             if not small.any():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from workbench.core.scalar import hypergeometric
+from workbench.core.scalar import hypergeometric, special_kernels
 
 __all__ = ["SPECIAL_C", "support_code"]
 
@@ -42,6 +42,16 @@ def _define(name: str, source: str, *needs: str) -> None:
     SPECIAL_C[name] = (source, needs)
 
 
+_define("wb_pi_cot_pi", r"""
+#define WB_COT_SERIES_BELOW """ + repr(special_kernels.COT_SERIES_BELOW) + r"""
+static inline double wb_pi_cot_pi(double x) {
+  /* pi cot(pi x) with pi x reduced exactly (special_kernels.pi_cot_pi) */
+  double r = x - round(x);
+  if (fabs(r) < WB_COT_SERIES_BELOW) return 1 / r - (WB_PI * WB_PI / 3) * r;
+  return WB_PI / tan(WB_PI * r);
+}
+""")
+
 _define("wb_digamma", r"""
 static inline double wb_digamma_float64(double x) {
   static const double c[7] = {1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132,
@@ -50,14 +60,14 @@ static inline double wb_digamma_float64(double x) {
   if (isinf(x)) return x > 0 ? x : NAN;
   if (x < 0 && x == floor(x)) return NAN;
   double total = 0, y = x;
-  if (x < 0.5) { total = -WB_PI / tan(WB_PI * x); y = 1 - x; }
+  if (x < 0.5) { total = -wb_pi_cot_pi(x); y = 1 - x; }
   while (y < 10) { total -= 1 / y; y += 1; }
   double inv2 = 1 / (y * y), s = 0;
   for (int k = 6; k >= 0; k--) s = (s + c[k]) * inv2;
   return total + log(y) - 0.5 / y - s;
 }
 WB_FLOAT32_OF(wb_digamma)
-""")
+""", "wb_pi_cot_pi")
 
 _define("wb_hurwitz_zeta", r"""
 static inline double wb_hurwitz_zeta_float64(double s, double q) {
