@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from workbench.core.link.c import spawn
+
 __all__ = ["DUMP_FLAGS", "function_callback", "reporting_functions", "run_reporting"]
 
 #: What makes GCC dump each function as it finishes (`-dumpdir` is added per run).
@@ -91,8 +93,8 @@ def run_reporting(cmd: Sequence[str], cwd: str, dump_dir: Path,
     dump_dir.mkdir(parents=True, exist_ok=True)
     full = [*cmd, *DUMP_FLAGS, "-dumpdir", f"{dump_dir}{os.sep}"]
     reader = _DumpReader(dump_dir, callback)
-    proc = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = spawn.popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
     deadline = time.monotonic() + timeout
     try:
         while True:

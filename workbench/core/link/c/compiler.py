@@ -42,7 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from workbench.core.link import settings as link_settings
-from workbench.core.link.c import compile_progress
+from workbench.core.link.c import compile_progress, spawn
 
 __all__ = [
     "AVX512_ENV", "CompileError", "CompilerInfo", "CompilerUnavailableError",
@@ -136,12 +136,6 @@ def _find_command() -> tuple[str, ...]:
         "no C compiler found: CC is unset and none of sysconfig's CC, cc, gcc or clang is "
         "on PATH. Fix: install one (e.g. `apt-get install gcc`) or set CC; or use "
         "linker='py'.")
-
-
-def _run(cmd: Sequence[str], cwd: str | None = None,
-         timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          check=False)
 
 
 # -- probe results kept on disk ----------------------------------------------------
@@ -303,7 +297,7 @@ def _try_build(command: tuple[str, ...], flags: Sequence[str], code: str) -> boo
         src = Path(tmp, "probe.c")
         src.write_text(code)
         out = Path(tmp, "probe.so")
-        res = _run([*command, "-fPIC", *_link_flags(), *flags, str(src), "-o", str(out)],
+        res = spawn.run([*command, "-fPIC", *_link_flags(), *flags, str(src), "-o", str(out)],
                    timeout=60)
         text = res.stderr.lower()
         return (res.returncode == 0 and out.exists()
@@ -314,7 +308,7 @@ def _try_build(command: tuple[str, ...], flags: Sequence[str], code: str) -> boo
 def _version_of(command: tuple[str, ...]) -> str:
     """The first line of `<compiler> --version`; CompilerUnavailableError if it fails."""
     try:
-        res = _run([*command, "--version"], timeout=60)
+        res = spawn.run([*command, "--version"], timeout=60)
     except OSError as exc:  # pragma: no cover - exotic: file vanished or not runnable
         raise CompilerUnavailableError(f"the C compiler {command[0]!r} cannot run: {exc}. "
                                        "Fix: set CC to a working compiler.") from exc
@@ -451,7 +445,7 @@ def _cpu_features_for(info: CompilerInfo) -> str:
 
 def _native_target(info: CompilerInfo) -> str:
     try:
-        res = _run([*info.command, "-march=native", "-Q", "--help=target"], timeout=60)
+        res = spawn.run([*info.command, "-march=native", "-Q", "--help=target"], timeout=60)
     except (OSError, subprocess.SubprocessError):
         return ""
     return res.stdout if res.returncode == 0 else ""
@@ -541,7 +535,7 @@ def compile_module(source: str, module_name: str, *, out_dir: str | os.PathLike[
             res = compile_progress.run_reporting(cmd, str(directory),
                                                  directory / "wb-function-dumps", callback)
         else:
-            res = _run(cmd, cwd=str(directory))
+            res = spawn.run(cmd, cwd=str(directory))
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"compiling module {module_name!r} timed out; source kept at {src}",
                            source_path=src, command=cmd) from exc
@@ -754,7 +748,7 @@ def _build_prelude(directory: Path, command: list[str]) -> None:
     cmd = [*command, *[f"-I{d}" for d in python_include_dirs()],
            "-x", "c-header", str(header), "-o", str(tmp)]
     try:
-        res = _run(cmd, timeout=600)
+        res = spawn.run(cmd, timeout=600)
         ok = res.returncode == 0 and tmp.exists()
     except (OSError, subprocess.SubprocessError):
         ok = False
