@@ -171,20 +171,39 @@ def _take_cases() -> list[Case]:
         Case("put_along_axis_inc_repeats", _call("put_along_axis", axis=1, inc=True),
              _put(axis=1, inc=True),
              (Arg((3, 4)), Arg((3, 5), "int64", sample=_indices(4)), Arg((3, 5)))),
+        Case("put_along_axis_flat_keeps_shape", _call("put_along_axis", axis=None),
+             _put(axis=None), (Arg((3, 4)), Arg((5,), "int64", sample=_flat_positions),
+                               Arg((5,), "float64"))),
+        Case("put_along_axis_inc_flat", _call("put_along_axis", axis=None, inc=True),
+             _put(axis=None, inc=True),
+             (Arg((3, 4)), Arg((6,), "int64", sample=_indices(12)), Arg((6,), "float64"))),
+        Case("put_along_axis_float_into_int", _call("put_along_axis", axis=1),
+             _put(axis=1), (Arg((3, 4), "int32", -9, 9),
+                            Arg((3, 4), "int64", sample=_permutations), Arg((3, 4))),
+             grad="the float values are truncated into an integer array"),
     ]
 
 
-def _put(axis: int, inc: bool = False) -> Callable[..., Any]:
+def _put(axis: int | None, inc: bool = False) -> Callable[..., Any]:
     def reference(arr: Any, indices: Any, values: Any) -> Any:
         out = arr.copy()
-        if inc:
+        if inc:  # numpy.add.at at put_along_axis's index
+            flat = out.reshape(-1) if axis is None else out
             lead = np.arange(arr.shape[0])[:, None]
-            np.add.at(out, (lead, indices) if axis == 1 else (indices, lead.T), values)
+            where = indices if axis is None else (lead, indices) if axis == 1 else (
+                indices, lead.T)
+            np.add.at(flat, where, values)
         else:
             np.put_along_axis(out, indices, values, axis)
         return out
 
     return reference
+
+
+def _flat_positions(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    """Distinct positions into a flattened 3 x 4 array, some negative."""
+    positions = rng.permutation(12)[:shape[0]] - rng.integers(0, 2, size=shape[0]) * 12
+    return positions.astype(dtypes.as_dtype(dtype).numpy)
 
 
 def _reorder_cases() -> list[Case]:

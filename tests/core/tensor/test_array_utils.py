@@ -9,6 +9,16 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+from workbench.core.link.c.compiler import has_compiler
+
+LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
+                                                             reason="needs a C compiler"))]
+try:
+    import torch  # noqa: F401
+
+    LINKERS.append("gpu")
+except ImportError:  # pragma: no cover - torch is optional
+    pass
 
 
 def static(*shape: int) -> wt.TensorVariable:
@@ -67,6 +77,49 @@ def test_put_along_axis_set_and_inc() -> None:
     put, inc = f(np.zeros((2, 3)), np.array([[0, 0], [2, 1]]))
     np.testing.assert_array_equal(put, [[7, 0, 0], [0, 7, 7]])
     np.testing.assert_array_equal(inc, [[2, 0, 0], [0, 1, 1]])
+
+
+def _numpy_put(arr: np.ndarray, indices: np.ndarray, values: object, axis: int | None
+               ) -> np.ndarray:
+    out = arr.copy()
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_put_along_axis_keeps_the_shape_and_casts_values_as_numpy(linker: str) -> None:
+    """axis=None writes into arr.flat and keeps arr's shape; values are cast to arr's
+    dtype (float64 into float32, floats truncated into integers), as NumPy does."""
+    a, f32, i32 = wt.dmatrix("a"), wt.fmatrix("f32"), wt.imatrix("i32")
+    flat, i, v = wt.lvector("flat"), wt.lmatrix("i"), wt.dmatrix("v")
+    f = wb.function([a, f32, i32, flat, i, v],
+                    [wt.put_along_axis(a, flat, 9.0, None),
+                     wt.put_along_axis(a, flat, 1.0, None, inc=True),
+                     wt.put_along_axis(f32, i, v, 1), wt.put_along_axis(i32, i, v, -1),
+                     wt.put_along_axis(i32, i, v, 1, inc=True)], linker=linker)
+    values = np.arange(6.0).reshape(2, 3)
+    ints = np.array([[-1, 2, 3], [4, -5, 6]], np.int32)
+    positions, at, new = np.array([0, 4, -1]), np.array([[0], [2]]), np.array([[1.5], [-2.7]])
+    got = f(values, values.astype(np.float32), ints, positions, at, new)
+    added = values.copy()
+    np.add.at(added.reshape(-1), positions, 1.0)
+    ints_added = ints.copy()
+    np.add.at(ints_added, (np.arange(2)[:, None], at), new)
+    want = [_numpy_put(values, positions, 9.0, None), added,
+            _numpy_put(values.astype(np.float32), at, new, 1), _numpy_put(ints, at, new, -1),
+            ints_added]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def test_put_along_axis_refuses_what_numpy_refuses() -> None:
+    with pytest.raises(OverflowError, match="put_along_axis: cannot write values 300 into "
+                                            "arr of dtype int8"):
+        wt.put_along_axis(wt.bmatrix("a"), wt.lmatrix("i"), 300, 1)
+    with pytest.raises(IndexError, match="indices must have an integer dtype"):
+        wt.put_along_axis(wt.dmatrix("a"), wt.TensorType("bool", (None, None))("i"), 1.0, 1)
 
 
 def test_roll_by_a_symbolic_shift_of_any_sign() -> None:

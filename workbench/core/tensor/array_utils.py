@@ -238,10 +238,11 @@ def allclose(a: TensorLike, b: TensorLike, rtol: float = 1e-05, atol: float = 1e
 _TAKE_MODES = ("raise", "wrap", "clip")
 
 
-def _int_indices(indices: TensorLike, func: str) -> Variable:
+def _int_indices(indices: TensorLike, func: str, error: type[Exception] = TypeError
+                 ) -> Variable:
     indices = _tensor(indices, func, "indices")
     if not indices.type.dtype.is_int:
-        raise TypeError(f"{func}: indices must have an integer dtype, got {indices.type}")
+        raise error(f"{func}: indices must have an integer dtype, got {indices.type}")
     return indices
 
 
@@ -282,7 +283,7 @@ def _along_axis_args(func: str, arr: TensorLike, indices: TensorLike, axis: int 
     from workbench.core.tensor.reshape import flatten
 
     arr = _tensor(arr, func, "arr")
-    indices = _int_indices(indices, func)
+    indices = _int_indices(indices, func, IndexError)  # NumPy's error, booleans included
     if axis is None:
         if indices.type.ndim != 1:
             raise ValueError(f"{func}: with axis=None, indices must be 1-d, got "
@@ -301,19 +302,55 @@ def take_along_axis(arr: TensorLike, indices: TensorLike, axis: int | None = -1)
     return arr[_along_axis_index(arr, indices, axis)]
 
 
+def _put_values(values: TensorLike, arr: Variable, inc: bool) -> tuple[Variable, Any]:
+    """`values` for put_along_axis and the dtype to write them in, as NumPy does.
+
+    Setting casts `values` to arr's dtype (``arr[idx] = values``: floats truncate into
+    integers, complex values into real arrays lose their imaginary part with NumPy's
+    ComplexWarning); a Python int out of arr's range is refused (NumPy's OverflowError).
+    Adding computes ``arr[idx] + values`` in their promoted dtype and casts the sum back
+    (``numpy.add.at``), Python numbers promoting weakly.
+    """
+    target = arr.type.dtype
+    if isinstance(values, (bool, int, float, complex)):  # judged by value, as NumPy does
+        dtype = dtypes.result_type(target, values) if inc else target
+        try:
+            values = np.asarray(values, dtype.numpy)
+        except (OverflowError, TypeError) as exc:
+            if not (inc and isinstance(exc, OverflowError)):
+                raise type(exc)(f"put_along_axis: cannot write values {values!r} into "
+                                f"arr of dtype {target}: {exc}") from None
+            values = np.asarray(values)  # numpy.add.at adds it in int64, then wraps
+    values = _tensor(values, "put_along_axis", "values")
+    work = dtypes.result_type(target, values.type.dtype) if inc else target
+    return (values if values.type.dtype == work else cast(values, work)), work
+
+
 def put_along_axis(arr: TensorLike, indices: TensorLike, values: TensorLike,
                    axis: int | None, inc: bool = False) -> Variable:
     """numpy.put_along_axis as a new tensor: `arr` with `values` written at `indices`
     along `axis` (``inc=True``: added, repeated indices accumulating as numpy.add.at).
 
-    With ``axis=None`` the result is the flattened `arr`, as NumPy writes into
-    ``arr.flat``; reshape it back if needed.
+    With ``axis=None`` the values go into the flattened `arr` (NumPy's ``arr.flat``) and
+    the result keeps arr's shape. `values` are cast to arr's dtype as NumPy does (see
+    `_put_values`); with ``inc=True`` and a cast that truncates (floats added into an
+    integer array), repeated indices are summed before the one truncation, where
+    numpy.add.at truncates after each addition.
     """
+    from workbench.core.tensor.reshape import reshape
     from workbench.core.tensor.subtensor import inc_subtensor, set_subtensor
 
-    arr, indices, axis = _along_axis_args("put_along_axis", arr, indices, axis)
-    target = arr[_along_axis_index(arr, indices, axis)]
-    return (inc_subtensor if inc else set_subtensor)(target, values)
+    original = _tensor(arr, "put_along_axis", "arr")
+    arr, indices, axis_ = _along_axis_args("put_along_axis", original, indices, axis)
+    values, work = _put_values(values, arr, inc)
+    into = arr if work == arr.type.dtype else cast(arr, work)
+    target = into[_along_axis_index(into, indices, axis_)]
+    out = (inc_subtensor if inc else set_subtensor)(target, values)
+    if out.type.dtype != original.type.dtype:
+        out = cast(out, original.type.dtype)
+    if axis is None and original.type.ndim != 1:
+        out = reshape(out, shape_tuple(original))
+    return out
 
 
 # -- reordering ---------------------------------------------------------------------------
