@@ -155,6 +155,8 @@ def _take_cases() -> list[Case]:
         Case("take_clip", _call("take", axis=-1, mode="clip"),
              _np(np.take, axis=-1, mode="clip"),
              (Arg((2, 3)), Arg((6,), "int64", sample=_indices(9)))),
+        Case("take_bool_indices", _call("take", axis=1), _np(np.take, axis=1),
+             (Arg((3, 2)), Arg((2, 3), "bool"))),
         Case("take_along_axis_last", _call("take_along_axis", axis=-1),
              _np(np.take_along_axis, axis=-1),
              (Arg((3, 4)), Arg((3, 6), "int64", sample=_indices(4)))),

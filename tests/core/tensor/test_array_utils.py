@@ -122,6 +122,24 @@ def test_put_along_axis_refuses_what_numpy_refuses() -> None:
         wt.put_along_axis(wt.dmatrix("a"), wt.TensorType("bool", (None, None))("i"), 1.0, 1)
 
 
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_take_reads_boolean_indices_as_0_and_1_as_numpy(linker: str) -> None:
+    a, mask, s = wt.dmatrix("a"), wt.TensorType("bool", (None, None))("mask"), wt.dscalar("s")
+    f = wb.function([a, mask, s], [wt.take(a, mask), wt.take(a, mask, axis=1, mode="wrap"),
+                                   wt.take(s, mask[1:, 0]),
+                                   wt.take(s, mask[0], axis=-1, mode="clip")],
+                    linker=linker)
+    values, flags = np.arange(6.0).reshape(2, 3), np.array([[True, False], [False, True]])
+    got = f(values, flags, 5.0)
+    want = [np.take(values, flags), np.take(values, flags, axis=1, mode="wrap"),
+            np.take(np.array(5.0), flags[1:, 0]),
+            np.take(np.array(5.0), flags[0], axis=-1, mode="clip")]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
 def test_roll_by_a_symbolic_shift_of_any_sign() -> None:
     x, s = wt.dvector("x"), wt.lscalar("s")
     f = wb.function([x, s], wt.roll(x, s))

@@ -250,15 +250,19 @@ def take(a: TensorLike, indices: TensorLike, axis: int | None = None,
          mode: str = "raise") -> Variable:
     """numpy.take: the entries of `a` at `indices` along `axis` (None: of the flattened
     `a`). `mode` "raise" refuses out-of-range indices when run, "wrap" wraps them,
-    "clip" clips them."""
+    "clip" clips them. Boolean indices are read as 0 and 1, as NumPy casts them; a 0-d
+    `a` is a 1-d one for axis 0 or -1, as in NumPy."""
     from workbench.core.tensor.math import clip, mod
     from workbench.core.tensor.reshape import flatten
 
     a = _tensor(a, "take", "a")
+    indices = _tensor(indices, "take", "indices")
+    if indices.type.dtype.is_bool:
+        indices = cast(indices, "int64")
     indices = _int_indices(indices, "take")
     if mode not in _TAKE_MODES:
         raise ValueError(f"take: mode must be one of {_TAKE_MODES}, got {mode!r}")
-    if axis is None:
+    if axis is None or (a.type.ndim == 0 and axis in (0, -1)):
         a, axis = flatten(a), 0
     axis = normalize_axis(axis, a.type.ndim, "axis")
     n = shape_tuple(a)[axis]
