@@ -108,6 +108,17 @@ def _torch_log1mexp(torch: Any, x: Any) -> Any:
     return torch.where(x > -_LN2, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
 
 
+def _torch_bessel(order: int) -> Any:
+    """torch's I0 or I1, past |x| = 700 as e^-|x| I times e^(|x|/2) twice: torch's exp(x)
+    overflows from 709.8, I itself only from 713.99 (I0) and 713.98 (I1)."""
+    def bessel(torch: Any, x: Any) -> Any:
+        plain = getattr(torch.special, f"i{order}")(x)
+        half = torch.exp(0.5 * x.abs())
+        scaled = getattr(torch.special, f"i{order}e")(x) * half * half
+        return torch.where((x.abs() > 700) & torch.isfinite(x), scaled, plain)
+    return bessel
+
+
 def _i1_derivative(x: Any, z: Any) -> Any:
     """I1'(x) = I0(x) - I1(x) / x, 1/2 at 0."""
     return sm.switch(sm.eq(x, 0), 0.5, i0(x) - z / x)
@@ -193,12 +204,12 @@ logaddexp2 = declare(
 i0 = declare(
     "I0", "i0", "The modified Bessel function of the first kind of order 0 (NaN at "
     "+-inf, as SciPy).", numpy=kernels.i0, c="wb_i0",
-    torch=_in_float64(lambda torch, x: torch.special.i0(x)), derivative=lambda x, z: i1(x),
+    torch=_in_float64(_torch_bessel(0)), derivative=lambda x, z: i1(x),
     domain=(-5, 5), reference="scipy.special.i0")
 i1 = declare(
     "I1", "i1", "The modified Bessel function of the first kind of order 1 (NaN at "
     "+-inf, as SciPy).", numpy=kernels.i1, c="wb_i1",
-    torch=_in_float64(lambda torch, x: torch.special.i1(x)), derivative=_i1_derivative,
+    torch=_in_float64(_torch_bessel(1)), derivative=_i1_derivative,
     domain=(-5, 5), reference="scipy.special.i1")
 i0e = declare(
     "I0e", "i0e", "exp(-|x|) * i0(x), without overflow.",

@@ -251,7 +251,9 @@ static inline double wb_bessel_i(int order, double x, int scaled) {
   if (isnan(x)) return x;
   double ax = fabs(x), value;
   if (ax < 30) {
-    double q = 0.25 * ax * ax, term = order == 0 ? 1.0 : 0.5 * ax, total = term;
+    double q = 0.25 * ax * ax, term = order == 0 ? 1.0 : 0.5 * ax, total;
+    if (order == 1 && term + term < ax) term = nextafter(term, INFINITY);  /* a subnormal tie */
+    total = term;
     for (int k = 1; k < 80; k++) { term *= q / (k * (k + order)); total += term; }
     value = scaled ? total * exp(-ax) : total;
   } else if (isinf(ax)) {
@@ -262,8 +264,9 @@ static inline double wb_bessel_i(int order, double x, int scaled) {
       term = -term * (mu - (double)(2 * k - 1) * (2 * k - 1)) / (k * 8.0 * ax);
       total += term;
     }
-    total /= sqrt(2 * WB_PI * ax);
-    value = scaled ? total : total * exp(ax < 800 ? ax : 800);
+    total /= sqrt(2 * WB_PI) * sqrt(ax);  /* sqrt(2 pi ax) overflows near 1e308 */
+    double half = exp(0.5 * ax);  /* e^x in two halves: finite up to I's own overflow */
+    value = scaled ? total : total * half * half;
   }
   return (order == 1 && x < 0) ? -value : value;
 }

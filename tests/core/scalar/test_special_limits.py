@@ -1,0 +1,139 @@
+"""Special functions at their limits, on every linker: overflow, underflow, poles, signed
+zeros, infinities and NaN, against SciPy.
+
+Each function is evaluated on a grid of special values (+-0, subnormals, +-1e-300,
+integers, half-integers, +-1e15, +-1e300, +-1e308, +-inf, NaN; every pair of them for a
+function of two inputs) and must give SciPy's value: equal infinities and zeros with equal
+signs, NaN where SciPy gives NaN, finite values to 1e-12 relative. Where SciPy's value is an
+artifact (an intermediate that overflows although the function does not), the
+mathematical value is expected instead: each such departure is listed in DEPARTURES with
+its reason and its value from 40-digit mpmath.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
+
+sp = pytest.importorskip("scipy.special")
+mpmath = pytest.importorskip("mpmath")
+
+HAS_GPU = importlib.util.find_spec("torch") is not None and "gpu" in available_linkers()
+LINKERS = [name for name in ("py", "c") if name in available_linkers()] + (
+    ["gpu"] if HAS_GPU else [])
+pytestmark = pytest.mark.filterwarnings("ignore:workbench GPU linker")
+
+INF, NAN, TINY = math.inf, math.nan, 5e-324
+#: the special values every function of one input is evaluated at
+EDGES = (0.0, -0.0, TINY, -TINY, 1e-310, -1e-310, 1e-300, -1e-300, 1.0, -1.0, -3.0, -2.0,
+         2.0, 3.0, 0.5, -0.5, 1.5, -1.5, -2.5, 2.5, 1e15, -1e15, 1e300, -1e300, 1e308,
+         -1e308, INF, -INF, NAN)
+#: the values a function of two inputs takes in each argument (all pairs are evaluated)
+PAIR_EDGES = (0.0, -0.0, 1e-310, -1e-310, 1e-300, 1.0, -1.0, -3.0, -2.0, 2.0, 0.5, -0.5,
+              -2.5, 1e15, -1e15, 1e300, -1e300, 1e308, INF, -INF, NAN)
+
+
+def _mp(fn, *args: float) -> float:
+    mpmath.mp.dps = 40
+    return float(fn(*(mpmath.mpf(a) for a in args)))
+
+
+#: name -> {arguments: (expected value, why SciPy's differs)}
+DEPARTURES: dict[str, dict[tuple[float, ...], tuple[float, str]]] = {
+    "i0": {
+        (712.0,): (_mp(lambda x: mpmath.besseli(0, x), 712.0),
+                   "SciPy's exp(x) overflows from 709.8; I0 itself only from 713.99"),
+    },
+    "i1": {
+        (-713.5,): (_mp(lambda x: mpmath.besseli(1, x), -713.5),
+                    "SciPy's exp(x) overflows from 709.8; I1 itself only from 713.98"),
+    },
+}
+
+#: name -> the SciPy function with its semantics
+UNARY = {"i0": sp.i0, "i1": sp.i1, "i0e": sp.i0e, "i1e": sp.i1e}
+BINARY: dict[str, object] = {}
+
+
+def _differ(got: np.ndarray, want: np.ndarray, rtol: float) -> np.ndarray:
+    """Where got and want disagree: NaN against a number, another infinity or zero (signs
+    included), or finite values further apart than rtol relative."""
+    nan_mismatch = np.isnan(got) != np.isnan(want)
+    exact = ~np.isfinite(want) | ~np.isfinite(got) | (want == 0) | (got == 0)
+    with np.errstate(invalid="ignore"):
+        exact_mismatch = exact & ~np.isnan(want) & ~np.isnan(got) & (
+            (got != want) | (np.signbit(got) != np.signbit(want)))
+        close = np.abs(got - want) <= rtol * np.abs(want)
+    return nan_mismatch | exact_mismatch | (~exact & ~np.isnan(want) & ~close)
+
+
+def _expected(name: str, columns: list[np.ndarray], reference) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        want = np.asarray(reference(*columns), dtype=np.float64).copy()
+    for args, (value, _) in DEPARTURES.get(name, {}).items():
+        at = np.all([c == a for c, a in zip(columns, args)], axis=0)
+        at &= np.all([np.signbit(c) == np.signbit(a) for c, a in zip(columns, args)], axis=0)
+        want[at] = value
+    return want
+
+
+def _check(name: str, columns: list[np.ndarray], reference, linker: str,
+           dtype: str = "float64") -> None:
+    with np.errstate(over="ignore"):  # 1e300 is inf in float32
+        inputs = [c.astype(dtype) for c in columns]
+    variables = [wt.tensor(dtype, shape=(None,)) for _ in inputs]
+    got = wb.function(variables, getattr(wt, name)(*variables), linker=linker)(*inputs)
+    assert got.dtype == dtype
+    want = _expected(name, [i.astype(np.float64) for i in inputs], reference)
+    rtol = 1e-12
+    if dtype == "float32":
+        with np.errstate(over="ignore"):
+            want, rtol = want.astype(np.float32), 1e-6
+    bad = _differ(got.astype(np.float64), want.astype(np.float64), rtol)
+    cases = [f"{name}({', '.join(repr(float(i[k])) for i in inputs)}) = {got[k]!r}, "
+             f"want {want[k]!r}" for k in np.flatnonzero(bad)[:8]]
+    assert not bad.any(), f"{bad.sum()} disagreements on {linker} ({dtype}): {cases}"
+
+
+def _grid(name: str) -> list[np.ndarray]:
+    extra = [args for args in DEPARTURES.get(name, {})]
+    if name in UNARY:
+        return [np.array(EDGES + tuple(a[0] for a in extra))]
+    pairs = list(itertools.product(PAIR_EDGES, PAIR_EDGES)) + extra
+    return [np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])]
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(UNARY) + sorted(BINARY))
+def test_limits_as_scipy(name: str, dtype: str, linker: str) -> None:
+    reference = UNARY.get(name) or BINARY[name]
+    _check(name, _grid(name), reference, linker, dtype)
+
+
+# -- the modified Bessel functions up to their overflow -------------------------------------
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_bessel_up_to_overflow_and_scaled_without_underflow(linker: str) -> None:
+    """I0 and I1 are finite up to 713.98 (SciPy's overflow from 709.8 is its exp(x)), then
+    inf; the scaled forms follow 1 / sqrt(2 pi x) to 1e308 (no underflow), I1 odd."""
+    x = np.concatenate([np.linspace(700, 713.9, 40), np.geomspace(1e3, 1e308, 40)])
+    x = np.concatenate([x, -x])
+    v = wt.dvector()
+    f = wb.function([v], [wt.i0(v), wt.i1(v), wt.i0e(v), wt.i1e(v)], linker=linker)
+    i0, i1, i0e, i1e = f(x)
+    for order, plain, scaled in ((0, i0, i0e), (1, i1, i1e)):
+        want = np.array([_mp(lambda t, n=order: mpmath.besseli(n, t), t) for t in x])
+        want_scaled = np.array([_mp(lambda t, n=order: mpmath.besseli(n, t)
+                                    * mpmath.exp(-abs(t)), t) for t in x])
+        np.testing.assert_allclose(plain, want, rtol=1e-14, err_msg=f"i{order}")
+        np.testing.assert_allclose(scaled, want_scaled, rtol=1e-14, err_msg=f"i{order}e")
+    assert np.all(np.isinf(f(np.array([714.0, -714.0]))[0]))
