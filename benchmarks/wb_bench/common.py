@@ -56,12 +56,15 @@ class Context:
     #: how implementations take turns: "blocks" (each repeat: `number` calls of one
     #: implementation, then the next) or "calls" (one call of each in turn)
     pattern: str = "blocks"
+    #: fresh processes per new-process compile figure (its median)
+    compile_samples: int = 3
 
     @classmethod
     def make(cls, quick: bool, repeats: int | None = None, pytensor: bool = True,
              jax: bool = True, pattern: str = "blocks") -> Context:
         if quick:
-            return cls(True, repeats or 3, 0.02, pytensor, jax, pattern=pattern)
+            return cls(True, repeats or 3, 0.02, pytensor, jax, pattern=pattern,
+                       compile_samples=2)
         return cls(False, repeats or 7, 0.1, pytensor, jax, pattern=pattern)
 
     def note(self, text: str) -> None:

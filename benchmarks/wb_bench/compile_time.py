@@ -1,12 +1,19 @@
 """(5) Compile time, graph to first result, of the fused chain (1) and the MLP step (4),
 every system measured alike, from after its import to its first result:
 - cold cache: a new process with empty caches (workbench: a fresh WORKBENCH_CACHE_DIR;
-  PyTensor: a fresh `compiledir`; JAX keeps no compilation cache between processes);
+  PyTensor: a fresh `base_compiledir`, which holds both its C `compiledir` and the cache
+  of its default Numba linker, `base_compiledir/numba`; JAX keeps no compilation cache
+  between processes);
 - warm cache, new process: a second new process on the same cache directories (JAX
   compiles again: it has nothing on disk);
 - warm, same process: a second compile in this process after a first one (workbench:
   memory hits; JAX: a fresh jit, its tracing and backend already loaded; PyTensor: its
   in-memory caches).
+Each new-process figure is the median over `Context.compile_samples` rounds, every round
+with fresh cache directories (its cold process, then its warm one); one untimed
+workbench child runs first on a throwaway cache, so that Python's bytecode is on disk
+for the timed ones, as for an installed package. Every child runs on the CPUs the suite
+was started with (`child_env`), even when the suite itself is pinned to one.
 (6) The chain `y = y * 1.0001 + 0.5` repeated 5000 times, built, compiled and run in a
 subprocess with a timeout.
 """
@@ -14,6 +21,7 @@ subprocess with a timeout.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import tempfile
 import time
@@ -40,8 +48,7 @@ def run_child(args: list[str], cache_dir: str | None, timeout: float,
     JSON result. RuntimeError on a crash or a timeout."""
     env = child_env(cache_dir)
     if pytensor_dir is not None:
-        flags = env.get("PYTENSOR_FLAGS", "")
-        env["PYTENSOR_FLAGS"] = ",".join(filter(None, [flags, f"compiledir={pytensor_dir}"]))
+        env["PYTENSOR_FLAGS"] = pytensor_flags(env.get("PYTENSOR_FLAGS", ""), pytensor_dir)
     try:
         done = subprocess.run([python(), str(CHILD), *args], capture_output=True, text=True,
                               env=env, timeout=timeout, check=False)
@@ -51,6 +58,16 @@ def run_child(args: list[str], cache_dir: str | None, timeout: float,
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"exit code {done.returncode}: {tail}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def pytensor_flags(flags: str, base_dir: str) -> str:
+    """PYTENSOR_FLAGS putting every on-disk cache of PyTensor under `base_dir`: its
+    `base_compiledir` (the C `compiledir` and the Numba linker's cache, `numba/`, live
+    under it); a `compiledir` or `base_compiledir` already in `flags` is dropped, since
+    either would keep a cache from before."""
+    kept = [f for f in flags.split(",") if f.strip() and f.split("=", 1)[0].strip()
+            not in ("compiledir", "base_compiledir")]
+    return ",".join([*kept, f"base_compiledir={base_dir}"])
 
 
 def _report_note(result: dict[str, Any]) -> str:
@@ -138,9 +155,72 @@ def _args(what: str) -> tuple[Any, ...]:
 NEW_PROCESS_NOTES = {
     ("jax jit", "cold cache"): "new process: trace + XLA compile",
     ("jax jit", "warm cache, new process"): "new process: compiles again (no cache on disk)",
-    ("pytensor default", "cold cache"): "new process, empty compiledir",
-    ("pytensor default", "warm cache, new process"): "new process, its compiledir kept",
+    ("pytensor default", "cold cache"): "new process, empty base_compiledir (C and Numba "
+                                        "caches)",
+    ("pytensor default", "warm cache, new process"): "new process, its base_compiledir kept",
 }
+
+KINDS = ("cold cache", "warm cache, new process")
+
+
+def _child_seconds(result: dict[str, Any]) -> tuple[float, float | None]:
+    """Wall seconds of a child's graph to first result, and its CPU seconds (the process
+    and the compilers it ran) when it reports them."""
+    cpu = result.get("cpu_seconds")
+    if cpu is not None:
+        cpu += result.get("compiler_cpu_seconds", 0.0)
+    return result["total_seconds"], cpu
+
+
+def new_process_rows(what: str, label: str, systems: list[str], samples: int,
+                     child: Any = None) -> list[Row]:
+    """The cold and warm-cache new-process rows of `what`: `samples` rounds, each with
+    fresh cache directories (a cold process of every system, then a warm one), then
+    the median per (kind, system). `child(args, cache_dir, timeout, pytensor_dir)` runs
+    one child (run_child; tests pass a fake)."""
+    child = child or run_child
+    with tempfile.TemporaryDirectory(prefix="wb-bench-warmup-") as warmup:
+        try:  # untimed: Python's bytecode written, the toolchain's files read once
+            child(["compile", what], warmup, 300, None)
+        except Exception:  # noqa: BLE001, S110 - the timed runs will report the failure
+            pass
+    times: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    extra: dict[tuple[str, str], str] = {}
+    errors: dict[tuple[str, str], BaseException] = {}
+    for _ in range(samples):
+        with tempfile.TemporaryDirectory(prefix="wb-bench-cache-") as cache_dir, \
+                tempfile.TemporaryDirectory(prefix="wb-bench-pytensor-") as pt_dir:
+            for kind in KINDS:
+                for name in systems:
+                    key = (kind, name)
+                    if key in errors:
+                        continue
+                    args = ["compile", what] + ([] if name == SUBJECT else [name.split()[0]])
+                    try:
+                        result = child(args, cache_dir, 300 if name == SUBJECT else 600,
+                                       pt_dir if name == "pytensor default" else None)
+                        times.setdefault(key, []).append(_child_seconds(result))
+                        if name == SUBJECT:
+                            extra[key] = _report_note(result)
+                    except Exception as exc:  # noqa: BLE001
+                        errors[key] = exc
+    rows = []
+    for kind in KINDS:
+        case = f"{label} ({kind})"
+        for name in systems:
+            key = (kind, name)
+            if key in errors:
+                rows.append(failed_row(case, name, errors[key]))
+                continue
+            walls = [w for w, _ in times[key]]
+            cpus = [c for _, c in times[key] if c is not None]
+            spread = (f"median of {len(walls)} fresh processes ({min(walls):.2f}-"
+                      f"{max(walls):.2f} s)" if len(walls) > 1 else "one fresh process")
+            note = "; ".join(filter(None, [NEW_PROCESS_NOTES.get(key, ""), spread,
+                                           extra.get(key, "")]))
+            rows.append(Row(case, name, statistics.median(walls), note,
+                            cpu_seconds=statistics.median(cpus) if cpus else None))
+    return rows
 
 
 def run(ctx: Context) -> list[Row]:
@@ -152,35 +232,23 @@ def run(ctx: Context) -> list[Row]:
         ctx.note("quick run: cold and new-process compile of the fused chain only")
     jax = jax_module(ctx)
     pt = pytensor_module(ctx) if not ctx.quick else None
+    samples = ctx.compile_samples
+    ctx.note(f"compile: new-process rows are medians over {samples} rounds of fresh "
+             f"processes (each round: fresh caches, a cold process then a warm one, every "
+             f"system), after one untimed workbench child; 'warm, same process' rows "
+             f"the median of {samples} compiles after a first one; cpu per call: the "
+             f"process's CPU and its compilers' (workbench, PyTensor)")
     rows: list[Row] = []
     others = [name for name, module in (("jax jit", jax), ("pytensor default", pt))
               if module is not None]
     for what, label in targets.items():
         if what in cold:
-            with tempfile.TemporaryDirectory(prefix="wb-bench-cache-") as cache_dir, \
-                    tempfile.TemporaryDirectory(prefix="wb-bench-pytensor-") as pt_dir:
-                for kind in ("cold cache", "warm cache, new process"):
-                    case = f"{label} ({kind})"
-                    try:
-                        result = run_child(["compile", what], cache_dir, timeout=300)
-                        rows.append(Row(case, SUBJECT, result["total_seconds"],
-                                        _report_note(result)))
-                    except Exception as exc:  # noqa: BLE001
-                        rows.append(failed_row(case, SUBJECT, exc))
-                    for name in others:
-                        system = name.split()[0]
-                        try:
-                            result = run_child(["compile", what, system], cache_dir,
-                                               timeout=600, pytensor_dir=pt_dir)
-                            rows.append(Row(case, name, result["total_seconds"],
-                                            NEW_PROCESS_NOTES[name, kind]))
-                        except Exception as exc:  # noqa: BLE001
-                            rows.append(failed_row(case, name, exc))
+            rows += new_process_rows(what, label, [SUBJECT, *others], samples)
         case = f"{label} (warm, same process)"
         try:
             _in_process(what)  # load the modules (this process's cache directory)
-            seconds, note = _in_process(what)
-            rows.append(Row(case, SUBJECT, seconds, note))
+            runs = [_in_process(what) for _ in range(samples)]
+            rows.append(Row(case, SUBJECT, statistics.median(r[0] for r in runs), runs[-1][1]))
         except Exception as exc:  # noqa: BLE001
             rows.append(failed_row(case, SUBJECT, exc))
         for name in others:
@@ -188,8 +256,8 @@ def run(ctx: Context) -> list[Row]:
             try:
                 args = _args(what)
                 compile_fn(what, args)  # the first compile of this process
-                rows.append(Row(case, name, compile_fn(what, args),
-                                "a second compile in this process"))
+                seconds = statistics.median(compile_fn(what, args) for _ in range(samples))
+                rows.append(Row(case, name, seconds, "a second compile in this process"))
             except Exception as exc:  # noqa: BLE001
                 rows.append(failed_row(case, name, exc))
     if ctx.quick:
