@@ -25,6 +25,8 @@ INT_ONLY = "no float inputs"
 BOOL_OUTPUT = "boolean output"
 PIECEWISE_CONSTANT = "piecewise constant (zero gradient almost everywhere)"
 NO_INPUTS = "no symbolic inputs"
+COMPLEX_OUTPUT = ("complex output: tests/core/tensor/test_array_utils.py verifies the "
+                  "gradients of its real and imaginary parts")
 
 
 def _wt() -> Any:
@@ -295,6 +297,13 @@ def _grid_cases() -> list[Case]:
              (Arg((3, 4), low=-3, high=4), Arg((6,), sample=_increasing), Arg((6,)))),
         Case("interp_one_knot", _call("interp"), _np(np.interp),
              (Arg((4,)), Arg((1,)), Arg((1,))), grad="a single knot: constant in x"),
+        Case("interp_complex", _call("interp", left=2j), _np(np.interp, left=2j),
+             (Arg((3, 4), low=-3, high=4), Arg((6,), sample=_increasing),
+              Arg((6,), "complex128")), grad=COMPLEX_OUTPUT),
+        Case("interp_complex64_period", _call("interp", period=3.0),
+             _np(np.interp, period=3.0),
+             (Arg((5,), low=-3, high=4), Arg((4,)), Arg((4,), "complex64")),
+             grad=COMPLEX_OUTPUT),
         Case("interp_left_right", _call("interp", left=-9.0, right=9.0),
              _np(np.interp, left=-9.0, right=9.0),
              (Arg((10,), low=-4, high=6), Arg((5,), sample=_increasing), Arg((5,)))),

@@ -222,6 +222,47 @@ def test_interp_with_period_wraps_unsorted_knots() -> None:
                                np.interp(points, knots, values, period=360), rtol=1e-15)
 
 
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_interp_of_complex_values_interpolates_both_parts(linker: str) -> None:
+    """A complex fp gives complex128 (it lost its imaginary part), with complex left and
+    right, periodic knots, and infinite parts kept where NumPy keeps them."""
+    x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.zvector("fp")
+    f = wb.function([x, xp, fp], [wt.interp(x, xp, fp), wt.interp(x, xp, fp, 5j, 2 - 1j),
+                                  wt.interp(x, xp, fp, period=2.5)], linker=linker)
+    points, knots = np.array([-1.0, 0.0, 0.5, 1.0, 1.5, 3.0, np.nan]), np.array([0.0, 1, 2])
+    for values in (np.array([1 + 1j, 2 - 1j, 3j]), np.array([0, np.inf + 1j, 2 - 2j])):
+        got = f(points, knots, values)
+        want = [np.interp(points, knots, values), np.interp(points, knots, values, 5j, 2 - 1j),
+                np.interp(points, knots, values, period=2.5)]
+        for g, w in zip(got, want):
+            assert g.dtype == np.complex128
+            np.testing.assert_allclose(g, w, rtol=1e-15)
+
+
+def test_interp_of_complex_values_is_differentiable_in_x_and_xp() -> None:
+    fp = np.array([1 + 1j, 2 - 1j, 3j, -1 + 0.5j])
+
+    def parts(x: wt.TensorVariable, xp: wt.TensorVariable) -> wt.TensorVariable:
+        y = wt.interp(x, xp, fp)
+        return wt.sum(wt.real(y) * 2.0 + wt.imag(y) * 3.0)
+
+    wb.verify_grad(parts, [np.array([-0.7, 0.3, 1.2, 2.4, 3.5]), np.array([0.0, 1, 2, 3])],
+                   rng=np.random.default_rng(0))
+
+
+def test_interp_refuses_what_numpy_refuses() -> None:
+    x, xp = wt.dvector("x"), wt.dvector("xp")
+    with pytest.raises(TypeError, match="left must be a real number when fp is real"):
+        wt.interp(x, xp, wt.dvector("fp"), left=1j)
+    with pytest.raises(TypeError, match="xp must be real"):
+        wt.interp(x, wt.zvector("xp"), wt.zvector("fp"))
+    with pytest.raises(ValueError, match="not of the same length"):
+        wt.interp(x, wt.TensorType("float64", (3,))("xp"), wt.TensorType("float64", (2,))())
+    with pytest.raises(ValueError, match="xp is empty"):
+        wt.interp(x, np.zeros(0), np.zeros(0))
+
+
 def test_argwhere_of_a_scalar_has_no_columns() -> None:
     x = wt.dscalar("x")
     f = wb.function([x], wt.argwhere(x))

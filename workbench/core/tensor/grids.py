@@ -188,6 +188,56 @@ def cross(a: Any, b: Any, axis: int = -1) -> Variable:
     return moveaxis(c, -1, normalize_axis(axis, c.type.ndim, "axis"))
 
 
+def _interp_real(x: Variable, xp: Variable, fp: Variable, left: Any, right: Any
+                 ) -> Variable:
+    """numpy.interp of real float64 `fp` at `x` (float64), NumPy's rules: a knot hit
+    exactly gives its value; where ``slope * (x - x0) + y0`` is NaN (infinite values),
+    ``slope * (x - x1) + y1``, then ``y0`` when both ends are equal."""
+    from workbench.core.tensor.math import and_, clip, eq, gt, isnan, lt, switch
+    from workbench.core.tensor.sort import searchsorted
+
+    n = shape_tuple(xp)[0]
+    interval = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
+    x0, x1, y0, y1 = xp[interval], xp[interval + 1], fp[interval], fp[interval + 1]
+    slope = (y1 - y0) / (x1 - x0)
+    y = slope * (x - x0) + y0
+    y = switch(isnan(y), slope * (x - x1) + y1, y)
+    y = switch(and_(isnan(y), eq(y0, y1)), y0, y)
+    y = switch(eq(x, x0), y0, y)  # a knot: its value, even next to an infinite one
+    y = switch(eq(x1, x0), y1, y)  # a single knot: its value everywhere
+    y = switch(eq(x, xp[-1]), fp[-1], y)
+    y = switch(lt(x, xp[0]), fp[0] if left is None else left, y)
+    return switch(gt(x, xp[-1]), fp[-1] if right is None else right, y)
+
+
+def _complex_from_parts(re: Variable, im: Variable) -> Variable:
+    """``re + 1j * im`` as complex128, exact for infinite and NaN `im` too (``inf * 1j``
+    is ``nan + inf j`` in complex arithmetic: those parts are added as constants)."""
+    from workbench.core.tensor.math import gt, isfinite, isnan, switch
+
+    def unit(v: complex) -> Variable:
+        return as_tensor_variable(np.asarray(v, np.complex128))
+
+    infinite = switch(isnan(im), unit(complex(0.0, np.nan)),
+                      switch(gt(im, 0), unit(complex(0.0, np.inf)),
+                             unit(complex(0.0, -np.inf))))
+    finite = switch(isfinite(im), im, 0.0)
+    return cast(re, "complex128") + switch(isfinite(im), cast(finite, "complex128") * 1j,
+                                           infinite)
+
+
+def _interp_edge(value: Any, complex_fp: bool, arg: str) -> Any:
+    """`left`/`right` of interp as float64 or complex128 (a complex value with real `fp`
+    is refused, as NumPy refuses it)."""
+    if value is None:
+        return None
+    v = as_tensor_variable(value)
+    if v.type.dtype.is_complex and not complex_fp:
+        raise TypeError(f"interp: {arg} must be a real number when fp is real, got {v.type}"
+                        f" ({value!r})")
+    return cast(v, "complex128" if complex_fp else "float64")
+
+
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Variable:
     """numpy.interp: the piecewise-linear function through (xp, fp), at `x`.
@@ -195,7 +245,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     `xp` is an increasing 1-d tensor (not checked, as in NumPy), `fp` of the same
     length. Below ``xp[0]`` the
     result is `left` (default ``fp[0]``), above ``xp[-1]`` `right` (default
-    ``fp[-1]``). Computed in float64, as NumPy does.
+    ``fp[-1]``). Computed in float64, as NumPy does; a complex `fp` gives complex128,
+    its real and imaginary parts interpolated apart (`left`/`right` may then be
+    complex). `x` and `xp` must be real.
 
     With `period` (a non-zero Python number) the knots are periodic, as in NumPy:
     `x` and `xp` are taken modulo ``abs(period)``, `xp` need not be sorted (it is
@@ -203,13 +255,28 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     period down, and `left`/`right` are ignored.
     """
     from workbench.core.tensor.join import concatenate
-    from workbench.core.tensor.math import clip, eq, gt, lt, switch
-    from workbench.core.tensor.sort import argsort, searchsorted
+    from workbench.core.tensor.math import imag, isnan, real, switch
+    from workbench.core.tensor.sort import argsort
 
-    x, xp, fp = (cast(as_tensor_variable(v), "float64") for v in (x, xp, fp))
+    x, xp, fp = (as_tensor_variable(v) for v in (x, xp, fp))
+    for arg, v in (("x", x), ("xp", xp)):
+        if v.type.dtype.is_complex:
+            raise TypeError(f"interp: {arg} must be real, got {v.type} (NumPy cannot cast "
+                            "it to float64 either)")
+    complex_fp = fp.type.dtype.is_complex
+    x, xp = cast(x, "float64"), cast(xp, "float64")
+    fp = cast(fp, "complex128" if complex_fp else "float64")
     for arg, v in (("xp", xp), ("fp", fp)):
         if v.type.ndim != 1:
             raise ValueError(f"interp: {arg} must be 1-d, got {v.type}")
+    (n_xp,), (n_fp,) = xp.type.shape, fp.type.shape
+    if n_xp == 0:
+        raise ValueError(f"interp: the array of sample points xp is empty ({xp.type})")
+    if n_xp is not None and n_fp is not None and n_xp != n_fp:
+        raise ValueError(f"interp: fp and xp are not of the same length, got xp {xp.type} "
+                         f"and fp {fp.type}")
+    left, right = _interp_edge(left, complex_fp, "left"), _interp_edge(right, complex_fp,
+                                                                       "right")
     if period is not None:
         if isinstance(period, (bool, np.bool_)) or not isinstance(
                 period, (int, float, np.integer, np.floating)):
@@ -223,11 +290,10 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
         xp, fp = xp[order], fp[order]
         xp = concatenate([xp[-1:] - period, xp, xp[0:1] + period])
         fp = concatenate([fp[-1:], fp, fp[0:1]])
-    n = shape_tuple(xp)[0]
-    interval = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
-    x0, x1, y0, y1 = xp[interval], xp[interval + 1], fp[interval], fp[interval + 1]
-    y = y0 + (y1 - y0) / (x1 - x0) * (x - x0)
-    y = switch(eq(x1, x0), y1, y)  # a single knot: its value everywhere
-    y = switch(eq(x, xp[-1]), fp[-1], y)
-    y = switch(lt(x, xp[0]), fp[0] if left is None else cast(left, "float64"), y)
-    return switch(gt(x, xp[-1]), fp[-1] if right is None else cast(right, "float64"), y)
+    if not complex_fp:
+        return _interp_real(x, xp, fp, left, right)
+    parts = [_interp_real(x, xp, part(fp), None if edge is None else part(edge),
+                          None if other is None else part(other))
+             for part, edge, other in ((real, left, right), (imag, left, right))]
+    # NumPy's complex interp gives NaN + 0j at a NaN x
+    return _complex_from_parts(parts[0], switch(isnan(x), 0.0, parts[1]))
