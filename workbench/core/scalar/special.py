@@ -51,6 +51,11 @@ def _torch_betaln(torch: Any, a: Any, b: Any) -> Any:
     return torch.where(vanishing, torch.full_like(direct, float("-inf")), direct)
 
 
+def _torch_gammaln(torch: Any, x: Any) -> Any:
+    """SciPy's -inf at -inf (torch's lgamma gives +inf there)."""
+    return torch.where(torch.isneginf(x), x, torch.special.gammaln(x))
+
+
 def _torch_gamma_sign(torch: Any, x: Any) -> Any:
     odd = torch.remainder(torch.floor(-x), 2) == 1
     return torch.where((x >= 0) | odd, torch.ones_like(x), -torch.ones_like(x))
@@ -130,8 +135,9 @@ def _i1e_derivative(x: Any, z: Any) -> Any:
 
 
 gammaln = declare(
-    "GammaLn", "gammaln", "log |Gamma(x)| (SciPy's gammaln); +inf at the poles.",
-    numpy=kernels.gammaln, c="lgamma", torch="special.gammaln",
+    "GammaLn", "gammaln", "log |Gamma(x)| (SciPy's gammaln); +inf at the poles, -inf "
+    "at -inf.",
+    numpy=kernels.gammaln, c="wb_gammaln", torch=_torch_gammaln,
     derivative=lambda x, z: digamma(x), domain=(0.1, 10), reference="scipy.special.gammaln")
 gamma = declare(
     "Gamma", "gamma", "The gamma function; +-inf at +-0, NaN at the negative integers.",

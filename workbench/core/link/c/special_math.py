@@ -52,6 +52,13 @@ static inline double wb_pi_cot_pi(double x) {
 }
 """)
 
+_define("wb_gammaln", r"""
+static inline double wb_gammaln_float64(double x) {
+  return x == -INFINITY ? x : lgamma(x);  /* SciPy's -inf at -inf (C's lgamma: +inf) */
+}
+WB_FLOAT32_OF(wb_gammaln)
+""")
+
 _define("wb_digamma", r"""
 static inline double wb_digamma_float64(double x) {
   static const double c[7] = {1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132,
