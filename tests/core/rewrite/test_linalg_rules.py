@@ -8,11 +8,13 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
 from workbench.core.rewrite import rewrite_db
 from workbench.core.rewrite.rules import linalg as rules
 
 la = wt.linalg
 rng = np.random.default_rng(3)
+LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
 A, B, b, v = wt.dmatrix("A"), wt.dmatrix("B"), wt.dvector("b"), wt.dvector("v")
 K = wt.dtensor3("K")
 
@@ -124,8 +126,28 @@ def test_a_scaled_matrix_is_not_diagonal(linker):
     # a rectangular eye(n, m) * a is no square diagonal matrix: solve still refuses it
     rect, n, m = wt.dmatrix("rect"), wt.iscalar("n"), wt.iscalar("m")
     g = wb.function([rect, n, m, b], la.solve(wt.eye(n, m) * rect, b), linker=linker)
-    with pytest.raises(ValueError, match="square|rows but b"):  # (the C checks b first)
+    with pytest.raises(ValueError, match="solve: last 2 dimensions of the array must be "
+                                         "square"):  # on every linker, before b's rows
         g(np.ones((2, 3)), 2, 3, v)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_triangular_solve_keeps_check_finite(linker):
+    # solve checks for infs and NaNs (scipy's check_finite) in what it reads: the
+    # triangular solve checks the same, and tril(x) keeps its mask (x's other triangle
+    # may hold a NaN that tril drops)
+    f = wb.function([A, b], [la.solve(wt.tril(A), b), la.solve(la.cholesky(A), b)],
+                    linker=linker)
+    assert "local_solve_triangular_matrix" in f.maker.rewrite_trace.rewrites_used()
+    a = np.array([[2.0, np.nan], [1.0, 3.0]])
+    spd = np.array([[4.0, 1.0], [1.0, 3.0]])
+    g = wb.function([A, b], la.solve(wt.tril(A), b), linker=linker)
+    np.testing.assert_allclose(g(a, np.ones(2)), np.linalg.solve(np.tril(a), np.ones(2)))
+    with pytest.raises(ValueError, match="solve_triangular: array must not contain infs"):
+        f(spd, np.array([1.0, np.nan]))
+    unchecked = wb.function([A, b], la.solve(la.cholesky(A), b, check_finite=False),
+                            linker=linker)
+    assert np.isnan(unchecked(spd, np.array([1.0, np.nan]))).any()
 
 
 def test_l_times_l_is_not_an_outer_product():

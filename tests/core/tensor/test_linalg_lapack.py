@@ -150,7 +150,8 @@ def test_refusals_name_the_function():
         la.det(wt.dvector("v"))
     with pytest.raises(ValueError, match="inv: last 2 dimensions .* square"):
         la.inv(wt.tensor("float64", shape=(2, 3)))
-    with pytest.raises(ValueError, match="solve: core dimension 'm'"):
+    with pytest.raises(ValueError, match="solve: b has 4 in its core dimension 'm' where a "
+                       "has 3"):
         la.solve(wt.tensor("float64", shape=(3, 3)), wt.tensor("float64", shape=(4,)))
     with pytest.raises(ValueError, match="solve: assume_a"):
         la.solve(wt.dmatrix(), wt.dvector(), assume_a="banded")

@@ -4,7 +4,12 @@ Each kernel reads the same triangle the Op's `perform` and C read (the other one
 filled by symmetry, or zeroed, before torch sees the matrix), and turns torch's
 failure reports (`info` of the ``*_ex`` functions, a zero on a triangular diagonal)
 into the `numpy.linalg.LinAlgError` the other linkers raise, with the function's name.
-Checking `info` reads one small tensor back from the device.
+Checking `info` reads one small tensor back from the device. Before torch sees them,
+the core shapes are checked as on the other linkers (`LinalgOp.check_core_shapes`,
+from the host's view of the shapes: no read back), and the solvers' `check_finite`
+reads one flag back. A matrix with a NaN fails torch's Cholesky (`info` > 0), where
+LAPACK's (OpenBLAS, numpy, the C linker) propagates the NaN: such a matrix gives
+NaN here too, never an error the other linkers do not raise.
 
 Complex matrices go to the same functions (torch.linalg computes in complex64 and
 complex128); Hermitian structure ("her", "pos", cholesky) mirrors the read triangle
@@ -50,14 +55,47 @@ def _symmetrized(torch: Any, a: Any, lower: bool, hermitian: bool = True) -> Any
     return full - 1j * torch.diag_embed(torch.diagonal(full, dim1=-2, dim2=-1).imag)
 
 
+def _shape_checked(lower: Any) -> Any:
+    """A lowering whose kernel first checks the core shapes of its inputs as the Op's
+    `perform` and C do (`check_core_shapes`)."""
+    import functools
+
+    @functools.wraps(lower)
+    def lowering(node: Apply, ctx: LowerContext) -> Kernel:
+        kernel, check = lower(node, ctx), node.op.check_core_shapes
+
+        def checked(*inputs: Any) -> list[Any]:
+            check([x.shape for x in inputs])
+            return kernel(*inputs)
+
+        return checked
+
+    return lowering
+
+
+def _check_finite(torch: Any, op: Any, a: Any, b: Any) -> None:
+    """scipy's ValueError for an inf or a NaN when the solver's `check_finite`."""
+    if op.check_finite:
+        op.check_finite_values(a, b, lambda v: bool(torch.isfinite(v).all()))
+
+
+def _has_nan(torch: Any, a: Any) -> Any:
+    """Per matrix of the stack `a`: whether it holds a NaN."""
+    return torch.isnan(a).flatten(-2).any(-1)
+
+
 def _raise_if_failed(torch: Any, info: Any, function: str, message: str,
-                     offset: int = 0) -> None:
-    """LinAlgError when some `info` (one per matrix of the stack) is positive."""
+                     offset: int = 0, nan_passes: Any = None) -> None:
+    """LinAlgError when some `info` (one per matrix of the stack) is positive, except
+    where `nan_passes` (one per matrix) says the matrix holds a NaN, which LAPACK
+    propagates instead of failing."""
     failed = info > 0
+    if nan_passes is not None:
+        failed = failed & ~nan_passes
     if not bool(torch.any(failed)):
         return
     flat = info.reshape(-1)
-    index = int(torch.nonzero(flat > 0)[0, 0])
+    index = int(torch.nonzero(failed.reshape(-1))[0, 0])
     where = f" (matrix {index} of the stack)" if info.dim() > 0 else ""
     raise np.linalg.LinAlgError(f"{function}: {message}{int(flat[index]) + offset}{where}")
 
@@ -89,24 +127,31 @@ def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool
 
 
 @register_lowering(Solve)
+@_shape_checked
 def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
     torch, op = ctx.torch, node.op
 
     def kernel(a: Any, b: Any) -> list[Any]:
+        _check_finite(torch, op, a, b)
         b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
         if op.assume_a == "tri":
             x = _triangular(torch, a, b2, op.lower, False, False, "solve")
         elif op.assume_a == "pos":
-            low, info = torch.linalg.cholesky_ex(_symmetrized(torch, a, op.lower))
+            full = _symmetrized(torch, a, op.lower)
+            low, info = torch.linalg.cholesky_ex(full)
             _raise_if_failed(torch, info, "solve", "Matrix is not positive definite "
-                             "(assume_a='pos'): the leading minor of order ")
+                             "(assume_a='pos'): the leading minor of order ",
+                             nan_passes=_has_nan(torch, full))
             shape = torch.broadcast_shapes(low.shape[:-2], b2.shape[:-2])
             x = torch.cholesky_solve(b2.expand(*shape, *b2.shape[-2:]),
                                      low.expand(*shape, *low.shape[-2:]))
         else:
             m = a if op.assume_a == "gen" else _symmetrized(torch, a, op.lower,
                                                             op.assume_a == "her")
-            x, info = torch.linalg.solve_ex(m, b2)
+            # b as a stack of matrices of the broadcast batch (torch reads a b of one
+            # dimension less than a as a stack of vectors)
+            shape = torch.broadcast_shapes(m.shape[:-2], b2.shape[:-2])
+            x, info = torch.linalg.solve_ex(m, b2.expand(*shape, *b2.shape[-2:]))
             _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
                              "pivot ")
         return [x.squeeze(-1) if op.b_ndim == 1 else x]
@@ -115,10 +160,12 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(SolveTriangular)
+@_shape_checked
 def lower_solve_triangular(node: Apply, ctx: LowerContext) -> Kernel:
     torch, op = ctx.torch, node.op
 
     def kernel(a: Any, b: Any) -> list[Any]:
+        _check_finite(torch, op, a, b)
         b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
         x = _triangular(torch, a, b2, op.lower, op.trans, op.unit_diagonal, "solve_triangular",
                         op.conjugate)
@@ -128,19 +175,26 @@ def lower_solve_triangular(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(Cholesky)
+@_shape_checked
 def lower_cholesky(node: Apply, ctx: LowerContext) -> Kernel:
     torch, lower = ctx.torch, node.op.lower
 
     def kernel(a: Any) -> list[Any]:
-        low, info = torch.linalg.cholesky_ex(_symmetrized(torch, a, lower))
+        full = _symmetrized(torch, a, lower)
+        low, info = torch.linalg.cholesky_ex(full)
+        nan = _has_nan(torch, full)
         _raise_if_failed(torch, info, "cholesky", "Matrix is not positive definite: the "
-                         "leading minor of order ")
+                         "leading minor of order ", nan_passes=nan)
+        if bool(torch.any(nan)):  # LAPACK's factor of such a matrix: NaN (module docstring)
+            low = torch.where(nan[..., None, None], torch.tril(torch.full_like(low, np.nan)),
+                              low)
         return [low if lower else low.mH.contiguous()]  # a = L L^H = U^H U
 
     return kernel
 
 
 @register_lowering(Inv)
+@_shape_checked
 def lower_inv(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
 
@@ -153,12 +207,14 @@ def lower_inv(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(Det)
+@_shape_checked
 def lower_det(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
     return lambda a: [torch.linalg.det(a)]
 
 
 @register_lowering(SLogDet)
+@_shape_checked
 def lower_slogdet(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
 
@@ -170,6 +226,7 @@ def lower_slogdet(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(Eigh)
+@_shape_checked
 def lower_eigh(node: Apply, ctx: LowerContext) -> Kernel:
     torch, op = ctx.torch, node.op
     uplo = "L" if op.lower else "U"
@@ -184,19 +241,24 @@ def lower_eigh(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(SVD)
+@_shape_checked
 def lower_svd(node: Apply, ctx: LowerContext) -> Kernel:
     torch, op = ctx.torch, node.op
 
     def kernel(a: Any) -> list[Any]:
-        if not op.compute_uv:
-            return [torch.linalg.svdvals(a)]
-        u, s, vh = torch.linalg.svd(a, full_matrices=op.full_matrices)
+        try:
+            if not op.compute_uv:
+                return [torch.linalg.svdvals(a)]
+            u, s, vh = torch.linalg.svd(a, full_matrices=op.full_matrices)
+        except torch.linalg.LinAlgError as exc:  # a NaN or an inf: numpy's error
+            raise np.linalg.LinAlgError(f"svd: SVD did not converge ({exc})") from None
         return [u, s, vh]
 
     return kernel
 
 
 @register_lowering(QR)
+@_shape_checked
 def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
     torch, mode = ctx.torch, node.op.mode
 
@@ -208,12 +270,14 @@ def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
 
 
 @register_lowering(Expm)
+@_shape_checked
 def lower_expm(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
     return lambda a: [torch.linalg.matrix_exp(a)]
 
 
 @register_lowering(TriangularMatmul)
+@_shape_checked
 def lower_triangular_matmul(node: Apply, ctx: LowerContext) -> Kernel:
     torch, op = ctx.torch, node.op
 

@@ -357,7 +357,8 @@ def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
     """``solve(t, b) -> solve_triangular(...)`` for a Cholesky factor `t` or its
     transpose (read in place through ``trans``).
 
-    Domain: every `b`; a zero on the diagonal raises LinAlgError either way."""
+    Domain: every `b`; a zero on the diagonal raises LinAlgError either way, and an
+    inf or a NaN scipy's ValueError when the solve checks for them (`check_finite`)."""
     op = node.op
     if op.assume_a == "tri":
         return None
@@ -367,9 +368,12 @@ def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
         return None
     t, lower, transposed = found
     masked = masked_triangle(t)
-    if masked is not None and masked[2] == 0:
-        t = masked[0]  # tril(x) / triu(x): the solve reads that triangle of x itself
-    return [SolveTriangular(lower, transposed, False, op.b_ndim)(t, b)]
+    if masked is not None and masked[2] == 0 and not op.check_finite:
+        # tril(x) / triu(x): the solve reads that triangle of x itself (not when the
+        # solve checks for infs and NaNs: x's other triangle may hold some)
+        t = masked[0]
+    return [SolveTriangular(lower, transposed, False, op.b_ndim,
+                            check_finite=op.check_finite)(t, b)]
 
 
 @register_specialize

@@ -26,11 +26,19 @@ raises `MethodNotDefined`.
 
 Failures (a singular matrix for `solve`/`inv`, a matrix that is not positive
 definite for `cholesky`) raise `numpy.linalg.LinAlgError` naming the function,
-on every linker. An ill-conditioned matrix (reciprocal 1-norm condition number below
-the machine epsilon of its dtype) makes `solve` (every `assume_a` but "tri") and `inv`
-warn with `LinAlgWarning`, as scipy.linalg does, on the py and C linkers (the C
-linker asks LAPACK's gecon/pocon/sycon/hecon after the factorisation; `perform`
-computes the exact ``1 / (|a|_1 |a^-1|_1)``); torch reports no condition estimate,
+on every linker. Wrong shapes raise what the library the function follows raises
+(`shape_error`): numpy.linalg's LinAlgError (a matrix that is not square, too few
+dimensions) for the numpy names and for `expm` (scipy.linalg.expm raises it too),
+ValueError for scipy.linalg's solvers `solve`, `solve_triangular` and `cho_solve`
+(also for a `b` whose rows do not match `a`); statically when the shapes are known,
+else when run, checked before any other (`LinalgOp.check_core_shapes`, the same on
+every linker; the C writes the same messages).
+
+An ill-conditioned matrix (reciprocal 1-norm condition number below the machine
+epsilon of its dtype) makes `solve` (every `assume_a` but "tri") and `inv` warn with
+`LinAlgWarning`, as scipy.linalg does, on the py and C linkers (the C linker asks
+LAPACK's gecon/pocon/sycon/hecon after the factorisation; `perform` computes the exact
+``1 / (|a|_1 |a^-1|_1)``); torch reports no condition estimate,
 so the gpu linker does not warn.
 """
 
@@ -49,11 +57,29 @@ from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_sh
 from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
-__all__ = ["LinAlgError", "LinAlgWarning", "LinalgOp", "as_lapack_operands", "linalg_error",
-           "real_dtype", "warn_if_ill_conditioned", "warn_ill_conditioned"]
+__all__ = ["MISMATCH_MESSAGE", "SQUARE_MESSAGE", "LinAlgError", "LinAlgWarning", "LinalgOp",
+           "as_lapack_operands", "linalg_error", "real_dtype", "shape_error",
+           "warn_if_ill_conditioned", "warn_ill_conditioned"]
 
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
 LinAlgError = np.linalg.LinAlgError
+
+#: The functions that follow scipy.linalg's errors for wrong shapes (ValueError); every
+#: other one follows numpy.linalg's (LinAlgError), as scipy.linalg.expm does too.
+SCIPY_SHAPE_ERRORS = frozenset({"solve", "solve_triangular", "cho_solve"})
+
+#: The message of a matrix that is not square (the C formats it with ``%ld``s).
+SQUARE_MESSAGE = ("{function}: last 2 dimensions of the array must be square, but {what}'s "
+                  "are ({rows}, {cols})")
+#: The message of core lengths that differ between two inputs.
+MISMATCH_MESSAGE = ("{function}: {what} has {got} in its core dimension '{name}' where {other}"
+                    " has {expected} (signature {signature})")
+
+
+def shape_error(function: str) -> type[Exception]:
+    """The exception of a wrong shape in `function`: ValueError for scipy.linalg's
+    solvers, numpy.linalg's LinAlgError (a ValueError too) for the others."""
+    return ValueError if function in SCIPY_SHAPE_ERRORS else LinAlgError
 
 class LinAlgWarning(RuntimeWarning):
     """An ill-conditioned matrix in `solve` or `inv`: the result may not be accurate
@@ -188,8 +214,13 @@ class LinalgOp(Op):
     #: for complex128 inputs)
     output_dtypes: tuple[str | None, ...] = ()
 
+    #: the names of the inputs in messages
+    input_names: tuple[str, ...] = ("a", "b")
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "perform" in cls.__dict__:
+            cls.perform = _shape_checked_perform(cls.__dict__["perform"])  # type: ignore[method-assign]
         if "L_op" in cls.__dict__:
             cls.L_op = _refusing_complex_l_op(cls.__dict__["L_op"])  # type: ignore[method-assign]
         if "R_op" in cls.__dict__:
@@ -205,38 +236,59 @@ class LinalgOp(Op):
         ins, outs = parse_gufunc_signature(self.gufunc_signature)
         return [len(c) for c in ins], [len(c) for c in outs]
 
+    @property
+    def shape_error(self) -> type[Exception]:
+        """The exception of a wrong shape (`shape_error` of the function's name)."""
+        return shape_error(self.function_name)
+
+    def input_name(self, position: int) -> str:
+        """How messages name input `position` ("a", "b")."""
+        names = self.input_names
+        return names[position] if position < len(names) else f"input {position}"
+
+    def check_core_shapes(self, shapes: Sequence[Sequence[Any]]) -> None:
+        """Raise `shape_error` for an input whose core matrix must be square and is
+        not, or core lengths that differ between inputs; lengths that are None
+        (unknown statically) are skipped. `make_node` calls it with static shapes,
+        `perform` and the torch kernels with the values' shapes (the C checks the same
+        with the same messages)."""
+        ins, _ = parse_gufunc_signature(self.gufunc_signature)
+        known: dict[str, tuple[int, str]] = {}
+        for position, (shape, core) in enumerate(zip(shapes, ins)):
+            what = self.input_name(position)
+            lengths = tuple(shape)[len(shape) - len(core):]
+            if (len(core) == 2 and core[0] == core[1] and None not in lengths
+                    and lengths[0] != lengths[1]):
+                raise self.shape_error(SQUARE_MESSAGE.format(
+                    function=self.function_name, what=what, rows=lengths[0], cols=lengths[1]))
+            for name, length in zip(core, lengths):
+                if length is None:
+                    continue
+                if name in known and known[name][0] != length:
+                    raise self.shape_error(MISMATCH_MESSAGE.format(
+                        function=self.function_name, what=what, got=length, name=name,
+                        other=known[name][1], expected=known[name][0],
+                        signature=self.gufunc_signature))
+                known.setdefault(name, (int(length), what))
+
     def check_inputs(self, inputs: Sequence[Variable]) -> None:
         """Ranks, dtypes and static core lengths against the signature."""
         ins, _ = parse_gufunc_signature(self.gufunc_signature)
         if len(inputs) != len(ins):
             raise TypeError(f"{self.function_name} takes {len(ins)} inputs, got {len(inputs)}")
         dtype = inputs[0].type.dtype
-        known: dict[str, tuple[int, Variable]] = {}
         for position, (var, core) in enumerate(zip(inputs, ins)):
-            what = var.name or f"input {position}"
+            what = self.input_name(position)
             if var.type.ndim < len(core):
-                raise ValueError(
-                    f"{self.function_name}: {what} has {var.type.ndim} dimension(s) but needs at "
-                    f"least {len(core)} (core dimensions {'(' + ','.join(core) + ')'})")
+                raise self.shape_error(
+                    f"{self.function_name}: {what} has {var.type.ndim} dimension(s) but needs "
+                    f"at least {len(core)} (core dimensions {'(' + ','.join(core) + ')'})")
             if str(var.type.dtype) not in COMPUTE_DTYPES or var.type.dtype != dtype:
                 raise TypeError(
                     f"{self}: all inputs must be of one dtype among {', '.join(COMPUTE_DTYPES)}"
                     f", got {what} of type {var.type} (the functions of wt.linalg cast for "
                     "you)")
-            shape = var.type.shape[var.type.ndim - len(core):]
-            for name, length in zip(core, shape):
-                if length is None:
-                    continue
-                if name in known and known[name][0] != length and known[name][1] == what:
-                    raise ValueError(f"{self.function_name}: last 2 dimensions of the array "
-                                     f"must be square, got {what} of shape "
-                                     f"{format_shape(var.type.shape)}")
-                if name in known and known[name][0] != length:
-                    raise ValueError(
-                        f"{self.function_name}: core dimension {name!r} is {known[name][0]} in "
-                        f"{known[name][1]} but {length} in {what} (shape "
-                        f"{format_shape(var.type.shape)}); signature {self.gufunc_signature}")
-                known.setdefault(name, (length, what))
+        self.check_core_shapes([v.type.shape for v in inputs])
 
     def make_node(self, *inputs: Any) -> Apply:
         inputs = [as_tensor_variable(v) for v in inputs]
@@ -323,6 +375,19 @@ class LinalgOp(Op):
             raise ValueError(f"{self.function_name}: {exc}") from None
 
 
+def _shape_checked_perform(perform: Any) -> Any:
+    """`perform` that first checks the core shapes of the values (`check_core_shapes`)."""
+    import functools
+
+    @functools.wraps(perform)
+    def checked(self: LinalgOp, node: Apply, inputs: Sequence[Any],
+                output_storage: list[list[Any]]) -> None:
+        self.check_core_shapes([np.shape(v) for v in inputs])
+        perform(self, node, inputs, output_storage)
+
+    return checked
+
+
 # -- conversion of user inputs ---------------------------------------------------------
 
 
@@ -348,7 +413,7 @@ def as_lapack_operands(function: str, *values: Any, min_ndims: Sequence[int] = (
                        ) -> list[Variable]:
     """The inputs of a linalg function as tensors of one compute dtype (`lapack_dtype`:
     float32, float64, complex64 or complex128). Refuses float16/bfloat16 (as numpy)
-    and too few dimensions."""
+    and too few dimensions (`shape_error` of the function)."""
     from workbench.core.tensor.basic import cast
 
     tensors = [as_tensor_variable(v) for v in values]
@@ -356,8 +421,9 @@ def as_lapack_operands(function: str, *values: Any, min_ndims: Sequence[int] = (
         need = min_ndims[position] if position < len(min_ndims) else 0
         if var.type.ndim < need:
             what = var.name or f"input {position}"
-            raise ValueError(f"{function}: {what} has {var.type.ndim} dimension(s), needs at "
-                             f"least {need} (got type {var.type})")
+            raise shape_error(function)(
+                f"{function}: {what} has {var.type.ndim} dimension(s), needs at least {need} "
+                f"(got type {var.type})")
     dtype = lapack_dtype(function, tensors)
     return [v if v.type.dtype == dtype else cast(v, dtype) for v in tensors]
 

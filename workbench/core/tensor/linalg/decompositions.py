@@ -130,7 +130,6 @@ class Eigh(LinalgOp):
     ``UPLO="L"``) or its upper one."""
 
     __props__ = ("lower", "compute_v")
-    function_name = "eigh"
     pprint_hidden = ("compute_v",)
     output_dtypes = ("real", None)  # a Hermitian matrix's eigenvalues are real
 
@@ -140,6 +139,11 @@ class Eigh(LinalgOp):
 
     def __init__(self, lower: bool = True, compute_v: bool = True) -> None:
         self.lower, self.compute_v = bool(lower), bool(compute_v)
+
+    @property
+    def function_name(self) -> str:  # type: ignore[override]
+        """eigh, or eigvalsh without the vectors (the function messages name)."""
+        return "eigh" if self.compute_v else "eigvalsh"
 
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
@@ -158,7 +162,7 @@ class Eigh(LinalgOp):
             else:
                 w = np.linalg.eigvalsh(a, UPLO=uplo)
         except LinAlgError as exc:
-            raise linalg_error("eigh", str(exc)) from None
+            raise linalg_error(self.function_name, str(exc)) from None
         output_storage[0][0] = np.ascontiguousarray(w, dtype=dtype)
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:

@@ -20,6 +20,13 @@ Semantics are numpy.linalg's and scipy.linalg's:
 - ``cho_solve((c, lower), b)``: two triangular solves with the Cholesky factor `c`
   (``a = c c^H``, or ``c^H c`` for an upper `c`).
 
+As scipy.linalg, `solve`, `solve_triangular` and `cho_solve` check their inputs for
+infinities and NaNs by default (``check_finite=True``: ValueError "array must not
+contain infs or NaNs", O(n^2) next to the O(n^3) solve) and skip the check with
+``check_finite=False``; the Ops' prop `check_finite` (default False, so that rewrites
+and gradients, which build their own solves, never add a check the user's graph did
+not make). Wrong shapes raise ValueError (scipy's), before any other check.
+
 A singular matrix raises `numpy.linalg.LinAlgError` ("solve: Singular matrix", with
 the pivot where LAPACK found it on the C linker); ``det`` of a singular matrix is 0 and
 ``slogdet`` gives ``(0, -inf)``, as in numpy. Empty matrices give empty results
@@ -112,13 +119,38 @@ def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool
     return np.linalg.solve(t, b)
 
 
+def not_finite_message(function: str, what: str) -> str:
+    """scipy's message for an input with an infinity or a NaN when `check_finite`."""
+    return (f"{function}: array must not contain infs or NaNs ({what} has one; "
+            "check_finite=False skips this check, as in scipy.linalg)")
+
+
 class _SolveOp(LinalgOp):
     """What Solve and SolveTriangular share: `b_ndim` (1: a stack of vectors, signature
-    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``) and `perform` around
+    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``), `check_finite`
+    (scipy's ValueError for an input with an infinity or a NaN) and `perform` around
     `solve_matrices`, which sees `b` as matrices."""
 
     abstract = True
     b_ndim = 2
+    check_finite = False
+    pprint_hidden = ("b_ndim", "check_finite")
+
+    def unchecked(self) -> _SolveOp:
+        """This Op without `check_finite` (for the solves a gradient builds)."""
+        if not self.check_finite:
+            return self
+        return type(self)(**{p: getattr(self, p) for p in self.__props__
+                             if p != "check_finite"})
+
+    def check_finite_values(self, a: Any, b: Any, isfinite: Any) -> None:
+        """scipy's ValueError when `check_finite` and `a` or `b` has an inf or a NaN
+        (`isfinite(x)` is True when every entry of x is finite)."""
+        if not self.check_finite:
+            return
+        for what, value in (("a", a), ("b", b)):
+            if not isfinite(value):
+                raise ValueError(not_finite_message(self.function_name, what))
 
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
@@ -137,6 +169,7 @@ class _SolveOp(LinalgOp):
                 ) -> None:
         a, b = inputs
         self.batch_shape(inputs)
+        self.check_finite_values(a, b, lambda v: bool(np.isfinite(v).all()))
         x = self.solve_matrices(a, b[..., None] if self.b_ndim == 1 else b)
         if self.b_ndim == 1:
             x = x[..., 0]
@@ -151,15 +184,17 @@ class Solve(_SolveOp):
     ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``).
     """
 
-    __props__ = ("assume_a", "lower", "b_ndim")
+    __props__ = ("assume_a", "lower", "b_ndim", "check_finite")
     function_name = "solve"
 
-    def __init__(self, assume_a: str = "gen", lower: bool = False, b_ndim: int = 2) -> None:
+    def __init__(self, assume_a: str = "gen", lower: bool = False, b_ndim: int = 2,
+                 check_finite: bool = False) -> None:
         if assume_a not in ASSUME_A.values():
             raise ValueError(f"Solve: assume_a must be one of {sorted(set(ASSUME_A.values()))}, "
                              f"got {assume_a!r}")
         self.assume_a, self.lower = assume_a, bool(lower)
         self.b_ndim = self.checked_b_ndim("Solve", b_ndim)
+        self.check_finite = bool(check_finite)
 
     def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         try:
@@ -225,6 +260,7 @@ class Solve(_SolveOp):
         if ea is None and eb is None:
             return [None]
         x = self(a, b)
+        solve = self.unchecked()
         rhs = eb
         if ea is not None:
             ea = self._effective(ea)
@@ -233,7 +269,7 @@ class Solve(_SolveOp):
             else:
                 prod = matmul(ea, x)
             rhs = -prod if rhs is None else rhs - prod
-        return [self(a, rhs)]
+        return [solve(a, rhs)]
 
     def _effective(self, ea: Variable) -> Variable:
         """The change of the matrix the solve used when `a` changes by `ea`."""
@@ -253,15 +289,16 @@ class SolveTriangular(_SolveOp):
     a unit diagonal assumed when `unit_diagonal` (scipy.linalg's solve_triangular);
     `b_ndim` as in `Solve`."""
 
-    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim", "conjugate")
+    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim", "conjugate", "check_finite")
     function_name = "solve_triangular"
 
     def __init__(self, lower: bool = False, trans: bool = False, unit_diagonal: bool = False,
-                 b_ndim: int = 2, conjugate: bool = False) -> None:
+                 b_ndim: int = 2, conjugate: bool = False, check_finite: bool = False) -> None:
         self.lower, self.trans = bool(lower), bool(trans)
         self.unit_diagonal = bool(unit_diagonal)
         self.b_ndim = self.checked_b_ndim("SolveTriangular", b_ndim)
         self.conjugate = bool(conjugate) and self.trans
+        self.check_finite = bool(check_finite)
 
     def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         return triangular_solve_np("solve_triangular", a, b2, self.lower, self.trans,
@@ -442,22 +479,24 @@ def _b_ndim(b: Variable) -> int:
     return 1 if b.type.ndim == 1 else 2
 
 
-def solve(a: Any, b: Any, assume_a: str = "gen", lower: bool = False) -> Variable:
-    """``x`` with ``a @ x = b`` (scipy.linalg.solve's `assume_a` and `lower`; numpy's
-    batching: `b` of rank 1 is one vector, otherwise a stack of matrices)."""
+def solve(a: Any, b: Any, assume_a: str = "gen", lower: bool = False,
+          check_finite: bool = True) -> Variable:
+    """``x`` with ``a @ x = b`` (scipy.linalg.solve's `assume_a`, `lower`, `check_finite`
+    and errors; numpy's batching: `b` of rank 1 is one vector, otherwise a stack of
+    matrices)."""
     key = assume_a.lower() if isinstance(assume_a, str) else assume_a
     if key not in ASSUME_A:
         raise ValueError(f"solve: assume_a must be one of {', '.join(map(repr, ASSUME_A))}; "
                          f"got {assume_a!r}")
     a, b = as_lapack_operands("solve", a, b, min_ndims=(2, 1))
-    return Solve(ASSUME_A[key], lower, _b_ndim(b))(a, b)
+    return Solve(ASSUME_A[key], lower, _b_ndim(b), check_finite)(a, b)
 
 
 def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
-                     unit_diagonal: bool = False) -> Variable:
+                     unit_diagonal: bool = False, check_finite: bool = True) -> Variable:
     """scipy.linalg.solve_triangular: ``op(t)^-1 b`` for the lower (or upper) triangle
     `t` of `a`; `trans` is 0/"N" (t), 1/"T" (its transpose) or 2/"C" (its conjugate
-    transpose)."""
+    transpose); `check_finite` as scipy's."""
     if trans in (0, "N", "n"):
         transposed = False
     elif trans in (1, 2, "T", "t", "C", "c"):
@@ -467,12 +506,15 @@ def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
                          f"{trans!r}")
     a, b = as_lapack_operands("solve_triangular", a, b, min_ndims=(2, 1))
     conjugate = a.type.dtype.is_complex and trans in (2, "C", "c")
-    return SolveTriangular(lower, transposed, unit_diagonal, _b_ndim(b), conjugate)(a, b)
+    return SolveTriangular(lower, transposed, unit_diagonal, _b_ndim(b), conjugate,
+                           check_finite)(a, b)
 
 
-def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Variable:
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, check_finite: bool = True) -> Variable:
     """scipy.linalg.cho_solve: ``x`` with ``a @ x = b`` given the Cholesky factor `c` of
-    `a` (``(c, lower)``; only that triangle of `c` is read): two triangular solves."""
+    `a` (``(c, lower)``; only that triangle of `c` is read): two triangular solves, the
+    first checking `c` and `b` when `check_finite` (scipy's). A zero on c's diagonal
+    raises LinAlgError (scipy's potrs divides by it and returns inf/NaN)."""
     try:
         c, lower = c_and_lower
     except (TypeError, ValueError):
@@ -481,7 +523,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Variable:
     c, b = as_lapack_operands("cho_solve", c, b, min_ndims=(2, 1))
     nd = _b_ndim(b)
     conj = c.type.dtype.is_complex  # a = c c^H: the transposed solve is conjugated
-    first = SolveTriangular(bool(lower), not lower, False, nd, conj)(c, b)
+    first = SolveTriangular(bool(lower), not lower, False, nd, conj, check_finite)(c, b)
     return SolveTriangular(bool(lower), bool(lower), False, nd, conj)(c, first)
 
 

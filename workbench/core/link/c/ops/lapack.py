@@ -21,6 +21,7 @@ from workbench.core.link.c.ops.lapack_base import (
     lapack_available,
     lapack_symbol,
     messages,
+    rows_check,
     typed,
 )
 from workbench.core.tensor.linalg.decompositions import Cholesky
@@ -43,15 +44,6 @@ def _b_setup(b: str, b_ndim: int) -> str:
     return (f"const npy_intp k = PyArray_DIM({b}, PyArray_NDIM({b}) - 1);\n"
             f"const npy_intp wb_sb0 = PyArray_STRIDE({b}, PyArray_NDIM({b}) - 2);\n"
             f"const npy_intp wb_sb1 = PyArray_STRIDE({b}, PyArray_NDIM({b}) - 1);")
-
-
-def _rows_check(function: str, a: str, b: str, b_ndim: int, fail: str) -> str:
-    axis = 1 if b_ndim == 1 else 2
-    return (f"if (PyArray_DIM({b}, PyArray_NDIM({b}) - {axis}) != "
-            f"PyArray_DIM({a}, PyArray_NDIM({a}) - 1)) {{\n"
-            f"  PyErr_Format(PyExc_ValueError, \"{function}: a has %ld rows but b has %ld\", "
-            f"(long)PyArray_DIM({a}, PyArray_NDIM({a}) - 1), (long)PyArray_DIM({b}, "
-            f"PyArray_NDIM({b}) - {axis}));\n  {fail}\n}}\n")
 
 
 
@@ -99,16 +91,27 @@ class _SolveLikeC(LapackC):
     {load_a}(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
     wb_la_load_%(t)s(wb_la_at({b}, {b_ndim}, wb_bshape, wb_bnd, wb_i), wb_sb0, wb_sb1, n, k,
                      wb_b);
+    {self.finite_check(b_ndim)}
     {prepare}
     const wb_laint wb_k = (wb_laint)k; wb_laint info = 0;
     {call}
     {check_info(position)}
     else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * k, n, k, wb_b);"""
         out_core = "n" if b_ndim == 1 else "n, k"
+        checks = rows_check(self.op, a, b, 1 if b_ndim == 1 else 2, sub["fail"])
         code = self.loop(node, inputs, outputs, sub, body, decl, [out_core], function,
-                         "(double)n * n * (n + k)")
-        head = _rows_check(function, a, b, b_ndim, sub["fail"]) + _b_setup(b, b_ndim)
+                         "(double)n * n * (n + k)", checks=checks)
+        head = _b_setup(b, b_ndim)
         return "{\n" + texts + "\n" + head + "\n" + finish(code, free) + "\n}"
+
+    def finite_check(self, b_ndim: int) -> str:
+        """C setting `wb_status` -2 (scipy's ValueError) when the Op's `check_finite` and
+        the copies of a (wb_pos 0) or b (1) hold an inf or a NaN."""
+        if not getattr(self.op, "check_finite", False):
+            return ""
+        return ("if (!wb_la_finite_%(t)s(wb_a, n * n)) { wb_status = -2; wb_pos = 0; }\n"
+                "    else if (!wb_la_finite_%(t)s(wb_b, n * k)) { wb_status = -2; wb_pos = 1; }\n"
+                "    if (wb_status) continue;")
 
 
 def _trtrs(lower: bool, trans: bool, unit: bool, conjugate: bool = False) -> str:

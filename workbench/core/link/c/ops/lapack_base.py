@@ -37,10 +37,13 @@ from typing import Any
 
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.blas_threads import POLICY_C
+from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import COpAdapter
+from workbench.core.tensor.linalg.base import MISMATCH_MESSAGE, SQUARE_MESSAGE
 
 __all__ = ["DTYPES", "LAPACK_ROUTINES", "LapackC", "LapackType", "buffers", "check_info",
-           "finish", "lapack_available", "lapack_symbol", "messages", "typed"]
+           "finish", "lapack_available", "lapack_symbol", "messages", "not_finite_c",
+           "rows_check", "square_check", "typed"]
 
 ALL = "sdcz"
 
@@ -215,13 +218,20 @@ static int wb_la_warn(const char *function, double rcond, npy_intp batch) {
   return 0;
 }
 
-/* Raises numpy.linalg.LinAlgError (ValueError if numpy.linalg cannot be imported). */
-static void wb_la_raise(const char *function, const char *message, long position,
-                        npy_intp batch, int batched) {
-  PyObject *mod = PyImport_ImportModule("numpy.linalg");
+/* A new reference to numpy.linalg.LinAlgError when `linalg` (ValueError if numpy.linalg
+   cannot be imported), else to ValueError. */
+static PyObject *wb_la_error_class(int linalg) {
+  PyObject *mod = linalg ? PyImport_ImportModule("numpy.linalg") : NULL;
   PyObject *cls = mod ? PyObject_GetAttrString(mod, "LinAlgError") : NULL;
   Py_XDECREF(mod);
   if (!cls) { PyErr_Clear(); cls = PyExc_ValueError; Py_INCREF(cls); }
+  return cls;
+}
+
+/* Raises numpy.linalg.LinAlgError (ValueError if numpy.linalg cannot be imported). */
+static void wb_la_raise(const char *function, const char *message, long position,
+                        npy_intp batch, int batched) {
+  PyObject *cls = wb_la_error_class(1);
   if (batched)
     PyErr_Format(cls, "%s: %s%ld (matrix %ld of the stack)", function, message, position,
                  (long)batch);
@@ -295,6 +305,12 @@ _TYPED_C = r"""
 #define WB_LA_TILE 32
 /* the conjugate and the modulus (x itself and |x| for real types) */
 static inline %(ctype)s wb_la_conj_%(t)s(%(ctype)s x) { return %(conj)s; }
+/* whether the count entries at x are all finite (x - x is 0 unless x is inf or NaN; for
+   complex x, unless a part is) */
+static int wb_la_finite_%(t)s(const %(ctype)s *x, npy_intp count) {
+  for (npy_intp i = 0; i < count; ++i) if (!((x[i] - x[i]) == 0)) return 0;
+  return 1;
+}
 static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
 #define WB_LA_EPS_%(t)s (sizeof(%(rtype)s) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON)
 
@@ -401,17 +417,19 @@ class LapackC(COpAdapter):
         return lapack_library().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (5,)
+        return (6,)
 
     # -- the generated function body ----------------------------------------------------
     def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
              body: str, buffers: str, out_cores: list[str], function: str,
              flops: str = "(double)n * n * n", square: bool = True, run_if: str = "n > 0",
-             when_empty: str = "") -> str:
+             when_empty: str = "", checks: str = "") -> str:
         """C for the node: the batch shape of `inputs` (core ranks from the signature),
-        the outputs (batch + `out_cores`, C expressions of their core dimensions), the
-        work `buffers` (declarations + mallocs, each freed at the end), then `body` run
-        for each flat batch index `wb_i` with `wb_status`/`wb_pos` set on failure."""
+        a's squareness (when `square`) and `checks` (more shape checks, as
+        `rows_check`), the outputs (batch + `out_cores`, C expressions of their core
+        dimensions), the work `buffers` (declarations + mallocs, each freed at the end),
+        then `body` run for each flat batch index `wb_i` with `wb_status`/`wb_pos` set
+        on failure (-2: input `wb_pos` is not finite, scipy's ValueError)."""
         dtype = node.inputs[0].type.dtype
         fail = sub["fail"]
         in_cores, out_ranks = node.op.core_ndims
@@ -428,12 +446,8 @@ class LapackC(COpAdapter):
             "for (int d = 0; d < wb_bnd; ++d) wb_nb *= wb_bshape[d];",
             f"const npy_intp n = PyArray_DIM({a}, PyArray_NDIM({a}) - 1);",
             f"const npy_intp m = PyArray_DIM({a}, PyArray_NDIM({a}) - 2); (void)m;",
-            f"if ({'1' if square else '0'} && m != n) {{",
-            f"  PyErr_Format(PyExc_ValueError, \"{function}: last 2 dimensions of the array "
-            f"must be square, got (%ld, %ld)\", (long)PyArray_DIM({a}, PyArray_NDIM({a}) - 2),"
-            " (long)n);",
-            f"  {fail}",
-            "}",
+            square_check(node.op, "m", "n", fail) if square else "",
+            checks,
             f"const npy_intp wb_sa0 = PyArray_STRIDE({a}, PyArray_NDIM({a}) - 2);",
             f"const npy_intp wb_sa1 = PyArray_STRIDE({a}, PyArray_NDIM({a}) - 1);",
         ]
@@ -471,6 +485,11 @@ class LapackC(COpAdapter):
             "}",
             "WB_LA_FREE",
             "if (wb_status == -1) { PyErr_NoMemory(); " + fail + " }",
+            "if (wb_status == -2) {",
+            f"  PyErr_Format(PyExc_ValueError, {not_finite_c(node.op)}, "
+            "wb_pos == 0 ? \"a\" : \"b\");",
+            f"  {fail}",
+            "}",
             "if (wb_status > 0) {",
             "  wb_la_raise(\"" + function + "\", wb_messages[wb_status - 1], wb_pos, wb_where, "
             "wb_bnd > 0);",
@@ -481,6 +500,43 @@ class LapackC(COpAdapter):
             "}",
         ]
         return typed("\n".join(code), dtype)
+
+
+def _raise_shape_error(op: Any, message: str, args: str, fail: str) -> str:
+    """C raising the Op's `shape_error` (LinAlgError or ValueError) with `message`
+    formatted by the C expressions `args`."""
+    linalg = int(op.shape_error is not ValueError)
+    return ("{ PyObject *wb_cls = wb_la_error_class(" + str(linalg) + "); "
+            f"PyErr_Format(wb_cls, {c_string_literal(message)}, {args}); "
+            f"Py_DECREF(wb_cls); {fail} }}")
+
+
+def square_check(op: Any, rows: str, cols: str, fail: str) -> str:
+    """C refusing a core matrix of `rows` x `cols` (C expressions) that is not square,
+    with the Op's error and message (`SQUARE_MESSAGE`, as `check_core_shapes`)."""
+    message = SQUARE_MESSAGE.format(function=op.function_name, what=op.input_name(0),
+                                    rows="%ld", cols="%ld")
+    return (f"if ({rows} != {cols}) "
+            + _raise_shape_error(op, message, f"(long){rows}, (long){cols}", fail))
+
+
+def rows_check(op: Any, a: str, b: str, axis: int, fail: str) -> str:
+    """C refusing a `b` whose core dimension `axis` from the end differs from a's last
+    one (`MISMATCH_MESSAGE`, as `check_core_shapes`)."""
+    message = MISMATCH_MESSAGE.format(function=op.function_name, what=op.input_name(1),
+                                      got="%ld", name="m", other=op.input_name(0),
+                                      expected="%ld", signature=op.gufunc_signature)
+    got = f"PyArray_DIM({b}, PyArray_NDIM({b}) - {axis})"
+    expected = f"PyArray_DIM({a}, PyArray_NDIM({a}) - 1)"
+    return (f"if ({got} != {expected}) "
+            + _raise_shape_error(op, message, f"(long){got}, (long){expected}", fail))
+
+
+def not_finite_c(op: Any) -> str:
+    """The C format (one %s: the input) of scipy's error for an inf or a NaN."""
+    from workbench.core.tensor.linalg.solvers import not_finite_message
+
+    return c_string_literal(not_finite_message(op.function_name, "%s"))
 
 
 def buffers(*specs: tuple[str, str, str]) -> tuple[str, str]:

@@ -61,7 +61,7 @@ if (wb_status == 0 && n > 0) {{
       {store_v}
     }}"""
         cores = ["n", "n, n"] if op.compute_v else ["n"]
-        code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, "eigh",
+        code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, op.function_name,
                          "(double)9 * n * n * n")
         free += " free(wb_work); free(wb_iwork); free(wb_rwork);"
         return ("{\n" + messages("Eigenvalues did not converge: info ") + "\n"

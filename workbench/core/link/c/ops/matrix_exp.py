@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
 from workbench.core.link.c.ops.buffers import alloc_output
-from workbench.core.link.c.ops.lapack_base import LapackC
+from workbench.core.link.c.ops.lapack_base import LapackC, square_check
 from workbench.core.tensor.linalg.matrix_exp import PADE, THETA, Expm
 
 __all__ = ["ExpmC"]
@@ -173,15 +172,11 @@ class ExpmC(LapackC):
         nd = node.inputs[0].type.ndim
         out_dtype = str(node.outputs[0].type.dtype)
         out_c = "double" if out_dtype == "float64" else "float"
-        square = c_string_literal("expm: last 2 dimensions of the array must be square, "
-                                  "got (%ld, %ld)")
+        square = square_check(node.op, f"PyArray_DIMS({x})[{nd - 2}]", "n", fail)
         return f"""
 {{
   const npy_intp n = PyArray_DIMS({x})[{nd - 1}];
-  if (PyArray_DIMS({x})[{nd - 2}] != n) {{
-    PyErr_Format(PyExc_ValueError, {square}, (long)PyArray_DIMS({x})[{nd - 2}], (long)n);
-    {fail}
-  }}
+  {square}
   {alloc_output(z, str(nd), f"PyArray_DIMS({x})", out_dtype, fail)}
   PyArrayObject *xc = (PyArrayObject *)PyArray_FROMANY((PyObject *){x}, NPY_FLOAT64, 0, 0,
                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
@@ -213,4 +208,4 @@ class ExpmC(LapackC):
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)

@@ -1,0 +1,142 @@
+"""Bad input to wt.linalg, table-driven: every function x bad input x linker raises the
+exception SciPy or NumPy raises for the same call (scipy.linalg's ValueError for the
+shapes and the infs/NaNs of `solve`, `solve_triangular` and `cho_solve`; numpy.linalg's
+LinAlgError elsewhere, and scipy.linalg.expm's, which is LinAlgError too), or gives a
+value where they give one; the message names the function. Shapes are unknown when the
+graph is built (the check happens when it runs) unless the case says `static`."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
+
+la = wt.linalg
+LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
+
+SQUARE = np.array([[4.0, 1.0], [1.0, 3.0]])
+NON_SQUARE = np.ones((2, 3))
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+NEGATIVE_DEFINITE = -SQUARE
+NAN = np.array([[np.nan, 1.0], [1.0, 3.0]])
+INF_B = np.array([1.0, np.inf])
+ZERO_DIAGONAL = np.array([[0.0, 0.0], [1.0, 1.0]])
+B2, B3, VECTOR = np.ones(2), np.ones(3), np.ones(3)
+
+# (function, ours, reference, [(bad input, values)])
+TABLE = [
+    ("solve", la.solve, sl.solve,
+     [("non_square", (NON_SQUARE, B2)), ("mismatched_b", (SQUARE, B3)),
+      ("singular", (SINGULAR, B2)), ("nan_a", (NAN, B2)), ("inf_b", (SQUARE, INF_B))]),
+    ("solve_pos", lambda a, b: la.solve(a, b, assume_a="pos"),
+     lambda a, b: sl.solve(a, b, assume_a="pos"),
+     [("not_positive_definite", (NEGATIVE_DEFINITE, B2)), ("nan_a", (NAN, B2))]),
+    ("solve_unchecked", lambda a, b: la.solve(a, b, check_finite=False),
+     lambda a, b: np.linalg.solve(a, b), [("nan_a", (np.full((2, 2), np.nan), B2))]),
+    ("solve_triangular", lambda a, b: la.solve_triangular(a, b, lower=True),
+     lambda a, b: sl.solve_triangular(a, b, lower=True),
+     [("non_square", (NON_SQUARE, B2)), ("mismatched_b", (SQUARE, B3)),
+      ("singular", (ZERO_DIAGONAL, B2)), ("nan_a", (NAN, B2))]),
+    ("cho_solve", lambda c, b: la.cho_solve((c, True), b),
+     lambda c, b: sl.cho_solve((c, True), b),
+     [("non_square", (NON_SQUARE, B2)), ("mismatched_b", (SQUARE, B3)),
+      ("nan_c", (NAN, B2)), ("inf_b", (SQUARE, INF_B))]),
+    ("inv", la.inv, np.linalg.inv,
+     [("non_square", (NON_SQUARE,)), ("singular", (SINGULAR,)), ("nan", (NAN,))]),
+    ("cholesky", la.cholesky, np.linalg.cholesky,
+     [("non_square", (NON_SQUARE,)), ("not_positive_definite", (NEGATIVE_DEFINITE,)),
+      ("nan", (NAN,))]),
+    ("det", la.det, np.linalg.det,
+     [("non_square", (NON_SQUARE,)), ("singular", (SINGULAR,)), ("nan", (NAN,))]),
+    ("slogdet", lambda a: la.slogdet(a)[1], lambda a: np.linalg.slogdet(a)[1],
+     [("non_square", (NON_SQUARE,)), ("singular", (SINGULAR,))]),
+    ("eigh", lambda a: la.eigh(a)[0], lambda a: np.linalg.eigh(a)[0],
+     [("non_square", (NON_SQUARE,)), ("nan", (NAN,))]),
+    ("eigvalsh", la.eigvalsh, np.linalg.eigvalsh, [("non_square", (NON_SQUARE,))]),
+    ("svd", lambda a: la.svd(a)[1], lambda a: np.linalg.svd(a)[1], [("nan", (NAN,))]),
+    ("pinv", la.pinv, np.linalg.pinv, [("nan", (NAN,))]),
+    ("expm", la.expm, sl.expm, [("non_square", (NON_SQUARE,)), ("nan", (NAN,))]),
+]
+
+CASES = [(name, bad, ours, ref, values) for name, ours, ref, rows in TABLE
+         for bad, values in rows]
+IDS = [f"{name}-{bad}" for name, bad, *_ in CASES]
+
+
+def _outcome(call):
+    """``("raises", exception)`` or ``("value", array)``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "value", np.asarray(call())
+        except Exception as exc:  # noqa: BLE001 - the type is what is compared
+            return "raises", exc
+
+
+def _function_name(name: str) -> str:
+    return {"solve_pos": "solve", "solve_unchecked": "solve", "cho_solve": "solve_triangular",
+            "pinv": "svd"}.get(name, name)
+
+
+def _assert_same_outcome(name, expected, got):
+    kind, ref = expected
+    assert got[0] == kind, (name, expected, got)
+    if kind == "raises":
+        assert type(got[1]) is type(ref), (name, ref, got[1])
+        assert str(got[1]).startswith(f"{_function_name(name)}: ") or str(got[1]).startswith(
+            f"{name}: "), got[1]
+        return
+    nan = np.isnan(ref)
+    assert np.isnan(got[1])[nan].all(), (ref, got[1])
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize(("name", "bad", "ours", "ref", "values"), CASES, ids=IDS)
+def test_bad_input_fails_as_scipy_or_numpy_when_run(linker, name, bad, ours, ref, values):
+    inputs = [wt.tensor("float64", shape=(None,) * np.ndim(v)) for v in values]
+    f = wb.function(inputs, ours(*inputs), linker=linker)
+    _assert_same_outcome(name, _outcome(lambda: ref(*values)), _outcome(lambda: f(*values)))
+
+
+STATIC = [(name, ours, ref, values) for name, bad, ours, ref, values in CASES
+          if bad in ("non_square", "mismatched_b")]
+STATIC += [(name, ours, ref, (VECTOR,) + values[1:]) for name, bad, ours, ref, values in CASES
+           if bad == "non_square"]  # a of the wrong rank
+
+
+@pytest.mark.parametrize(("name", "ours", "ref", "values"), STATIC,
+                         ids=[f"{s[0]}-{np.shape(s[3][0])}-{np.shape(s[3][-1])}" for s in STATIC])
+def test_bad_static_shapes_fail_as_scipy_or_numpy_when_built(name, ours, ref, values):
+    inputs = [wt.tensor("float64", shape=np.shape(v)) for v in values]
+    _assert_same_outcome(name, _outcome(lambda: ref(*values)), _outcome(lambda: ours(*inputs)))
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_shape_is_checked_before_b(linker):
+    # a non-square a with a b that fits neither side: the square check comes first
+    a, b = wt.dmatrix("a"), wt.dvector("b")
+    f = wb.function([a, b], la.solve(a, b), linker=linker)
+    with pytest.raises(ValueError, match=r"solve: last 2 dimensions of the array must be "
+                                         r"square, but a's are \(2, 3\)"):
+        f(NON_SQUARE, np.ones(5))
+    g = wb.function([a], la.inv(a), linker=linker)
+    with pytest.raises(np.linalg.LinAlgError, match=r"inv: last 2 dimensions .* \(2, 3\)"):
+        g(NON_SQUARE)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_stack_names_the_failing_check_and_check_finite_can_be_turned_off(linker):
+    a, b = wt.dtensor3("a"), wt.dmatrix("b")
+    values = np.stack([SQUARE, NAN])
+    f = wb.function([a, b], la.solve(a, b), linker=linker)
+    with pytest.raises(ValueError, match="solve: array must not contain infs or NaNs"):
+        f(values, np.ones((2, 2)))
+    g = wb.function([a, b], la.solve(a, b, check_finite=False), linker=linker)
+    got = g(values, np.ones((2, 2)))
+    np.testing.assert_allclose(got[0], np.linalg.solve(SQUARE, np.ones((2, 2))))
