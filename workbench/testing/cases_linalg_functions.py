@@ -45,6 +45,10 @@ def _norm_cases() -> list[Case]:
                           _np(np.linalg.norm, order), (Arg((3, 4)),)))
     cases += [
         Case("norm_all_entries", _call("norm"), _np(np.linalg.norm), (Arg((2, 3, 2)),)),
+        Case("norm_inf_of_empty_axis", _call("norm", np.inf, axis=0),
+             _np(np.linalg.norm, np.inf, axis=0), (Arg((0, 3)),), grad="an empty input"),
+        Case("norm_matrix_2_empty", _call("norm", 2), _np(np.linalg.norm, 2), (Arg((3, 0)),),
+             grad="an empty input"),
         Case("norm_axis_keepdims", _call("norm", 3, axis=1, keepdims=True),
              _np(np.linalg.norm, 3, axis=1, keepdims=True), (Arg((2, 3, 4)),)),
         Case("norm_axes_nuc", _call("norm", "nuc", axis=(2, 0)),

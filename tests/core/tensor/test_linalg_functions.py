@@ -8,8 +8,18 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+from workbench.core.link.c.compiler import has_compiler
 
 la = wt.linalg
+
+LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
+                                                             reason="needs a C compiler"))]
+try:
+    import torch  # noqa: F401
+
+    LINKERS.append("gpu")
+except ImportError:  # pragma: no cover - torch is optional
+    pass
 
 
 def test_invalid_norm_orders_are_refused_like_numpy():
@@ -94,3 +104,24 @@ def test_debug_mode_accepts_another_basis_of_a_rank_deficient_matrix_singular_ve
     assert op.outputs_agree(node, (u, s, vh), flipped) is True
     wrong = (u, s, vh * 2.0)
     assert op.outputs_agree(node, (u, s, vh), wrong) is False
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_norms_of_empty_axes_are_numpys(linker: str) -> None:
+    """The maximum-based orders (vector inf, matrix 1, 2, inf) give 0 over an empty axis,
+    as numpy.linalg (they raised); the minimum-based ones raise NumPy's ValueError."""
+    x = wt.dmatrix("x")
+    orders = [(np.inf, 0), (np.inf, -1), (0, 0), (-1, 0), (2, 0), (None, 0), (3, 0),
+              (np.inf, None), (1, None), (2, None), ("fro", None), ("nuc", None)]
+    f = wb.function([x], [la.norm(x, o, axis=a) for o, a in orders], linker=linker)
+    for shape in ((0, 3), (3, 0), (0, 0)):
+        value = np.zeros(shape)
+        with np.errstate(divide="ignore"):
+            want = [np.linalg.norm(value, o, axis=a) for o, a in orders]
+        for got, expected in zip(f(value), want):
+            assert got.shape == expected.shape
+            np.testing.assert_array_equal(got, expected)
+    g = wb.function([x], [la.norm(x, -np.inf, axis=0)], linker=linker)
+    with pytest.raises(ValueError, match="zero-size array"):
+        g(np.zeros((0, 3)))

@@ -76,6 +76,30 @@ def _restore_dims(result: Variable, axes: tuple[int, ...], ndim: int) -> Variabl
     return result
 
 
+def _max_magnitude(v: Variable, axis: Any) -> Variable:
+    """The maximum of the non-negative `v` over `axis` (an int, a tuple or None), 0 over
+    an empty axis: numpy.linalg's norms reduce with 0 as the initial value (``inf``,
+    matrix 1, 2 and ``inf`` norms of empty inputs are 0; ``-inf``, -1, -2 still raise).
+    A zero slice is joined along a reduced axis unless the static lengths show none is
+    empty."""
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.reshape import broadcast_to
+    from workbench.core.tensor.shape import shape_tuple
+
+    red = _red()
+    if v.type.ndim == 0:
+        return v
+    axes = tuple(range(v.type.ndim)) if axis is None else (
+        (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis))
+    axes = tuple(a % v.type.ndim for a in axes)
+    if all(v.type.shape[a] not in (None, 0) for a in axes):
+        return red.max(v, axis=axis)
+    lengths = list(shape_tuple(v))
+    lengths[axes[0]] = 1
+    zero = broadcast_to(as_tensor_variable(np.zeros((), v.type.dtype.numpy)), lengths)
+    return red.max(concatenate([v, zero], axes[0]), axis=axis)
+
+
 def vector_norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False) -> Variable:  # noqa: A002
     """numpy.linalg.vector_norm: the p-norm over `axis` (None: all entries, as one vector).
     Also ``x.norm(L, axis)`` on tensors (PyTensor's alias)."""
@@ -90,7 +114,7 @@ def vector_norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False) 
         ax = None
     p = 2 if ord is None else ord
     if p == np.inf:
-        out = red.max(tm.abs(x), axis=ax)
+        out = _max_magnitude(tm.abs(x), ax)
     elif p == -np.inf:
         out = red.min(tm.abs(x), axis=ax)
     elif p == 0:
@@ -122,16 +146,15 @@ def _matrix_norm_axes(x: Variable, ord: Any, row: int, col: int) -> Variable:  #
         moved = dimshuffle(x, [*rest, row, col])
         (a,) = as_lapack_operands("norm", moved)
         s = SVD(False, False)(a)
-        out = {2: red.max, -2: red.min, "nuc": red.sum}[ord](s, axis=-1)
-        return out
+        return {2: _max_magnitude, -2: red.min, "nuc": red.sum}[ord](s, axis=-1)
     if ord in (None, "fro", "f"):
         return tm.sqrt(red.sum(_abs_squared(x), axis=(row, col)))
     if ord in (1, -1):
-        reduce = red.max if ord == 1 else red.min
+        reduce = _max_magnitude if ord == 1 else red.min
         sums = red.sum(tm.abs(x), axis=row)
         return reduce(sums, axis=col - 1 if col > row else col)
     if ord in (np.inf, -np.inf):
-        reduce = red.max if ord == np.inf else red.min
+        reduce = _max_magnitude if ord == np.inf else red.min
         sums = red.sum(tm.abs(x), axis=col)
         return reduce(sums, axis=row - 1 if row > col else row)
     raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
