@@ -41,8 +41,9 @@ PAIR_EDGES = (0.0, -0.0, 1e-310, -1e-310, 1e-300, 1.0, -1.0, -3.0, -2.0, 2.0, 0.
               -2.5, 1e15, -1e15, 1e300, -1e300, 1e308, INF, -INF, NAN)
 
 
-def _mp(fn, *args: float) -> float:
-    mpmath.mp.dps = 40
+def _mp(fn, *args: float, digits: int = 40) -> float:
+    """fn of mpmath numbers at `digits` digits, as a float."""
+    mpmath.mp.dps = digits
     return float(fn(*(mpmath.mpf(a) for a in args)))
 
 
@@ -50,25 +51,73 @@ def _loggamma(x: float) -> float:
     return _mp(lambda t: mpmath.log(abs(mpmath.gamma(t))), x)
 
 
-_GAMMALN_TINY = "SciPy's Gamma(x) overflows an intermediate: log |Gamma| = -log |x| is finite"
+def _log_abs_beta(a: float, b: float) -> float:
+    """log |B(a, b)| at 400 digits (exact integer arithmetic up to 1e308; mpmath takes the
+    limit where Gamma's poles cancel)."""
+    if _both_poles(a, b):
+        return INF
+    return _mp(lambda x, y: mpmath.log(abs(mpmath.beta(x, y))), a, b, digits=400)
 
-#: name -> {arguments: (expected value, why SciPy's differs)}
-DEPARTURES: dict[str, dict[tuple[float, ...], tuple[float, str]]] = {
-    "gammaln": {(x,): (_loggamma(x), _GAMMALN_TINY) for x in (TINY, -TINY, 1e-310, -1e-310)},
-    "i0": {
-        (712.0,): (_mp(lambda x: mpmath.besseli(0, x), 712.0),
-                   "SciPy's exp(x) overflows from 709.8; I0 itself only from 713.99"),
-    },
-    "i1": {
-        (-713.5,): (_mp(lambda x: mpmath.besseli(1, x), -713.5),
-                    "SciPy's exp(x) overflows from 709.8; I1 itself only from 713.98"),
-    },
+
+def _both_poles(a: float, b: float) -> bool:
+    return a <= 0 and b <= 0 and a == math.floor(a) and b == math.floor(b)
+
+
+def _beta(a: float, b: float) -> float:
+    """B(a, b) at 400 digits; where both are non-positive integers SciPy's (-1)^b inf (its
+    rule for small integers: mpmath's inf has no sign), a zero with the sign of
+    Gamma(a) Gamma(b) (SciPy's)."""
+    if _both_poles(a, b):
+        return math.copysign(INF, 1 - 2 * (b % 2))
+    mpmath.mp.dps = 400
+    value = mpmath.beta(mpmath.mpf(a), mpmath.mpf(b))
+    if value == 0:  # a + b a pole
+        return math.copysign(0.0, mpmath.gamma(a) * mpmath.gamma(b))
+    return float(value)
+
+
+def _subnormal(x: np.ndarray) -> np.ndarray:
+    return (x != 0) & (np.abs(x) < 2.2250738585072014e-308)
+
+
+def _beta_artifacts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where SciPy's B(a, b) is an artifact: a subnormal argument (Gamma(a) overflows an
+    intermediate: inf or NaN), both arguments >= 1e300 or one +inf beside a finite one
+    (inf - inf: NaN; B tends to 0), or a non-positive integer below -2^31 with an integer
+    partner (its int cast fails: inf, where the limit (-1)^p B(1 - n - p, p) is finite)."""
+    with np.errstate(invalid="ignore"):
+        subnormal = (_subnormal(a) & np.isfinite(b)) | (_subnormal(b) & np.isfinite(a))
+        subnormal &= ~((a == np.floor(a)) & (a <= 0)) & ~((b == np.floor(b)) & (b <= 0))
+        huge = (np.minimum(a, b) >= 1e300) & ~(np.isinf(a) & np.isinf(b))
+        huge |= (np.isposinf(a) & (b > 0) & np.isfinite(b))
+        huge |= (np.isposinf(b) & (a > 0) & np.isfinite(a))
+        integers = np.isfinite(a) & np.isfinite(b) & (a == np.floor(a)) & (b == np.floor(b))
+        beyond_int = integers & (np.minimum(a, b) < -2.0 ** 31)
+        return subnormal | huge | beyond_int
+
+
+#: name -> [(why SciPy's value is not the function's, where (a mask of the arguments),
+#: the function's value there, from mpmath)]
+DEPARTURES = {
+    "gammaln": [("SciPy's Gamma(x) overflows an intermediate; log |Gamma| = -log |x| is finite",
+                 _subnormal, _loggamma)],
+    "i0": [("SciPy's exp(x) overflows from 709.8; I0 itself only from 713.99",
+            lambda x: (np.abs(x) > 709.8) & (np.abs(x) < 713.98),
+            lambda x: _mp(lambda t: mpmath.besseli(0, t), x))],
+    "i1": [("SciPy's exp(x) overflows from 709.8; I1 itself only from 713.98",
+            lambda x: (np.abs(x) > 709.8) & (np.abs(x) < 713.98),
+            lambda x: _mp(lambda t: mpmath.besseli(1, t), x))],
+    "beta": [("an intermediate overflow or int cast in SciPy", _beta_artifacts, _beta)],
+    "betaln": [("an intermediate overflow or int cast in SciPy", _beta_artifacts,
+                _log_abs_beta)],
 }
+#: arguments added to the grid for a function: where its departures show
+EXTRA = {"i0": [(712.0,), (-713.5,)], "i1": [(712.0,), (-713.5,)]}
 
 #: name -> the SciPy function with its semantics
 UNARY = {"gamma": sp.gamma, "gammaln": sp.gammaln, "i0": sp.i0, "i1": sp.i1, "i0e": sp.i0e,
          "i1e": sp.i1e}
-BINARY: dict[str, object] = {}
+BINARY = {"beta": sp.beta, "betaln": sp.betaln}
 
 
 def _differ(got: np.ndarray, want: np.ndarray, rtol: float) -> np.ndarray:
@@ -86,10 +135,9 @@ def _differ(got: np.ndarray, want: np.ndarray, rtol: float) -> np.ndarray:
 def _expected(name: str, columns: list[np.ndarray], reference) -> np.ndarray:
     with np.errstate(all="ignore"):
         want = np.asarray(reference(*columns), dtype=np.float64).copy()
-    for args, (value, _) in DEPARTURES.get(name, {}).items():
-        at = np.all([c == a for c, a in zip(columns, args)], axis=0)
-        at &= np.all([np.signbit(c) == np.signbit(a) for c, a in zip(columns, args)], axis=0)
-        want[at] = value
+    for _, where, value in DEPARTURES.get(name, []):
+        for k in np.flatnonzero(where(*columns)):
+            want[k] = value(*(float(c[k]) for c in columns))
     return want
 
 
@@ -112,7 +160,7 @@ def _check(name: str, columns: list[np.ndarray], reference, linker: str,
 
 
 def _grid(name: str) -> list[np.ndarray]:
-    extra = [args for args in DEPARTURES.get(name, {})]
+    extra = EXTRA.get(name, [])
     if name in UNARY:
         return [np.array(EDGES + tuple(a[0] for a in extra))]
     pairs = list(itertools.product(PAIR_EDGES, PAIR_EDGES)) + extra
@@ -171,3 +219,17 @@ def test_gamma_keeps_the_sign_of_a_tiny_argument(linker: str) -> None:
     np.testing.assert_array_equal(got[:9], [-INF, -INF, INF, INF, -INF, NAN, NAN, NAN, INF])
     np.testing.assert_allclose(got[9], -1e300, rtol=1e-13)  # torch: exp(lgamma(x))
     assert np.array_equal(np.signbit(got[:5]), [True, True, False, False, True])
+
+
+# -- beta and log-beta ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_betaln_with_one_negative_and_one_large_argument(linker: str) -> None:
+    """log |B(a, b)| for a < 0 (not an integer) and b large: Stirling's series as for a > 0
+    (lgamma(b) - lgamma(a + b) cancelled: betaln(-2.5, 1e15) was 84, not 86.29)."""
+    a = np.repeat([-2.5, -0.5, -10.5, 0.5], 30)
+    b = np.tile(np.geomspace(20, 1e15, 30), 4)
+    x, y = wt.dvector(), wt.dvector()
+    got = wb.function([x, y], [wt.betaln(x, y), wt.beta(x, y)], linker=linker)(a, b)
+    np.testing.assert_allclose(got[0], [_log_abs_beta(s, t) for s, t in zip(a, b)], rtol=1e-14)
+    np.testing.assert_allclose(got[1], [_beta(s, t) for s, t in zip(a, b)], rtol=1e-12)

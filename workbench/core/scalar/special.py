@@ -5,11 +5,11 @@ function (the C library's where it has one, else the backend's own ``wb_*`` of
 `workbench.core.link.c.special_math`), torch function (`torch.special`, or a small
 torch expression), derivative, test domain and SciPy reference (used by tests only).
 
-On torch (the gpu linker), betaln is lgamma(a) + lgamma(b) - lgamma(a + b), which
-cancels when one argument is large (the NumPy and C kernels use Stirling's series
-there); betaln, beta, erfcinv, i0 and i1 compute in float64 on torch and cast back, so
-a float32 graph neither overflows an intermediate (i0 near 89, erfcinv near 1e-45) nor
-loses float32 digits to that cancellation.
+On torch (the gpu linker), betaln and beta are the NumPy kernels' algorithm written once
+over both namespaces (`special_kernels.betaln_over`: Stirling's series where one argument
+is large, SciPy's values at the poles); betaln, beta, erfcinv, i0 and i1 compute in
+float64 on torch and cast back, so a float32 graph neither overflows an intermediate (i0
+near 89, erfcinv near 1e-45) nor loses float32 digits.
 
 Gradients: every function of x has its derivative; polygamma is not differentiable in
 its integer order n; betaln/beta in both arguments; gammainc/gammaincc in x by the
@@ -45,10 +45,11 @@ def _in_float64(expression: Any) -> Any:
 
 
 def _torch_betaln(torch: Any, a: Any, b: Any) -> Any:
-    small, large = torch.minimum(a, b), torch.maximum(a, b)
-    direct = torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
-    vanishing = torch.isposinf(large) & (small > 0) & torch.isfinite(small)  # B -> 0
-    return torch.where(vanishing, torch.full_like(direct, float("-inf")), direct)
+    return kernels.betaln_over(torch, torch.lgamma, a, b)
+
+
+def _torch_beta(torch: Any, a: Any, b: Any) -> Any:
+    return kernels.beta_over(torch, torch.lgamma, a, b)
 
 
 def _torch_gammaln(torch: Any, x: Any) -> Any:
@@ -69,12 +70,6 @@ def _torch_gamma(torch: Any, x: Any) -> Any:
     at_pole = torch.where(x == 0, torch.copysign(torch.full_like(x, float("inf")), x),
                           torch.full_like(x, float("nan")))
     return torch.where(pole, at_pole, value)
-
-
-def _torch_beta(torch: Any, a: Any, b: Any) -> Any:
-    sign = (_torch_gamma_sign(torch, a) * _torch_gamma_sign(torch, b)
-            * _torch_gamma_sign(torch, a + b))
-    return sign * torch.exp(_torch_betaln(torch, a, b))
 
 
 def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:

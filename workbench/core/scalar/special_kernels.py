@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "betaln", "beta", "digamma", "erfcinv", "erfcx", "erfinv", "gamma", "gammainc",
+    "betaln", "betaln_over", "beta", "beta_over", "beta_poles", "digamma", "erfcinv", "erfcx",
+    "erfinv", "gamma", "gammainc",
     "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp",
     "logaddexp2", "logit", "pi_cot_pi", "polygamma", "xlog1py", "xlogy", "COT_SERIES_BELOW",
     "LN_SQRT_2PI", "stirling_correction",
@@ -217,58 +218,105 @@ def polygamma(n: Any, x: Any) -> np.ndarray:
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
 
 
-def stirling_correction(x: Any) -> np.ndarray:
-    """lgamma(x) - ((x - 1/2) ln x - x + ln sqrt(2 pi)), for x >= 10 (error < 1e-16)."""
-    x = _f64(x)
+def stirling_correction(x: Any) -> Any:
+    """lgamma(x) - ((x - 1/2) ln x - x + ln sqrt(2 pi)), for x >= 10 (error < 1e-16); x a
+    float64 array (NumPy's or torch's)."""
     inv2 = 1.0 / (x * x)
-    series = np.zeros_like(x)
+    series = inv2 * 0.0  # (not x * 0: NaN at x = inf)
     for coefficient in reversed(_STIRLING[1:]):
         series = (series + coefficient) * inv2
     return (series + _STIRLING[0]) / x
 
 
+def beta_poles(xp: Any, a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """SciPy's B(a, b) where a or b is a non-positive integer n (or -inf; a first), the
+    other p: (-1)^p B(1 - n - p, p) where p is an integer with 1 - n - p > 0 (the limit:
+    Gamma(n) / Gamma(n + p) = (-1)^p Gamma(1 - n - p) / Gamma(1 - n)), +inf otherwise
+    (NaN or non-integer p included); with p <= 0 that B is itself at a pole: (-1)^p inf.
+    (SciPy casts n to int: beyond -2^31 it gives inf; here the same rule holds.)
+
+    `xp` is the array namespace (NumPy, or torch for the GPU linker). Returns (pole,
+    finite, a', b', sign): B(a, b) = sign B(a', b') where finite, sign inf at the other
+    poles; log |B| = log B(a', b') where finite, +inf at the other poles."""
+    pole_a = (a <= 0) & (a == xp.floor(a))
+    pole = pole_a | ((b <= 0) & (b == xp.floor(b)))
+    n, p = xp.where(pole_a, a, b), xp.where(pole_a, b, a)
+    # (n + p < 1, not 1 - n - p > 0: exact for integers however large)
+    reflected = pole & (n > -math.inf) & xp.isfinite(p) & (p == xp.floor(p)) & (n + p < 1)
+    sign = xp.where(reflected & (p % 2 == 1), -1.0, 1.0)
+    finite = reflected & (p > 0)
+    return pole, finite, xp.where(finite, 1 - (n + p), 1.0), xp.where(finite, p, 1.0), sign
+
+
+def _betaln_regular(xp: Any, lgamma: Any, a: Any, b: Any) -> Any:
+    """log |B(a, b)| where neither argument is a pole."""
+    small, large = xp.minimum(a, b), xp.maximum(a, b)
+    direct = lgamma(a) + lgamma(b) - lgamma(a + b)
+    safe_large = xp.where(large >= 10, large, 10.0)
+    # (a negative small argument too, while a + b >= 10: lgamma(small) is log |Gamma|)
+    safe_small = xp.where((small > 0) | (small + large >= 10), small, 1.0)
+    ratio = safe_small / safe_large
+    corr_large = stirling_correction(safe_large)
+    corr_sum = stirling_correction(safe_large + safe_small)
+    # one argument >= 10: lgamma(a) - [lgamma(a + b) - lgamma(b)], the bracket by
+    # Stirling's series in the log1p form
+    bracket = (safe_small * xp.log(safe_large)
+               + (safe_small + safe_large - 0.5) * xp.log1p(ratio)
+               - safe_small + corr_sum - corr_large)
+    one_large = lgamma(safe_small) - bracket
+    # both >= 10: every lgamma by Stirling's series (a + b not formed: it overflows)
+    both_large = (LN_SQRT_2PI - 0.5 * xp.log(safe_large)
+                  + (safe_small - 0.5) * xp.log(ratio)
+                  - safe_small * xp.log1p(ratio) - (safe_large - 0.5) * xp.log1p(ratio)
+                  + stirling_correction(xp.where(safe_small > 10, safe_small, 10.0))
+                  + corr_large - corr_sum)
+    stirling = xp.where(small >= 10, both_large, one_large)
+    use = (large >= 10) & ((small > 0) | (small + large >= 10)) & xp.isfinite(large)
+    # one argument growing without bound: B(a, b) ~ Gamma(small) large^-small, which
+    # goes to 0 for small > 0, to +-inf for small < 0 (lgamma's inf - inf is NaN)
+    unbounded = (large == math.inf) & xp.isfinite(small)
+    limit = xp.where(small > 0, -math.inf, math.inf)
+    return xp.where(unbounded, limit, xp.where(use, stirling, direct))
+
+
+def betaln_over(xp: Any, lgamma: Any, a: Any, b: Any) -> Any:
+    """log |B(a, b)| on float64 arrays of namespace `xp` (NumPy, or torch for the GPU
+    linker) with its `lgamma`: `betaln`'s algorithm, written once for both."""
+    pole, finite, a2, b2, _ = beta_poles(xp, a, b)
+    regular = _betaln_regular(xp, lgamma, xp.where(pole, 1.0, a), xp.where(pole, 1.0, b))
+    at_pole = xp.where(finite, _betaln_regular(xp, lgamma, a2, b2), math.inf)
+    return xp.where(pole, at_pole, regular)
+
+
+def _gamma_sign(xp: Any, x: Any) -> Any:
+    """The sign of Gamma(x) (1 for x >= 0; (-1)^ceil(-x) between the negative poles); 1 at
+    the poles, so that B(a, b) = 0 where a + b is one has the sign of Gamma(a) Gamma(b)
+    (SciPy's)."""
+    return xp.where((x >= 0) | (xp.floor(-x) % 2 == 1) | (x == xp.floor(x)), 1.0, -1.0)
+
+
+def beta_over(xp: Any, lgamma: Any, a: Any, b: Any) -> Any:
+    """B(a, b) on float64 arrays of namespace `xp` with its `lgamma` (as `betaln_over`)."""
+    pole, finite, a2, b2, sign = beta_poles(xp, a, b)
+    a, b = xp.where(pole, a2, a), xp.where(pole, b2, b)
+    regular = (_gamma_sign(xp, a) * _gamma_sign(xp, b) * _gamma_sign(xp, a + b)
+               * xp.exp(betaln_over(xp, lgamma, a, b)))
+    return xp.where(pole, sign * xp.where(finite, regular, math.inf), regular)
+
+
 def betaln(a: Any, b: Any) -> np.ndarray:
-    """log |B(a, b)|; accurate for large arguments (no lgamma cancellation)."""
+    """log |B(a, b)|; accurate for large arguments (no lgamma cancellation), SciPy's
+    values at the poles (`beta_poles`)."""
     a, b = np.broadcast_arrays(_f64(a), _f64(b))
     with np.errstate(all="ignore"):
-        small, large = np.minimum(a, b), np.maximum(a, b)
-        direct = _lgamma(a) + _lgamma(b) - _lgamma(a + b)
-        safe_large = np.where(large >= 10, large, 10.0)
-        safe_small = np.where(small > 0, small, 1.0)
-        ratio = safe_small / safe_large
-        corr_large = stirling_correction(safe_large)
-        corr_sum = stirling_correction(safe_large + safe_small)
-        # one argument >= 10: lgamma(a) - [lgamma(a + b) - lgamma(b)], the bracket by
-        # Stirling's series in the log1p form
-        bracket = (safe_small * np.log(safe_large)
-                   + (safe_small + safe_large - 0.5) * np.log1p(ratio)
-                   - safe_small + corr_sum - corr_large)
-        one_large = _lgamma(safe_small) - bracket
-        # both >= 10: every lgamma by Stirling's series
-        both_large = (LN_SQRT_2PI - 0.5 * np.log(safe_large)
-                      + (safe_small - 0.5) * np.log(ratio)
-                      - (safe_small + safe_large - 0.5) * np.log1p(ratio)
-                      + stirling_correction(np.maximum(safe_small, 10.0))
-                      + corr_large - corr_sum)
-        stirling = np.where(small >= 10, both_large, one_large)
-        use = (large >= 10) & (small > 0) & np.isfinite(large)
-        # B(a, b) -> 0 as one argument grows without bound (lgamma's inf - inf is NaN)
-        vanishing = np.isposinf(large) & (small > 0) & np.isfinite(small)
-        return np.where(vanishing, -np.inf, np.where(use, stirling, direct))
-
-
-def _gamma_sign(x: np.ndarray) -> np.ndarray:
-    """The sign of Gamma(x) (1 for x >= 0; (-1)^ceil(-x) between the negative poles): 1 at
-    zero, so that beta's pole there is +inf as in SciPy."""
-    return np.where((x >= 0) | (np.floor(-x) % 2 == 1), 1.0, -1.0)
+        return betaln_over(np, _lgamma, a, b)
 
 
 def beta(a: Any, b: Any) -> np.ndarray:
-    """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)."""
+    """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), SciPy's values at the poles."""
     a, b = np.broadcast_arrays(_f64(a), _f64(b))
     with np.errstate(all="ignore"):
-        sign = _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b)
-        return sign * np.exp(betaln(a, b))
+        return beta_over(np, _lgamma, a, b)
 
 
 # -- error function inverses and erfcx ---------------------------------------------------

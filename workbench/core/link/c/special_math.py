@@ -120,21 +120,45 @@ static inline double wb_stirling_float64(double x) {
 """)
 
 _define("wb_betaln", r"""
-static inline double wb_betaln_float64(double a, double b) {
+/* SciPy's B(a, b) where a or b is a non-positive integer n (or -inf), the other p
+   (special_kernels.beta_poles): 1 there, with B = sign B(a2, b2) where *finite, sign inf
+   elsewhere */
+static inline int wb_beta_pole(double a, double b, int *finite, double *a2, double *b2,
+                               double *sign) {
+  int pole_a = a <= 0 && a == floor(a);
+  if (!pole_a && !(b <= 0 && b == floor(b))) return 0;
+  double n = pole_a ? a : b, p = pole_a ? b : a;
+  int reflected = n > -INFINITY && isfinite(p) && p == floor(p) && n + p < 1;  /* exact */
+  *sign = (reflected && fmod(p, 2.0) != 0) ? -1.0 : 1.0;
+  *finite = reflected && p > 0;
+  *a2 = 1 - (n + p);
+  *b2 = p;
+  return 1;
+}
+static inline double wb_betaln_regular(double a, double b) {
   double small = a < b ? a : b, large = a < b ? b : a;
-  if (large == INFINITY && small > 0 && isfinite(small)) return -INFINITY;  /* B -> 0 */
-  if (!(large >= 10) || !(small > 0) || isinf(large))
+  /* B ~ Gamma(small) large^-small: 0 for small > 0, +-inf for small < 0 */
+  if (large == INFINITY && isfinite(small)) return small > 0 ? -INFINITY : INFINITY;
+  /* Stirling where one argument is >= 10 (the other negative too, while a + b >= 10) */
+  if (!(large >= 10) || !(small > 0 || small + large >= 10) || isinf(large))
     return lgamma(a) + lgamma(b) - lgamma(a + b);
   double ratio = small / large;
   double corr_large = wb_stirling_float64(large);
   double corr_sum = wb_stirling_float64(large + small);
   if (small >= 10)
     return WB_LN_SQRT_2PI - 0.5 * log(large) + (small - 0.5) * log(ratio)
-           - (small + large - 0.5) * log1p(ratio)
+           - small * log1p(ratio) - (large - 0.5) * log1p(ratio)  /* a + b may overflow */
            + wb_stirling_float64(small) + corr_large - corr_sum;
   double bracket = small * log(large) + (small + large - 0.5) * log1p(ratio) - small
                    + corr_sum - corr_large;
   return lgamma(small) - bracket;
+}
+static inline double wb_betaln_float64(double a, double b) {
+  int finite;
+  double a2, b2, sign;
+  if (wb_beta_pole(a, b, &finite, &a2, &b2, &sign))
+    return finite ? wb_betaln_regular(a2, b2) : INFINITY;
+  return wb_betaln_regular(a, b);
 }
 WB_FLOAT32_OF2(wb_betaln)
 """, "wb_stirling")
@@ -144,8 +168,16 @@ static inline double wb_gamma_sign(double x) {
   return (x >= 0 || fmod(floor(-x), 2.0) == 1.0) ? 1.0 : -1.0;  /* 1 at 0: B's pole +inf */
 }
 static inline double wb_beta_float64(double a, double b) {
-  double sign = wb_gamma_sign(a) * wb_gamma_sign(b) * wb_gamma_sign(a + b);
-  return sign * exp(wb_betaln_float64(a, b));
+  int finite;
+  double a2, b2, sign = 1.0;
+  if (wb_beta_pole(a, b, &finite, &a2, &b2, &sign)) {
+    if (!finite) return sign * INFINITY;
+    a = a2;
+    b = b2;
+  }
+  /* a + b at a pole: B = 0 with the sign of Gamma(a) Gamma(b) (SciPy's) */
+  double s = a + b, sign_ab = (s <= 0 && s == floor(s)) ? 1.0 : wb_gamma_sign(s);
+  return sign * wb_gamma_sign(a) * wb_gamma_sign(b) * sign_ab * exp(wb_betaln_float64(a, b));
 }
 WB_FLOAT32_OF2(wb_beta)
 """, "wb_betaln")
