@@ -554,6 +554,13 @@ add_case(_case("specify_shape_symbolic",
 add_case(_case("specify_shape_then_add", lambda x, y: wt.specify_shape(x, (3, 4)) + y,
                np.add, Arg(M), Arg((3, 1))))
 
+add_case(_case("check_and_raise_passes", lambda x: wt.check_and_raise(
+    x, [wt.all(wt.isfinite(x))], "ValueError", "x must be finite") * 2.0,
+    lambda x: x * 2.0, Arg(M)))
+add_case(_case("check_and_raise_int", lambda x: wt.check_and_raise(
+    x, [wt.any(wt.ge(x, -10)), wt.lt(wt.shape_i(x, 0), 9)], "IndexError", "x too long"),
+    np.copy, Arg((4,), "int32", -9, 9), grad=INT_ONLY))
+
 SHAPE_ONLY = "shape only: the values of the input do not reach the output"
 for shape_in in (M, (), (0, 2, 5)):
     label = "x".join(str(s) for s in shape_in) or "0d"

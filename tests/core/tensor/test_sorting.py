@@ -184,3 +184,28 @@ def test_flops_count_comparisons() -> None:
     assert wt.SearchSorted().flops([(8,), (5,)], [(5,)]) == 5 * 4
     profile = wb.profile(wb.function([x], wt.sort(x), linker="py"), np.ones((4, 16)), calls=1)
     assert "Sort" in str(profile)
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_histogram_refuses_non_finite_data_without_a_range_as_numpy(linker: str) -> None:
+    """NaN or inf in the data: NumPy's ValueError when the range is autodetected (the
+    counts were all 0); with a finite range the values outside it are not counted."""
+    x = wt.dvector("x")
+    auto = wb.function([x], list(wt.histogram(x, 4)), linker=linker)
+    rule = wb.function([x], list(wt.histogram(x, "auto")), linker=linker)
+    ranged = wb.function([x], list(wt.histogram(x, 4, range=(0, 3))), linker=linker)
+    for values in (np.array([1.0, np.nan, 2.0]), np.array([1.0, np.inf]),
+                   np.array([-np.inf, 1.0]), np.array([np.nan])):
+        for f in (auto, rule):
+            with pytest.raises(ValueError, match="autodetected range of a is not finite"):
+                f(values)
+        with pytest.raises(ValueError, match="autodetected range"):
+            np.histogram(values, 4)
+        for got, want in zip(ranged(values), np.histogram(values, 4, range=(0, 3))):
+            np.testing.assert_array_equal(got, want)
+    finite = np.array([0.5, 2.0, 2.0, 7.0])
+    for got, want in zip(auto(finite), np.histogram(finite, 4)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match=r"supplied range of \[0, inf\] is not finite"):
+        wt.histogram(x, 4, range=(0, np.inf))

@@ -100,3 +100,50 @@ def test_shape_ops_are_not_connected_to_values():
     assert Shape().connection_pattern(wt.shape(x).owner) == [[False]]
     y = specify_shape(x, (2, 2))
     assert SpecifyShape().connection_pattern(y.owner) == [[True], [False], [False]]
+
+
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_check_and_raise_passes_its_input_or_raises_its_error(linker):
+    import workbench as wb
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"linker {linker} is not available here")
+    x = wt.dvector("x")
+    y = wt.check_and_raise(x, [wt.all(wt.isfinite(x)), wt.gt(wt.shape_i(x, 0), 0)],
+                           "ValueError", "x: expected finite values, got NaN or inf")
+    assert str(y.owner.op) == "CheckAndRaise{ValueError}" and y.type == x.type
+    f = wb.function([x], y * 2.0, linker=linker)
+    np.testing.assert_array_equal(f(np.array([1.0, -2.0])), [2.0, -4.0])
+    with pytest.raises(ValueError, match="x: expected finite values, got NaN or inf"):
+        f(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="expected finite values"):
+        f(np.zeros(0))
+    g = wb.function([x], wt.check_and_raise(x, [wt.lt(wt.sum(x), 3)], "IndexError", "big"),
+                    linker=linker)
+    with pytest.raises(IndexError, match="big"):
+        g(np.array([2.0, 2.0]))
+
+
+def test_check_and_raise_refuses_known_failures_and_bad_conditions():
+    from workbench.core.tensor import CheckAndRaise, check_and_raise
+
+    x = wt.dvector("x")
+    assert check_and_raise(x, [True], "ValueError", "never") is x
+    with pytest.raises(IndexError, match="at once"):
+        check_and_raise(x, [False], "IndexError", "at once")
+    with pytest.raises(ValueError, match="constant"):
+        check_and_raise(x, [wt.constant(np.bool_(False))], "ValueError", "constant")
+    with pytest.raises(TypeError, match="0-d boolean"):
+        check_and_raise(x, [x > 0], "ValueError", "m")
+    with pytest.raises(ValueError, match="error must be one of"):
+        CheckAndRaise("KeyError", "m")
+
+
+def test_check_and_raise_gradient_passes_through():
+    import workbench as wb
+
+    def checked(x):
+        return wt.sum(wt.check_and_raise(x, [wt.all(wt.isfinite(x))], "ValueError", "m") ** 2)
+
+    wb.verify_grad(checked, [np.array([0.5, -1.5, 2.0])], rng=np.random.default_rng(0))

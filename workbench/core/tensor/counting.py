@@ -286,14 +286,17 @@ def argwhere(a: Any) -> Variable:
 def _outer_edges(a: Variable, range: Any, dtype: Any) -> tuple[Variable, Variable]:
     """numpy.histogram's first and last edges: `range`, or the data's min and max ((0, 1)
     for no data), widened by 0.5 each way when they are equal."""
-    from workbench.core.tensor.math import eq, switch
+    from workbench.core.tensor.math import and_, eq, isfinite, switch
     from workbench.core.tensor.reduction import max, min
+    from workbench.core.tensor.shape import check_and_raise
 
     if range is not None:
         lo, hi = range
         if not lo <= hi:
             raise ValueError(f"histogram: range must be (low, high) with low <= high, "
                              f"got {range!r}")
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"histogram: the supplied range of [{lo}, {hi}] is not finite")
         lo, hi = as_tensor_variable(np.asarray(lo, dtype.numpy)), as_tensor_variable(
             np.asarray(hi, dtype.numpy))
     else:  # NumPy's range of an empty `a` is (0, 1): +-inf sentinels keep min/max defined
@@ -306,6 +309,11 @@ def _outer_edges(a: Variable, range: Any, dtype: Any) -> tuple[Variable, Variabl
                                                                             dtype.numpy))]))
         empty = eq(shape_tuple(a)[0], 0)
         lo, hi = switch(empty, 0.0, lo), switch(empty, 1.0, hi)
+        # NumPy refuses NaN and infinite data without an explicit range, when run
+        finite = [and_(isfinite(lo), isfinite(hi))]
+        message = ("histogram: the autodetected range of a is not finite (a holds NaN or "
+                   "infinite values); give a finite range= or remove them")
+        lo, hi = (check_and_raise(v, finite, "ValueError", message) for v in (lo, hi))
     same = eq(lo, hi)
     return switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
 

@@ -1,4 +1,5 @@
-"""Shape Ops: `Shape` (``x.shape``), `Shape_i` (one length) and `SpecifyShape`.
+"""Shape Ops: `Shape` (``x.shape``), `Shape_i` (one length), `SpecifyShape` and
+`CheckAndRaise` (a promise about values, checked at run time).
 
 `SpecifyShape` is how static shape information enters a graph: it passes its
 input through unchanged (a view) and promises, checked at run time, that the
@@ -29,8 +30,8 @@ from workbench.core.tensor.variable import as_tensor_variable, constant
 #: The placeholder input of SpecifyShape for a dimension whose length is not specified.
 NoneConst = Constant(generic, None, name="NoneConst")
 
-__all__ = ["NoneConst", "Shape", "Shape_i", "SpecifyShape", "shape", "shape_i", "shape_tuple",
-           "specify_shape"]
+__all__ = ["CheckAndRaise", "NoneConst", "Shape", "Shape_i", "SpecifyShape", "check_and_raise",
+           "shape", "shape_i", "shape_tuple", "specify_shape"]
 
 
 def _is_none(var: Any) -> bool:
@@ -277,3 +278,88 @@ def specify_shape(x: Any, shape: int | None | Iterable[Any]) -> Variable:
     if all(_is_none(e) for e in entries):
         return x
     return SpecifyShape()(x, *entries)
+
+
+# -- run-time checks ---------------------------------------------------------------------
+
+#: The exceptions `CheckAndRaise` may raise, by name (a graph file stores the name).
+CHECK_ERRORS: dict[str, type[Exception]] = {
+    "ValueError": ValueError, "IndexError": IndexError, "TypeError": TypeError,
+    "AssertionError": AssertionError,
+}
+
+
+class CheckAndRaise(Op):
+    """Its first input, unchanged (a view), once every condition holds: the other inputs
+    are 0-d boolean tensors, and a false one raises ``error(message)`` when run.
+
+    How a function composed of other Ops refuses bad data NumPy refuses (histogram's
+    non-finite range, interp's empty knots), with NumPy's exception type and a
+    message naming the input. Conditions known false when the graph is built are
+    refused then.
+    """
+
+    __props__ = ("error", "message")
+    view_map = {0: [0]}
+
+    def __init__(self, error: str, message: str) -> None:
+        if error not in CHECK_ERRORS:
+            raise ValueError(f"CheckAndRaise: error must be one of {sorted(CHECK_ERRORS)}, "
+                             f"got {error!r}")
+        if not isinstance(message, str):
+            raise TypeError(f"CheckAndRaise: message must be a str, got {message!r}")
+        self.error = error
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"CheckAndRaise{{{self.error}}}"
+
+    def make_node(self, x: Any, *conditions: Any) -> Apply:
+        x = as_tensor_variable(x)
+        checked = []
+        for k, c in enumerate(conditions):
+            c = as_tensor_variable(c)
+            if c.type.ndim != 0 or not c.type.dtype.is_bool:
+                raise TypeError(f"CheckAndRaise: condition {k} must be a 0-d boolean tensor, "
+                                f"got {c.type}")
+            if isinstance(c, Constant) and not bool(c.data):
+                raise CHECK_ERRORS[self.error](self.message)
+            checked.append(c)
+        return Apply(self, [x, *checked], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        x, *conditions = inputs
+        if not all(bool(c) for c in conditions):
+            raise CHECK_ERRORS[self.error](self.message)
+        output_storage[0][0] = x
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True]] + [[False] for _ in node.inputs[1:]]
+
+    def grad(self, inputs: Sequence[Variable], output_grads: Sequence[Variable]
+             ) -> list[Variable]:
+        """The output gradient passes through; the conditions are disconnected."""
+        return [output_grads[0]] + [disconnected_type() for _ in inputs[1:]]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        return [eval_points[0]]
+
+
+def check_and_raise(x: Any, conditions: Iterable[Any], error: str, message: str) -> Variable:
+    """`x`, checked when run: every condition (a 0-d boolean tensor or a bool) must hold,
+    else ``error(message)`` is raised (at once for a condition known false here)."""
+    pending = []
+    for c in conditions:
+        if isinstance(c, (bool, np.bool_)):
+            if not c:
+                raise CHECK_ERRORS[error](message)
+            continue
+        pending.append(c)
+    x = as_tensor_variable(x)
+    return CheckAndRaise(error, message)(x, *pending) if pending else x

@@ -27,7 +27,13 @@ from workbench.core.tensor.linalg import Dot, MatMul
 from workbench.core.tensor.reduction import All, Argmax, ArgReduce, CAReduce
 from workbench.core.tensor.reduction import Any as AnyOp
 from workbench.core.tensor.reshape import BroadcastTo, Reshape
-from workbench.core.tensor.shape import Shape, Shape_i, SpecifyShape
+from workbench.core.tensor.shape import (
+    CHECK_ERRORS,
+    CheckAndRaise,
+    Shape,
+    Shape_i,
+    SpecifyShape,
+)
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
 from workbench.core.tensor.transfer import Transfer
 
@@ -331,6 +337,18 @@ def lower_specify_shape(node: Apply, ctx: LowerContext) -> Kernel:
                 e is not None and e != a for e, a in zip(expected, x.shape)):
             raise AssertionError(f"SpecifyShape: expected shape {format_shape(expected)}, "
                                  f"got shape {tuple(x.shape)}")
+        return [x]
+
+    return kernel
+
+
+@register_lowering(CheckAndRaise)
+def lower_check_and_raise(node: Apply, ctx: LowerContext) -> Kernel:
+    error, message = CHECK_ERRORS[node.op.error], node.op.message
+
+    def kernel(x: Any, *conditions: Any) -> list[Any]:
+        if not all(bool(c) for c in conditions):  # reads the conditions back to the host
+            raise error(message)
         return [x]
 
     return kernel

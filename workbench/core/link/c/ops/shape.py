@@ -1,5 +1,5 @@
-"""C for the shape and view Ops: DimShuffle, Reshape, BroadcastTo, SpecifyShape, Shape
-and Shape_i.
+"""C for the shape and view Ops: DimShuffle, Reshape, BroadcastTo, SpecifyShape,
+CheckAndRaise, Shape and Shape_i.
 
 The view Ops build their output with `PyArray_NewFromDescr` over the input's data
 (permuted, inserted or dropped strides) and make the input its base
@@ -19,11 +19,11 @@ from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.types import C_DTYPES, type_num
 from workbench.core.tensor.elemwise import DimShuffle
 from workbench.core.tensor.reshape import BroadcastTo, Reshape
-from workbench.core.tensor.shape import Shape, Shape_i, SpecifyShape
+from workbench.core.tensor.shape import CheckAndRaise, Shape, Shape_i, SpecifyShape
 from workbench.core.tensor.type import TensorType
 
-__all__ = ["BroadcastToC", "DimShuffleC", "ReshapeC", "ShapeC", "Shape_iC", "SpecifyShapeC",
-           "VIEW_SUPPORT", "tensor_dtypes_have_c"]
+__all__ = ["BroadcastToC", "CheckAndRaiseC", "DimShuffleC", "ReshapeC", "ShapeC", "Shape_iC",
+           "SpecifyShapeC", "VIEW_SUPPORT", "tensor_dtypes_have_c"]
 
 #: C helpers shared by the view Ops (and the subtensor/creation modules).
 VIEW_SUPPORT = r"""
@@ -265,6 +265,27 @@ Py_INCREF({z});""")
                     isinstance(var, Constant) and var.data is None and NONE_INPUTS_OK):
                 return False
         return tensor_dtypes_have_c(node)
+
+
+@register_c_op(CheckAndRaise)
+class CheckAndRaiseC(ViewCBase):
+    """CheckAndRaise: reads each 0-d boolean condition, raises the Op's exception with
+    its message when one is false (as `perform`), and passes its input through."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        x, *conditions = inputs
+        (z,) = outputs
+        error = f"PyExc_{node.op.error}"
+        held = " && ".join(f"*(const npy_bool *)PyArray_DATA({c})" for c in conditions) or "1"
+        return f"""
+if (!({held})) {{
+  PyErr_SetString({error}, {c_string_literal(node.op.message)});
+  {sub["fail"]}
+}}
+Py_XDECREF({z});
+{z} = {x};
+Py_INCREF({z});"""
 
 
 @register_c_op(Shape)
