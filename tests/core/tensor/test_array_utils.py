@@ -263,6 +263,18 @@ def test_interp_refuses_what_numpy_refuses() -> None:
         wt.interp(x, np.zeros(0), np.zeros(0))
 
 
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_interp_refuses_empty_or_mismatched_knots_when_run(linker: str) -> None:
+    x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.dvector("fp")
+    f = wb.function([x, xp, fp], wt.interp(x, xp, fp), linker=linker)
+    with pytest.raises(ValueError, match="array of sample points xp is empty"):
+        f(np.ones(2), np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match="fp and xp are not of the same length"):
+        f(np.ones(2), np.arange(3.0), np.arange(2.0))
+    np.testing.assert_array_equal(f(np.ones(2), np.arange(3.0), np.arange(3.0)), [1.0, 1.0])
+
+
 def test_argwhere_of_a_scalar_has_no_columns() -> None:
     x = wt.dscalar("x")
     f = wb.function([x], wt.argwhere(x))

@@ -255,7 +255,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     period down, and `left`/`right` are ignored.
     """
     from workbench.core.tensor.join import concatenate
-    from workbench.core.tensor.math import imag, isnan, real, switch
+    from workbench.core.tensor.math import eq, imag, isnan, real, switch
+    from workbench.core.tensor.shape import check_and_raise
     from workbench.core.tensor.sort import argsort
 
     x, xp, fp = (as_tensor_variable(v) for v in (x, xp, fp))
@@ -269,12 +270,13 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     for arg, v in (("xp", xp), ("fp", fp)):
         if v.type.ndim != 1:
             raise ValueError(f"interp: {arg} must be 1-d, got {v.type}")
-    (n_xp,), (n_fp,) = xp.type.shape, fp.type.shape
-    if n_xp == 0:
-        raise ValueError(f"interp: the array of sample points xp is empty ({xp.type})")
-    if n_xp is not None and n_fp is not None and n_xp != n_fp:
-        raise ValueError(f"interp: fp and xp are not of the same length, got xp {xp.type} "
-                         f"and fp {fp.type}")
+    (n_xp,), (n_fp,) = shape_tuple(xp), shape_tuple(fp)
+    same = n_xp == n_fp if isinstance(n_xp, int) and isinstance(n_fp, int) else eq(n_xp, n_fp)
+    xp = check_and_raise(xp, [n_xp > 0], "ValueError",  # bools when the lengths are static
+                         f"interp: the array of sample points xp is empty ({xp.type})")
+    fp = check_and_raise(fp, [same], "ValueError",
+                         f"interp: fp and xp are not of the same length ({fp.type} and "
+                         f"{xp.type})")
     left, right = _interp_edge(left, complex_fp, "left"), _interp_edge(right, complex_fp,
                                                                        "right")
     if period is not None:
