@@ -382,6 +382,48 @@ def test_profiling_shows_a_bar_that_moves_per_call_in_a_terminal_only():
     assert code == 0 and "profiling" not in err
 
 
+C_COMPILE = ["compile", "sinh(x) * cosh(x) - arctan(x) / 3", "--var", "x=float64[?]",
+             "--linker", "c"]
+
+
+def test_a_cold_c_compile_in_a_terminal_shows_a_bar_and_is_tiered_like_any_function(
+        tmp_path):
+    # the bar moves while the quick -O1 build compiles; the -O3 build follows in the
+    # background and is finished before the command exits, so it is in the cache
+    env = {"NO_COLOR": "1", "WORKBENCH_CACHE_DIR": str(tmp_path), "WORKBENCH_C_TIERED": "1"}
+    code, text = in_a_terminal(*C_COMPILE, env=env)
+    assert code == 0, text
+    assert "compiling C node kinds" in text and "compiled 'sinh(x)" in text
+    assert list(tmp_path.rglob("wbbundle*.so"))  # the -O3 build, in the cache
+    again = subprocess.run([sys.executable, "-m", "workbench.cli", *C_COMPILE, "--json"],
+                           env={**os.environ, **env}, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)["c"]
+    assert report["compiled"] == 0 and report["disk_hits"] > 0
+
+
+def test_profile_times_the_optimised_build(tmp_path, monkeypatch):
+    # on a cold cache the kinds run from a quick -O1 build first: the profile waits
+    # for their -O3 build, so it times the code that stays
+    from workbench.core.link.c import cache as cache_module
+    from workbench.core.link.c import tiers
+
+    tiers.wait_for_upgrades()
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(tiers.TIERED_ENV, "1")
+    monkeypatch.setattr(cache_module, "_default", None)
+    started = []
+    monkeypatch.setattr(tiers, "in_background",
+                        lambda work, start=tiers.in_background: (started.append(work),
+                                                                 start(work)))
+    code, out, err = run("profile", "sinh(x) * cosh(x) + arctan(x) / 7", "--var",
+                         "x=float64[200]", "--linker", "c", "--calls", "3")
+    assert code == 0, err
+    assert len(started) == 1 and tiers.pending_upgrades() == 0
+    assert list(tmp_path.rglob("wbbundle*.so"))
+
+
 def test_errors_are_red_on_a_colour_terminal_only():
     code, text = in_a_terminal("show", "tnah(x)", env={"TERM": "xterm"})
     assert code == 2 and "\x1b[" in text.split("error:")[0][-12:] + text.split("error:")[1][:6]

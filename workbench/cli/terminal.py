@@ -86,3 +86,16 @@ def c_compile_progress() -> Iterator[None]:
             yield
         finally:
             bundle.progress_listeners.remove(listener)
+
+
+def c_optimised() -> None:
+    """Wait for the `-O3` builds still running in the background (a cold graph runs
+    from a quick `-O1` build first, link/c/tiers.py), under a spinner on a terminal: what
+    runs next (a profile) is the code that stays."""
+    try:
+        from workbench.core.link.c import tiers
+    except ImportError:  # a build without the C linker
+        return
+    if tiers.pending_upgrades():
+        with progress("optimising C node kinds (-O3)"):
+            tiers.wait_for_upgrades()

@@ -285,9 +285,12 @@ def test_load_entry_removes_a_corrupt_entry_with_a_warning(tmp_path):
     assert cache.clear() == 0 and cache.read_alias("some-kind") is None
 
 
-def test_progress_listeners_hear_the_kinds_compile(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tiered", ["1", "0"])
+def test_progress_listeners_hear_the_kinds_compile(tmp_path, monkeypatch, tiered):
     """What moves the CLI's progress bar: (kinds done, kinds to compile), from none
-    (heard as the compilers start, so the bar shows while they run) up to all."""
+    (heard as the compilers start, so the bar shows while they run) up to all; tiered
+    (the quick -O1 builds, as every function compiles) or not."""
+    monkeypatch.setenv(tiers.TIERED_ENV, tiered)
     heard = []
     monkeypatch.setattr(bundle, "progress_listeners",
                         [lambda done, total: heard.append((done, total))])
@@ -295,17 +298,26 @@ def test_progress_listeners_hear_the_kinds_compile(tmp_path, monkeypatch):
     kinds = f.linker.report.compiled
     assert heard[0] == (0, kinds) and heard[-1] == (kinds, kinds)
     assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+    mixed_values(f)
+    tiers.wait_for_upgrades()  # (the -O3 builds that follow quick ones reach the disk)
     heard.clear()
     c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))  # every kind on disk
     assert heard == []
 
 
-def test_with_gcc_the_progress_moves_once_per_kind_within_one_bundle(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tiered", ["1", "0"])
+def test_with_gcc_the_progress_moves_once_per_kind_within_one_bundle(tmp_path, monkeypatch,
+                                                                     tiered):
     """Issue 16: a cold compile shows progress per node kind, not per compiler run. With
     one compiler run for every kind, the listener still hears each count 1, 2, ..., n
-    (the compiler's dump of each finished function, compile_progress.py)."""
+    (the compiler's dump of each finished function, compile_progress.py), in the quick
+    -O1 build of tiered compilation too (its kinds' functions inlined into their
+    trampolines)."""
     if not compiler.reports_functions():
         pytest.skip("this C compiler does not report finished functions (not GCC)")
+    monkeypatch.setenv(tiers.TIERED_ENV, tiered)
+    held: list = []
+    monkeypatch.setattr(tiers, "in_background", held.append)
     heard = []
     monkeypatch.setattr(bundle, "progress_listeners",
                         [lambda done, total: heard.append((done, total))])
@@ -313,8 +325,14 @@ def test_with_gcc_the_progress_moves_once_per_kind_within_one_bundle(tmp_path, m
     f = c_function(*mixed_graph(), ModuleCache(tmp_path / "c"))
     kinds = f.linker.report.compiled
     assert kinds >= 4 and f.linker.report.modules_built == 1
+    assert len(held) == (1 if tiered == "1" else 0)  # the -O3 build, held back
     assert [done for done, _ in heard] == list(range(kinds + 1))
     assert not list(tmp_path.rglob("*.final"))  # the compiler's dumps are not kept
+    mixed_values(f)
+    heard.clear()
+    for work in held:  # the -O3 build in the background moves no bar
+        work()
+    assert heard == []
     mixed_values(f)
 
 

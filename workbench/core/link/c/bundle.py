@@ -340,22 +340,17 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     progress = _Progress(len(kinds))
     progress.advance([])  # the compilers start: a bar shows while they run
 
-    quick = tiers.tiered() and not progress_listeners  # (a progress bar shows -O3 builds)
+    quick = tiers.tiered()
 
     def build(bundle: BundleSource) -> tuple[Any, bool | str]:
         """(the loaded module, whether it was compiled rather than found on disk, or
         "quick" for a quick build whose -O3 build is still to come)."""
         args = bundle.build_args()
         built: bool | str = True
-        if quick and bundle.version:
-            key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
-            if not cache.entry_dir(key).is_dir():
-                source = bundle_source(bundle.kinds, quick=True).source
-                module = tiers.compile_quick(source, BUNDLE_MODULE, key, args,
-                                             reject_warnings=REJECTED_WARNINGS)
-                progress.advance([k.key for k in bundle.kinds])
-                return module, "quick"
-        functions = {f"wb_node_run_{k.tag}": k.key for k in bundle.kinds}
+        # a kind is done when the compiler has emitted its function, or its quick
+        # build's trampoline (-O1 inlines the function, called once, into it)
+        functions = {f"{prefix}{k.tag}": k.key for k in bundle.kinds
+                     for prefix in ("wb_node_run_", "wb_tier_")}
 
         def finished(function: str) -> None:
             if function in functions:
@@ -364,6 +359,14 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
         watch = (compile_progress.reporting_functions(finished) if progress_listeners
                  else contextlib.nullcontext())
         with watch:
+            if quick and bundle.version:
+                key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
+                if not cache.entry_dir(key).is_dir():
+                    source = bundle_source(bundle.kinds, quick=True).source
+                    module = tiers.compile_quick(source, BUNDLE_MODULE, key, args,
+                                                 reject_warnings=REJECTED_WARNINGS)
+                    progress.advance([k.key for k in bundle.kinds])
+                    return module, "quick"
             if bundle.version:  # to disk first, in parallel threads; then load
                 key = cache.key(("bundle",), bundle.source, BUNDLE_MODULE, **args)
                 built = not cache.entry_dir(key).is_dir()  # (or another process built it)

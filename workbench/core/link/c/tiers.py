@@ -15,7 +15,7 @@ and explicit row kernels, checked bit for bit at `-O1` and `-O3` (tests/core/lin
 test_tiers.py). The background thread is not a daemon: a short script that compiled on
 a cold cache finishes the `-O3` build before it exits, so its successors find it.
 
-`WORKBENCH_C_TIERED=0` compiles at `-O3` straight away (as the CLI's progress bar does).
+`WORKBENCH_C_TIERED=0` compiles at `-O3` straight away.
 `wait_for_upgrades()` waits for the background builds (tests, benchmarks).
 """
 
@@ -33,7 +33,8 @@ from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.codegen import NODE_CAPSULE
 
 __all__ = ["QUICK_LEVEL", "TIERED_ENV", "TIER_CAPSULE", "compile_quick", "flag_environment",
-           "in_background", "quick_flags", "tiered", "trampolines", "upgrade", "wait_for_upgrades"]
+           "in_background", "pending_upgrades", "quick_flags", "tiered", "trampolines",
+           "upgrade", "wait_for_upgrades"]
 
 #: The environment variable that turns tiered compilation off ("0").
 TIERED_ENV = "WORKBENCH_C_TIERED"
@@ -129,6 +130,12 @@ def in_background(work: Callable[[], None]) -> None:
     with _lock:
         _threads[:] = [t for t in _threads if t.is_alive()] + [thread]
     thread.start()
+
+
+def pending_upgrades() -> int:
+    """How many background `-O3` builds are still running."""
+    with _lock:
+        return sum(thread.is_alive() for thread in _threads)
 
 
 def wait_for_upgrades(timeout: float | None = None) -> None:
