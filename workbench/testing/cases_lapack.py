@@ -1,7 +1,7 @@
 """Catalogue cases of the LAPACK-backed functions of `wt.linalg`: `solve` (every
 `assume_a`), `solve_triangular`, `cho_solve`, `cholesky`, `inv`, `det`, `slogdet`,
 `eigh` and `eigvalsh`, hence the `Solve`, `SolveTriangular`, `Cholesky`, `Inv`,
-`Det`, `SLogDet` and `Eigh` Ops.
+`Det`, `SLogDet` and `Eigh` Ops, and `DiagonalSolve` (a rewrite's).
 
 Inputs are well-conditioned (a random matrix plus a multiple of the identity) or
 symmetric positive definite where the function needs it; shapes cover single
@@ -111,6 +111,43 @@ def _solve_cases() -> list[Case]:
              (matrix((4, 4)), Arg((4,)))),
     ]
     return cases
+
+
+def _nonzero(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    """Entries of modulus in [0.5, 2) and either sign: a diagonal without zeros."""
+    return (rng.uniform(0.5, 2, size=shape) * rng.choice([-1, 1], size=shape)).astype(dtype)
+
+
+def _diagonal_solve(b_ndim: int, check_finite: bool = False) -> Callable[..., Any]:
+    def build(d: Any, b: Any) -> Any:
+        return _la().DiagonalSolve(b_ndim, check_finite)(d, b)
+
+    return build
+
+
+def _diagonal_solve_ref(b_ndim: int) -> Callable[..., Any]:
+    """numpy.linalg.solve of the diagonal matrices (the solve the Op replaces)."""
+    def reference(d: Any, b: Any) -> Any:
+        a = d[..., None] * np.eye(d.shape[-1], dtype=d.dtype)
+        if b_ndim == 1:
+            return np.linalg.solve(a, b[..., None])[..., 0]
+        return np.linalg.solve(a, b)
+
+    return reference
+
+
+def _diagonal_cases() -> list[Case]:
+    """`DiagonalSolve`, what solve of a known diagonal matrix becomes."""
+    return [
+        Case("diagonal_solve_matrix", _diagonal_solve(2), _diagonal_solve_ref(2),
+             (Arg((4,), sample=_nonzero), Arg((4, 3)))),
+        Case("diagonal_solve_vector_checked", _diagonal_solve(1, True), _diagonal_solve_ref(1),
+             (Arg((3,), sample=_nonzero), Arg((3,)))),
+        Case("diagonal_solve_broadcast_batch", _diagonal_solve(1), _diagonal_solve_ref(1),
+             (Arg((2, 3), sample=_nonzero), Arg((3,)))),
+        Case("diagonal_solve_empty", _diagonal_solve(2), _diagonal_solve_ref(2),
+             (Arg((0,)), Arg((0, 2))), grad=EMPTY),
+    ]
 
 
 def _solve_triangular(**kwargs: Any) -> Callable[..., Any]:
@@ -413,5 +450,5 @@ def _rectangular_cases() -> list[Case]:
     ]
 
 
-CASES: list[Case] = [*_solve_cases(), *_triangular_cases(), *_factorization_cases(),
-                     *_rectangular_cases()]
+CASES: list[Case] = [*_solve_cases(), *_diagonal_cases(), *_triangular_cases(),
+                     *_factorization_cases(), *_rectangular_cases()]

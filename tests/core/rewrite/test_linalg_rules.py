@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg as sl
 
 import workbench as wb
 import workbench.core.tensor as wt
-from workbench.core.compile.mode import available_linkers
+from workbench.core.compile.mode import available_linkers, get_mode
 from workbench.core.rewrite import rewrite_db
 from workbench.core.rewrite.rules import linalg as rules
 
@@ -84,9 +85,14 @@ FIRING = [
      {"Solve", "AdvancedIncSubtensor"}),
     ("solve_diag_vector", "local_solve_diagonal_matrix", [v, b],
      lambda: la.solve(wt.diag(v), b), {"Solve"}),
-    ("cholesky_outer", "local_cholesky_outer_product", [A], lambda: L @ L.T, {"Cholesky"}),
-    ("cholesky_upper_outer", "local_cholesky_outer_product", [A],
-     lambda: la.cholesky(A, lower=False).T @ la.cholesky(A, lower=False), {"Cholesky"}),
+    ("solve_eye_times_unchecked", "local_solve_diagonal_matrix", [v, b],
+     lambda: la.solve(wt.eye(4) * v, b, check_finite=False), {"Solve"}),
+    # the factorisation stays for another use (its sum, a solve): it still raises
+    ("cholesky_outer", "local_cholesky_outer_product", [A], lambda: L @ L.T + L.sum(),
+     {"Dot", "MatMul"}),
+    ("cholesky_upper_outer", "local_cholesky_outer_product", [A, b],
+     lambda: (la.cholesky(A, lower=False).T @ la.cholesky(A, lower=False)).sum()
+     + la.solve_triangular(la.cholesky(A, lower=False), b).sum(), {"Dot", "MatMul"}),
 ]
 
 
@@ -148,6 +154,65 @@ def test_the_triangular_solve_keeps_check_finite(linker):
     unchecked = wb.function([A, b], la.solve(la.cholesky(A), b, check_finite=False),
                             linker=linker)
     assert np.isnan(unchecked(spd, np.array([1.0, np.nan]))).any()
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_zero_on_the_diagonal_still_raises_as_scipy(linker):
+    # solve(diag(v), b) gave b / v = inf for a zero in v, where scipy raises
+    f = wb.function([v, B], la.solve(wt.diag(v), B), linker=linker)
+    assert "local_solve_diagonal_matrix" in f.maker.rewrite_trace.rewrites_used()
+    assert "Solve" not in _op_names(f)
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.solve(np.diag([1.0, 0.0]), np.ones((2, 2)))
+    with pytest.raises(np.linalg.LinAlgError, match="solve: Singular matrix: the diagonal "
+                                                    "matrix has a zero at position 1"):
+        f(np.array([1.0, 0.0]), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="solve: array must not contain infs or NaNs"):
+        f(np.array([1.0, np.nan]), np.ones((2, 2)))
+    np.testing.assert_allclose(f(np.array([2.0, 4.0]), np.ones((2, 3))),
+                               sl.solve(np.diag([2.0, 4.0]), np.ones((2, 3))))
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_eye_times_a_non_finite_matrix_keeps_its_checked_solve(linker):
+    # eye(n) * x has 0 * inf = NaN off the diagonal: scipy's check_finite refuses it
+    x = np.array([[2.0, np.inf], [1.0, 4.0]])
+    f = wb.function([A, b], la.solve(wt.eye(2) * A, b), linker=linker)
+    assert "local_solve_diagonal_matrix" not in f.maker.rewrite_trace.rewrites_used()
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        f(x, np.ones(2))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        sl.solve(np.eye(2) * x, np.ones(2))
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_outer_product_of_a_negative_definite_factor_still_raises(linker):
+    # cholesky(a) @ cholesky(a).T -> a dropped the factorisation, and its error
+    negative = -np.array([[4.0, 1.0], [1.0, 3.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.cholesky(negative, lower=True)
+    f = wb.function([A], L @ L.T, linker=linker)
+    assert "local_cholesky_outer_product" not in f.maker.rewrite_trace.rewrites_used()
+    with pytest.raises(np.linalg.LinAlgError, match="cholesky: Matrix is not positive"):
+        f(negative)
+    kept = wb.function([A], [L @ L.T, L], linker=linker)  # the factor stays: safe
+    assert "local_cholesky_outer_product" in kept.maker.rewrite_trace.rewrites_used()
+    with pytest.raises(np.linalg.LinAlgError, match="cholesky: Matrix is not positive"):
+        kept(negative)
+
+
+def test_the_unchecked_outer_product_is_asked_for_by_tag():
+    mode = get_mode("FAST_RUN").including("drops_checks")
+    f = wb.function([A], L @ L.T, mode=mode)
+    assert "local_cholesky_outer_product_unchecked" in f.maker.rewrite_trace.rewrites_used()
+    assert not {"Cholesky", "Dot", "MatMul"} & _op_names(f)
+    spd = VALUES[A]
+    np.testing.assert_allclose(f(spd), spd, rtol=1e-12)
+    assert "drops_checks" in rewrite_db.tags_of("local_cholesky_outer_product_unchecked")
+    assert "fast_run" not in rewrite_db.tags_of("local_cholesky_outer_product_unchecked")
+    by_name = get_mode("FAST_RUN").including("local_cholesky_outer_product_unchecked")
+    assert "local_cholesky_outer_product_unchecked" in wb.function(
+        [A], L @ L.T, mode=by_name).maker.rewrite_trace.rewrites_used()
 
 
 def test_l_times_l_is_not_an_outer_product():

@@ -40,8 +40,8 @@ from workbench.core.rewrite.runner import run_rewriter
 from workbench.core.rewrite.trace import RewriteTrace
 
 __all__ = [
-    "ALWAYS", "CHANGES_DRAWS", "PassDatabase", "RewriteDatabase", "RewriteQuery", "apply_rewriter",
-    "mode_rewriter",
+    "ALWAYS", "CHANGES_DRAWS", "DROPS_CHECKS", "PassDatabase", "RewriteDatabase", "RewriteQuery",
+    "apply_rewriter", "mode_rewriter",
     "register_canonicalize", "register_fusion", "register_inplace", "register_mode_rewriter",
     "register_shape", "register_specialize", "register_stabilize", "rewrite_db",
 ]  # fmt: skip
@@ -53,6 +53,11 @@ ALWAYS = "always"
 #: (random/rewrites.py): never in a default query; DEBUG checks only shapes and dtypes
 #: across their steps.
 CHANGES_DRAWS = "changes_draws"
+#: The tag of rewrites that drop a check the graph makes (an error it raises for inputs
+#: outside a domain, e.g. a matrix that is not positive definite), exact only inside
+#: that domain: never in a default query, which must never turn an error into a value
+#: (rules/linalg.py). A user who knows the domain asks for them by name or this tag.
+DROPS_CHECKS = "drops_checks"
 
 
 def _selected(keys: set[str], include: set[str], exclude: set[str], require: set[str]) -> bool:

@@ -33,6 +33,7 @@ from workbench.core.tensor.linalg.matrix_exp import Expm
 from workbench.core.tensor.linalg.rectangular import QR, SVD
 from workbench.core.tensor.linalg.solvers import (
     Det,
+    DiagonalSolve,
     Inv,
     SLogDet,
     Solve,
@@ -155,6 +156,26 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
             _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
                              "pivot ")
         return [x.squeeze(-1) if op.b_ndim == 1 else x]
+
+    return kernel
+
+
+@register_lowering(DiagonalSolve)
+@_shape_checked
+def lower_diagonal_solve(node: Apply, ctx: LowerContext) -> Kernel:
+    torch, op = ctx.torch, node.op
+
+    def kernel(d: Any, b: Any) -> list[Any]:
+        _check_finite(torch, op, d, b)
+        zero = d == 0
+        if bool(torch.any(zero)):
+            flat = zero.reshape(-1, zero.shape[-1])
+            row = int(torch.nonzero(flat.any(dim=1))[0, 0])
+            where = f" (matrix {row} of the stack)" if d.dim() > 1 else ""
+            position = int(torch.nonzero(flat[row])[0, 0])
+            raise np.linalg.LinAlgError("solve: Singular matrix: the diagonal matrix has a "
+                                        f"zero at position {position}{where}")
+        return [b / d if op.b_ndim == 1 else b / d.unsqueeze(-1)]
 
     return kernel
 

@@ -24,12 +24,22 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
   `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
   read as x's lower triangle, without the mask).
-- ``local_solve_diagonal_matrix``: ``solve(d, b) -> b / diagonal(d)`` for a known
-  diagonal `d`. A zero on the diagonal then gives inf/NaN instead of LinAlgError.
+- ``local_solve_diagonal_matrix``: ``solve(d, b) -> DiagonalSolve(diagonal(d), b)``
+  (``b / diagonal(d)``, O(n k) instead of an O(n^3) LU) for a known diagonal `d`. A
+  zero on the diagonal raises the solve's LinAlgError there too (one comparison per
+  entry), and the solve's `check_finite` is kept (declined for ``eye(n) * x`` when it
+  checks: ``0 * inf`` off the diagonal is a NaN the check would have found).
 - ``local_cholesky_outer_product``: ``L @ L^T -> a`` (the symmetric matrix the
   factor's triangle describes) for ``L = cholesky(a)``, and ``U^T @ U`` for the
-  upper factor. Assumes `a` is positive definite, as its factorisation did; the
-  factorisation itself stays wherever something else uses it.
+  upper factor, where the factorisation stays in the graph for another use: it still
+  raises for an `a` that is not positive definite, so the product's outcome cannot
+  change. Where the product is the factor's only use the rewrite would drop that
+  error (``L @ L^T`` of a negative-definite `a` would give `a`, where SciPy raises):
+  that is ``local_cholesky_outer_product_unchecked``, in no default mode, tagged
+  ``drops_checks`` (`DROPS_CHECKS`, as random draws' ``changes_draws``): ask for it
+  by name or tag where `a` is known positive definite.
+
+A rewrite never turns an error of the graph into a value in the default modes.
 """
 
 from __future__ import annotations
@@ -39,7 +49,12 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Apply, Variable
-from workbench.core.rewrite.db import register_specialize, register_stabilize
+from workbench.core.rewrite.db import (
+    DROPS_CHECKS,
+    register_specialize,
+    register_stabilize,
+    specialize_db,
+)
 from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.rewrite.rules.rule_utils import (
     alloc_operand,
@@ -52,14 +67,22 @@ from workbench.core.scalar import math as smath
 from workbench.core.tensor import math as tm
 from workbench.core.tensor.creation import Eye
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise
-from workbench.core.tensor.linalg.base import add_axis, transpose
+from workbench.core.tensor.linalg.base import transpose
 from workbench.core.tensor.linalg.decompositions import Cholesky
 from workbench.core.tensor.linalg.products import Dot, MatMul
-from workbench.core.tensor.linalg.solvers import Det, Inv, SLogDet, Solve, SolveTriangular
+from workbench.core.tensor.linalg.solvers import (
+    Det,
+    DiagonalSolve,
+    Inv,
+    SLogDet,
+    Solve,
+    SolveTriangular,
+)
 from workbench.core.tensor.shape import Shape_i
 
 __all__ = [
-    "diag_vector", "diagonal_matrix", "local_cholesky_outer_product", "local_det_from_cholesky",
+    "diag_vector", "diagonal_matrix", "local_cholesky_outer_product",
+    "local_cholesky_outer_product_unchecked", "local_det_from_cholesky",
     "local_det_of_triangular", "local_inv_dot_to_solve", "local_log_det_to_slogdet",
     "local_solve_diagonal_matrix", "local_solve_triangular_matrix", "masked_triangle",
     "symmetric_matrix", "transposed_source", "triangular_structure",
@@ -382,26 +405,64 @@ def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
     """``solve(d, b) -> b / diagonal(d)`` (as a column for a matrix `b`) for a known
     diagonal `d`.
 
-    Domain: a `d` without zeros on its diagonal (a zero gives inf/NaN where the solve
-    raised LinAlgError)."""
+    Domain: every `d` and `b`: a zero on the diagonal raises LinAlgError, an inf or a
+    NaN the ValueError of `check_finite`, as the solve did."""
+    op = node.op
     a, b = node.inputs
     if not diagonal_matrix(a):
         return None
     d = diag_vector(a)
-    d = _diagonal(a) if d is None else d
-    if isinstance(node.op, SolveTriangular) and node.op.unit_diagonal:
+    if d is None:
+        if op.check_finite:  # eye(n) * x: a NaN off the diagonal (0 * inf) is not in d
+            return None
+        d = _diagonal(a)
+    if isinstance(op, SolveTriangular) and op.unit_diagonal:
+        if op.check_finite:
+            return None
         return [b]
-    divisor = d if node.op.b_ndim == 1 else add_axis(d, -1)
-    return [_cast_like(tm.true_div(b, divisor), node.outputs[0])]
+    return [DiagonalSolve(op.b_ndim, op.check_finite)(_cast_like(d, a), b)]
+
+
+def _factor_kept(fgraph: Any, factor: Variable) -> bool:
+    """Whether the graph uses the Cholesky `factor` other than in products and
+    transposes (a graph output, a solve, a sum...): its factorisation then stays in
+    the graph, and raises for a matrix that is not positive definite."""
+    for client, _ in (fgraph.clients.get(factor, ()) if fgraph is not None else ()):
+        if isinstance(client, str) or not isinstance(client.op, (Dot, MatMul, DimShuffle)):
+            return True
+    return False
 
 
 @register_specialize
 @node_rewriter([Dot, MatMul])
 def local_cholesky_outer_product(fgraph: Any, node: Apply) -> Any:
     """``cholesky(a) @ cholesky(a)^T -> a`` (and ``U^T @ U`` for the upper factor), `a`
-    made symmetric from the triangle the factorisation read.
+    made symmetric from the triangle the factorisation read, where the factorisation
+    stays in the graph (`_factor_kept`).
 
-    Domain: a positive-definite `a` (the graph's factorisation assumed it)."""
+    Domain: every `a`: one that is not positive definite still raises, in the
+    factorisation that stays."""
+    return _cholesky_outer_product(fgraph, node, checked=True)
+
+
+@node_rewriter([Dot, MatMul])
+def local_cholesky_outer_product_unchecked(fgraph: Any, node: Apply) -> Any:
+    """`local_cholesky_outer_product` also where the product is the factor's only use:
+    the factorisation goes, and with it its error.
+
+    Domain: a positive-definite `a` only (for another, the graph raised LinAlgError and
+    the rewritten one returns `a`): in no default mode (tag ``drops_checks``)."""
+    return _cholesky_outer_product(fgraph, node, checked=False)
+
+
+# not FAST_RUN: it turns the factorisation's error into a value (module docstring)
+specialize_db.register("local_cholesky_outer_product_unchecked",
+                       local_cholesky_outer_product_unchecked, "specialize",
+                       "assumes_positive_definite", DROPS_CHECKS)
+
+
+def _cholesky_outer_product(fgraph: Any, node: Apply, checked: bool) -> Any:
+    """``L @ L^T -> a`` (see the two rules); `checked`: only where the factor is kept."""
     from workbench.core.tensor.linalg.base import triangle
 
     x, y = node.inputs
@@ -415,6 +476,8 @@ def local_cholesky_outer_product(fgraph: Any, node: Apply) -> Any:
         lower = factor.owner.op.lower
         # L @ L^T for the lower factor, U^T @ U for the upper one
         if first_is_factor != lower:
+            continue
+        if checked and not _factor_kept(fgraph, factor):
             continue
         (a,) = factor.owner.inputs
         sym = tm.add(triangle(a, lower), transpose(triangle(a, lower, strict=True)))

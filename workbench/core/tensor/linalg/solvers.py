@@ -66,8 +66,8 @@ from workbench.core.tensor.linalg.base import (
 )
 from workbench.core.tensor.linalg.products import matmul
 
-__all__ = ["Det", "Inv", "SLogDet", "Solve", "SolveTriangular", "TriangularMatmul", "cho_solve",
-           "det", "inv", "slogdet", "solve", "solve_triangular"]
+__all__ = ["Det", "DiagonalSolve", "Inv", "SLogDet", "Solve", "SolveTriangular",
+           "TriangularMatmul", "cho_solve", "det", "inv", "slogdet", "solve", "solve_triangular"]
 
 #: scipy's names of the matrix structures `solve` may assume, by their short form.
 ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
@@ -356,6 +356,70 @@ class TriangularMatmul(LinalgOp):
         gb = TriangularMatmul(self.lower, not self.trans)(a, gc)
         g_t = matmul(b, transpose(gc)) if self.trans else matmul(gc, transpose(b))
         return [sum_to_input(triangle(g_t, self.lower), a, 2), sum_to_input(gb, b, 2)]
+
+
+class DiagonalSolve(_SolveOp):
+    """``x`` with ``diag(d) @ x = b``: ``b / d`` (row-wise for a matrix `b`), what
+    ``solve`` of a known diagonal matrix becomes (rules/linalg.py). A zero in `d`
+    raises the solve's LinAlgError ("solve: Singular matrix"), never inf: the
+    rewrite must not turn the solve's error into a value. `b_ndim` and
+    `check_finite` as in `Solve` (`d` is the diagonal of the solve's `a`)."""
+
+    __props__ = ("b_ndim", "check_finite")
+    function_name = "solve"
+
+    def __init__(self, b_ndim: int = 2, check_finite: bool = False) -> None:
+        self.b_ndim = self.checked_b_ndim("DiagonalSolve", b_ndim)
+        self.check_finite = bool(check_finite)
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return "(m),(m)->(m)" if self.b_ndim == 1 else "(m),(m,n)->(m,n)"
+
+    def pprint_text(self, args: Sequence[str]) -> str:
+        d, b = args
+        return f"solve(diag({d}), {b})"
+
+    def solve_matrices(self, d: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        zero = d == 0
+        if zero.any():
+            flat = zero.reshape(-1, d.shape[-1])
+            row = int(np.argmax(flat.any(axis=1)))
+            raise linalg_error("solve", "Singular matrix: the diagonal matrix has a zero at "
+                               f"position {int(np.argmax(flat[row]))}",
+                               row if d.ndim > 1 else None)
+        return b2 / d[..., None]
+
+    def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
+        return float(np.prod(outputs[0]))
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        """``gb = gx / d``; ``gd = -sum(gb * x)`` over b's columns."""
+        from workbench.core.tensor import math as tm
+        from workbench.core.tensor.reduction import sum as reduce_sum
+
+        (d, b), (x,), (gx,) = inputs, outputs, output_grads
+        gb = DiagonalSolve(self.b_ndim)(d, gx)
+        gd = tm.neg(tm.mul(gb, x))
+        if self.b_ndim == 2:
+            gd = reduce_sum(gd, axis=-1)
+        return [sum_to_input(gd, d, 1), sum_to_input(gb, b, self.b_ndim)]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``dx = (db - dd x) / d``."""
+        from workbench.core.tensor import math as tm
+
+        (d, b), (ed, eb) = inputs, eval_points
+        if ed is None and eb is None:
+            return [None]
+        x = self(d, b)
+        rhs = eb
+        if ed is not None:
+            prod = tm.mul(ed if self.b_ndim == 1 else add_axis(ed, -1), x)
+            rhs = tm.neg(prod) if rhs is None else tm.sub(rhs, prod)
+        return [DiagonalSolve(self.b_ndim)(d, rhs)]
 
 
 class Inv(LinalgOp):
