@@ -75,7 +75,7 @@ def kinds_and_bundles(dtype: str) -> None:
     from workbench.core.link.c.cache import default_cache
     from workbench.core.link.c.codegen import NoCCode, node_source
 
-    fn = mlp.workbench_step(dtype, linker="py")  # the graph the C linker would get
+    fn, _ = mlp.workbench_step(dtype, linker="py")  # the graph the C linker would get
     cache, kinds, count = default_cache(), {}, Counter()
     for node in fn.maker.fgraph.toposort():
         try:

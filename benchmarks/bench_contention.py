@@ -86,7 +86,7 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
     from workbench.core.link.c import blas_threads
     from workbench.examples.mlp import make_batch
 
-    fn = bench_mlp.workbench_step(dtype)  # the suite's step: same graph, learning rate
+    fn, _ = bench_mlp.workbench_step(dtype)  # the suite's step: same graph, learning rate
     x, labels = make_batch(dtype=dtype)
     fn(x, labels)
 

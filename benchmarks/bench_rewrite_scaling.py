@@ -2,9 +2,11 @@
 
 The graph is a chain of N alternating elementwise nodes on a vector:
 `y = tanh(y) * 0.999` then `y = y * 1.0001 + 0.5`. Only the rewriting is timed
-(building the FunctionGraph included, linking excluded), median of repeats.
-Both wall-clock and CPU time (`time.process_time`) are reported: on a shared,
-loaded machine the CPU time is the faithful measure of the work done.
+(building the FunctionGraph included, linking excluded), median of repeats, after one
+untimed run of each system on the smallest graph (modules imported, rewrites
+registered and their caches filled). Both wall-clock and CPU time (`time.process_time`)
+are reported: on a shared, loaded machine the CPU time is the faithful measure of the
+work done.
 
     python benchmarks/bench_rewrite_scaling.py           # N = 500, 1000, 5000
     python benchmarks/bench_rewrite_scaling.py --quick   # N = 100, 200, 1000, one repeat
@@ -14,6 +16,7 @@ PyTensor is never a dependency of workbench: it is only timed if importable
 FunctionGraph with the Supervisor feature its functions get, through the rewriter of its
 default mode (`get_default_mode().optimizer`, FAST_RUN with its inplace and
 specialisation phases), not `rewrite_graph(include=("fast_run",))`, which leaves some out.
+A PyTensor run that fails gives a failed row (its error) and the others go on.
 """
 
 from __future__ import annotations
@@ -92,6 +95,16 @@ def median_time(timer: Callable[[], tuple[float, float]], repeats: int
     return statistics.median(walls), statistics.median(cpus)
 
 
+def _failure(timer: Callable[[], tuple[float, float]] | None) -> str | None:
+    """Run `timer` once, untimed: None when it works, else its error in one line."""
+    try:
+        if timer is not None:
+            timer()
+    except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
+        return f"{type(exc).__name__}: {str(exc).strip()[:120]}"
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
@@ -102,16 +115,24 @@ def main() -> None:
     sizes = args.sizes or ([100, 200, 1000] if args.quick else [500, 1000, 5000])
     repeats = args.repeats or (1 if args.quick else 3)
 
-    rows = []
     have_pytensor = not args.no_pytensor and pytensor_timer(1) is not None
+    workbench_timer(sizes[0])()  # untimed warm-up
+    pt_error: str | None = None
+    if have_pytensor:
+        pt_error = _failure(pytensor_timer(sizes[0]))  # untimed warm-up
+
+    rows = []
     for n in sizes:
         wb_wall, wb_cpu = median_time(workbench_timer(n), repeats)
         pt_wall = pt_cpu = None
-        if have_pytensor:
+        if have_pytensor and pt_error is None:
             # PyTensor is slow on big chains: one repeat beyond 1000 nodes
             pt_timer = pytensor_timer(n)
             assert pt_timer is not None
-            pt_wall, pt_cpu = median_time(pt_timer, repeats if n <= 1000 else 1)
+            try:
+                pt_wall, pt_cpu = median_time(pt_timer, repeats if n <= 1000 else 1)
+            except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
+                pt_error = f"{type(exc).__name__}: {str(exc).strip()[:120]}"
         rows.append((n, wb_wall, wb_cpu, pt_wall, pt_cpu))
         print(f"N={n}: workbench {wb_wall:.3f} s wall, {wb_cpu:.3f} s cpu"
               + (f"; pytensor {pt_wall:.3f} s wall, {pt_cpu:.3f} s cpu" if pt_wall else ""),
@@ -125,8 +146,10 @@ def main() -> None:
             pt_text = f"{pt_wall:13.3f}  {pt_cpu:7.3f}  {pt_wall / wb_wall:11.1f}x  " \
                       f"{pt_cpu / wb_cpu:5.1f}x"
         else:
-            pt_text = f"{'-':>13}  {'-':>7}  {'-':>12}  {'-':>6}"
+            pt_text = f"{'failed' if pt_error else '-':>13}  {'-':>7}  {'-':>12}  {'-':>6}"
         print(f"{n:6d}  {wb_wall:14.3f}  {wb_cpu:7.3f}  {pt_text}")
+    if pt_error:
+        print(f"\npytensor: failed: {pt_error}")
     first, last = rows[0], rows[-1]
     print(f"\nworkbench time(N={last[0]}) / time(N={first[0]}): wall {last[1] / first[1]:.1f}, "
           f"cpu {last[2] / first[2]:.1f} (N grows {last[0] / first[0]:.0f}x)")

@@ -147,7 +147,7 @@ CONFIGS = {"one-core": "one core (1 thread each, pinned)", "default": "default t
 def pin_to_one_core() -> int:
     """Limit every library to one thread and pin this process to one core (before NumPy,
     BLAS or XLA start a thread); returns the core."""
-    from run import limit_threads
+    from wb_bench.threads import limit_threads
 
     limit_threads(1)
     core = min(os.sched_getaffinity(0))
@@ -164,7 +164,8 @@ def child(config: str, steps: int, repeats: int, pytensor: bool, jax: bool) -> N
     import warnings
 
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    from wb_bench.common import Case, Context, threads_note, to_json
+    from wb_bench.common import Case, Context, to_json
+    from wb_bench.threads import threads_note
 
     ctx = Context.make(False, repeats, pytensor, jax)
     ctx.min_seconds = 0.2

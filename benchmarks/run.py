@@ -6,15 +6,18 @@
     python benchmarks/run.py --only fused,mlp
 
 Families (in order): fused (1: fused elementwise chain, with a hand-written C loop as
-the practical limit), overhead (2: per-call overhead), rows (3: logsumexp and softmax
-over rows), mlp (4: MLP training step), compile (5: compile time cold and warm,
-6: the 5000-link chain), linalg (7: solve 500x500, GP likelihood + gradient at n=1000),
+the practical limit), overhead (2: per-call overhead), rows (3: logsumexp, softmax
+and log-softmax over rows), mlp (4: MLP training step), compile (5: compile time cold and
+warm, 6: the 5000-link chain), linalg (7: solve 500x500, GP likelihood + gradient at n=1000),
 indexing (8: take, take_along_axis, concatenate, an increment with repeated indices).
 Times are medians of repeats measured in this process
 (compile times in fresh subprocesses); each ratio is a reference's time over
 workbench's (C linker) time for the same case. NumPy is always a reference;
-PyTensor (its default mode, and its C mode) and JAX jit are when installed. Every library
-runs on one thread by default (`--threads`); the notes say what each one used.
+PyTensor (its default mode, and its C mode) and JAX jit are when installed. Every case is
+measured back-to-back and interleaved (`--pattern`). Every library runs on one thread by
+default (`--threads`), the process pinned to one CPU (`--pin`): a per-core table; the
+notes say what each library used, read back after the run, and workbench's per-node
+profiles follow the table.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ for path in (str(HERE.parent), str(HERE)):  # the repository (workbench) and wb_
     if path not in sys.path:
         sys.path.insert(0, path)
 
+from wb_bench.threads import CPUS_VARIABLE, limit_threads, pin_cpu  # noqa: E402
+
 FAMILIES = ("fused", "overhead", "rows", "mlp", "compile", "linalg", "indexing")
 MODULES = {"fused": "wb_bench.fused", "overhead": "wb_bench.overhead", "rows": "wb_bench.rows",
            "mlp": "wb_bench.mlp", "compile": "wb_bench.compile_time",
@@ -48,30 +53,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"comma-separated families among {', '.join(FAMILIES)}")
     parser.add_argument("--no-pytensor", action="store_true", help="do not time PyTensor")
     parser.add_argument("--no-jax", action="store_true", help="do not time JAX")
-    parser.add_argument("--pattern", choices=("blocks", "calls"), default="blocks",
-                        help="how implementations take turns: 'blocks' of calls per repeat "
-                             "(default; also counts the threads each one ran) or one 'calls' "
-                             "each in turn")
+    parser.add_argument("--pattern", choices=("both", "blocks", "calls"), default="both",
+                        help="how implementations take turns: 'both' (default: every case "
+                             "twice, '[back-to-back]' and '[interleaved]', the two "
+                             "alternating repeat by repeat), 'blocks' (back-to-back: a run "
+                             "of calls of one implementation per repeat) or 'calls' "
+                             "(interleaved: one call of each in turn)")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads for every library alike: BLAS, OpenMP, workbench's "
                              "row kernels and BLAS calls, XLA (default 1: per-core figures; "
                              "0: each library's own default)")
-    parser.add_argument("--pin", type=int, default=None, metavar="CPU",
+    parser.add_argument("--pin", default="auto", metavar="CPU|auto|none",
                         help="run the whole process (every library's threads, JAX's pool "
-                             "included) on this one CPU (os.sched_setaffinity): the "
-                             "per-core comparison, whatever threads a library starts")
+                             "included) on one CPU (os.sched_setaffinity): the per-core "
+                             "comparison, whatever threads a library starts. 'auto' "
+                             "(default): the highest CPU when --threads is 1, else none")
     parser.add_argument("--coretype", default=None, metavar="NAME",
                         help="OPENBLAS_CORETYPE for this run, set before NumPy loads "
                              "OpenBLAS: a kernel name (Haswell, SkylakeX, Zen, ...) or 'auto' "
                              "(unset: OpenBLAS picks the kernels of this CPU); default: the "
                              "environment's")
     args = parser.parse_args(argv)
-    if args.pin is not None:
-        if not hasattr(os, "sched_setaffinity"):
+    if not hasattr(os, "sched_setaffinity"):
+        if args.pin not in ("auto", "none"):
             parser.error("--pin needs os.sched_setaffinity (Linux)")
-        if args.pin not in os.sched_getaffinity(0):
-            parser.error(f"--pin: CPU {args.pin} is not among this process's CPUs "
-                         f"{sorted(os.sched_getaffinity(0))}")
+        args.pin = None
+    else:
+        try:
+            args.pin = pin_cpu(args.pin, args.threads, os.sched_getaffinity(0))
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.only:
         wanted = [f.strip() for f in args.only.split(",") if f.strip()]
         unknown = [f for f in wanted if f not in FAMILIES]
@@ -85,20 +96,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def limit_threads(threads: int) -> None:
-    """Give every library the same number of threads (before NumPy or JAX is imported;
-    subprocesses inherit it)."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                 "NUMBA_NUM_THREADS", "WORKBENCH_NUM_THREADS"):
-        os.environ[name] = str(threads)
-    if threads == 1:
-        flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1").strip()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if hasattr(os, "sched_getaffinity"):  # children (compiles) run on these again
+        os.environ.setdefault(CPUS_VARIABLE, ",".join(map(str, sorted(os.sched_getaffinity(0)))))
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})  # before any library starts a thread
     if args.coretype == "auto":
@@ -110,22 +111,38 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*Supervisor.*")
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
-    from wb_bench.common import Context, fill_ratios, format_table, threads_note, to_json
+    from wb_bench.common import Context, fill_ratios, format_table, to_json
+    from wb_bench.profiles import format_profiles
+    from wb_bench.threads import coretype_banner, readback_note, threads_note
 
     from workbench.core.link.c.compiler import has_compiler
 
     if not has_compiler():
         print("error: no C compiler found: the benchmarks measure the C linker", file=sys.stderr)
         return 1
+    patterns = ("blocks", "calls") if args.pattern == "both" else (args.pattern,)
     ctx = Context.make(args.quick, args.repeats, not args.no_pytensor, not args.no_jax,
-                       pattern=args.pattern)
-    ctx.note("implementations take turns " + (
-        "call by call (--pattern calls)" if args.pattern == "calls" else
-        "in blocks: each repeat is a run of calls of one implementation (--pattern blocks)"))
+                       patterns=patterns)
+    ctx.note({"both": "each case measured twice, its repeats alternating: [back-to-back] "
+                      "(each repeat a run of calls of one implementation, then the next) "
+                      "and [interleaved] (one call of each in turn, each timed alone, the "
+                      "clocks' own cost taken off)",
+              "calls": "implementations take turns call by call (--pattern calls)",
+              "blocks": "implementations take turns in blocks: each repeat is a run of "
+                        "calls of one implementation (--pattern blocks)"}[args.pattern])
     ctx.note(threads_note(args.threads))
     if args.pin is not None:
-        ctx.note(f"pinned: the whole process runs on CPU {args.pin} (--pin): every thread "
-                 "of every library shares that one core, so wall time is per-core time")
+        ctx.headline(f"Per core: the whole process runs on CPU {args.pin} (--pin), every "
+                     f"library on {args.threads} thread(s): every thread of every library "
+                     f"shares that one core, so wall time is per-core time (compile rows "
+                     f"excepted: their children run on the CPUs the suite started with)")
+    elif args.threads == 1:
+        ctx.headline("NOT per-core (--pin none): every library was told to use one thread, "
+                     "but JAX's CPU runtime still runs its calls on several (see threads "
+                     "run); compare the cpu columns")
+    banner = coretype_banner()
+    if banner:
+        ctx.headline(banner)
     rows = []
     start = time.perf_counter()
     for family in args.only or FAMILIES:
@@ -135,9 +152,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             print(f"[{family}: {time.perf_counter() - began:.1f} s]", file=sys.stderr, flush=True)
     fill_ratios(rows)
+    ctx.note(readback_note())
     ctx.note(f"{'quick run, ' if ctx.quick else ''}median of {ctx.repeats} repeats; suite took "
              f"{time.perf_counter() - start:.0f} s")
-    print(to_json(rows, ctx.notes, ctx) if args.json else format_table(rows, ctx.notes))
+    if args.json:
+        print(to_json(rows, ctx.notes, ctx))
+    else:
+        print(format_table(rows, ctx.notes, ctx.headlines))
+        if ctx.profiles:
+            print("\n" + format_profiles(ctx.profiles))
     return 0
 
 

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wb_bench.threads import CPUS_VARIABLE, thread_ticks, threads_ran, threads_run
+
 #: the repository root (benchmarks/..), put on sys.path by run.py
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,10 +39,13 @@ class Row:
     #: median process CPU seconds per call (every thread of this process): the work done,
     #: which neither the machine's other load nor a library's extra threads hide
     cpu_seconds: float | None = None
-    #: the most threads of this process that got CPU time during one repeat of this
-    #: implementation (Linux, "blocks" pattern; None when not known, or when repeats are
-    #: too short for the kernel's 10 ms CPU-time ticks to tell)
+    #: the threads of this process that got CPU time while this implementation ran
+    #: (Linux; back-to-back: the most in one repeat; interleaved: those seen in an
+    #: untimed interleaved round; None when not known, or when its calls were too short
+    #: for the kernel's 10 ms CPU-time ticks to tell)
     threads_run: int | None = None
+    #: `cpu_seconds` over the workbench row's (filled by `fill_ratios`)
+    cpu_ratio: float | None = None
 
 
 @dataclass
@@ -53,23 +58,33 @@ class Context:
     pytensor: bool = True
     jax: bool = True
     notes: list[str] = field(default_factory=list)
-    #: how implementations take turns: "blocks" (each repeat: `number` calls of one
-    #: implementation, then the next) or "calls" (one call of each in turn)
-    pattern: str = "blocks"
+    #: how implementations take turns, each pattern giving its own rows: "blocks"
+    #: (back-to-back: each repeat `number` calls of one implementation, then the next)
+    #: and/or "calls" (interleaved: one call of each in turn); both alternate repeat by
+    #: repeat, so a load spike hits both alike
+    patterns: tuple[str, ...] = ("blocks",)
     #: fresh processes per new-process compile figure (its median)
     compile_samples: int = 3
+    #: lines printed above the table: what a reader must know before the figures
+    headlines: list[str] = field(default_factory=list)
+    #: per-node profiles of workbench's functions (`profiles.add_profile`)
+    profiles: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def make(cls, quick: bool, repeats: int | None = None, pytensor: bool = True,
-             jax: bool = True, pattern: str = "blocks") -> Context:
+             jax: bool = True, patterns: tuple[str, ...] = ("blocks",)) -> Context:
         if quick:
-            return cls(True, repeats or 3, 0.02, pytensor, jax, pattern=pattern,
+            return cls(True, repeats or 3, 0.02, pytensor, jax, patterns=patterns,
                        compile_samples=2)
-        return cls(False, repeats or 7, 0.1, pytensor, jax, pattern=pattern)
+        return cls(False, repeats or 7, 0.1, pytensor, jax, patterns=patterns)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def headline(self, text: str) -> None:
+        if text not in self.headlines:
+            self.headlines.append(text)
 
 
 def _calibrate(fn: Callable[[], Any], ctx: Context) -> int:
@@ -87,46 +102,42 @@ def _calibrate(fn: Callable[[], Any], ctx: Context) -> int:
 
 
 @dataclass
+class _Samples:
+    times: list[float] = field(default_factory=list)
+    cpu_times: list[float] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
+
+
+@dataclass
 class _Entry:
     impl: str
     fn: Callable[[], Any] | None
     note: str = ""
     number: int | None = None
     error: BaseException | None = None
-    times: list[float] = field(default_factory=list)
-    cpu_times: list[float] = field(default_factory=list)
-    threads: list[int] = field(default_factory=list)
+    #: per pattern ("blocks", "calls")
+    samples: dict[str, _Samples] = field(default_factory=dict)
 
 
-def _thread_ticks() -> dict[str, int]:
-    """CPU clock ticks (user + system) of each thread of this process (Linux; else {})."""
-    ticks: dict[str, int] = {}
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                ticks[tid] = int(fields[11]) + int(fields[12])
-            except (OSError, IndexError, ValueError):
-                continue
-    except OSError:
-        return {}
-    return ticks
-
-
-def _threads_run(before: dict[str, int], after: dict[str, int]) -> int:
-    return sum(1 for tid, t in after.items() if t > before.get(tid, 0))
+#: how a pattern is named in the case of its rows when a run measures both
+PATTERN_LABELS = {"blocks": "back-to-back", "calls": "interleaved"}
+#: the untimed interleaved round that reads each implementation's threads: calls of each
+#: until it has run this long, or PROBE_CALLS calls
+PROBE_SECONDS, PROBE_CALLS = 0.1, 2000
 
 
 class Case:
     """The implementations of one benchmark case, timed together.
 
     `add(impl, fn)` registers a callable; `measure(ctx)` warms each one up, then runs
-    the repeats round-robin (one repeat of each implementation in turn), so a load
-    spike on a shared machine hits every implementation alike; each repeat calls the
-    callable `number` times (by default enough calls to last `ctx.min_seconds`) with
-    the garbage collector paused. A callable that fails gives a row with no time and
-    the error as its note."""
+    the repeats round-robin, so a load spike on a shared machine hits every
+    implementation alike, in each of `ctx.patterns`: "blocks" (back-to-back: each repeat
+    calls one implementation `number` times, by default enough calls to last
+    `ctx.min_seconds`, then the next) and "calls" (interleaved: one call of each in
+    turn, each timed alone), the two alternating repeat by repeat, the garbage collector
+    paused. Measuring both gives two cases, "<name> [back-to-back]" and "<name>
+    [interleaved]". A callable that fails gives a row with no time and the error as its
+    note."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -139,9 +150,15 @@ class Case:
     def fail(self, impl: str, exc: BaseException) -> None:
         self.entries.append(_Entry(impl, None, error=exc))
 
+    def case_name(self, pattern: str, ctx: Context) -> str:
+        if len(ctx.patterns) == 1:
+            return self.name
+        return f"{self.name} [{PATTERN_LABELS[pattern]}]"
+
     def measure(self, ctx: Context) -> list[Row]:
         live = []
         for entry in self.entries:
+            entry.samples = {pattern: _Samples() for pattern in ctx.patterns}
             if entry.fn is None:
                 continue
             try:
@@ -151,78 +168,116 @@ class Case:
                 live.append(entry)
             except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
                 entry.error = exc
-        if ctx.pattern == "calls":
-            self._measure_call_by_call(ctx, live)
-        else:
-            self._measure_blocks(ctx, live)
+        costs = _clock_cost() if "calls" in ctx.patterns else (0.0, 0.0)
+        for _ in range(ctx.repeats):
+            for pattern in ctx.patterns:
+                if pattern == "calls":
+                    self._interleaved_repeat(live, costs)
+                else:
+                    self._block_repeat(live)
+        if "calls" in ctx.patterns:
+            self._interleaved_threads(live)
         rows = []
-        for entry in self.entries:
-            if entry.error is not None or not entry.times:
-                rows.append(failed_row(self.name, entry.impl, entry.error or
-                                       RuntimeError("not measured")))
-            else:
-                rows.append(Row(self.name, entry.impl, statistics.median(entry.times),
-                                entry.note, cpu_seconds=statistics.median(entry.cpu_times),
-                                threads_run=max(entry.threads, default=0) or None))
+        for pattern in ctx.patterns:
+            name = self.case_name(pattern, ctx)
+            for entry in self.entries:
+                got = entry.samples[pattern]
+                if entry.error is not None or not got.times:
+                    rows.append(failed_row(name, entry.impl, entry.error or
+                                           RuntimeError("not measured")))
+                else:
+                    rows.append(Row(name, entry.impl, statistics.median(got.times),
+                                    entry.note, cpu_seconds=statistics.median(got.cpu_times),
+                                    threads_run=max(got.threads, default=0) or None))
         return rows
 
-    def _measure_blocks(self, ctx: Context, live: list[_Entry]) -> None:
-        """Each repeat: `number` calls of one implementation, then the next one's."""
+    def _block_repeat(self, live: list[_Entry]) -> None:
+        """One repeat back to back: `number` calls of one implementation, then the next's."""
         clock = time.perf_counter
         was_enabled = gc.isenabled()
-        for _ in range(ctx.repeats):
-            for entry in list(live):
-                fn, number = entry.fn, entry.number or 1
-                gc.collect()
-                gc.disable()
-                try:
-                    ticks = _thread_ticks()
-                    cpu, start = time.process_time(), clock()
-                    for _ in range(number):
-                        fn()  # type: ignore[misc]
-                    entry.times.append((clock() - start) / number)
-                    entry.cpu_times.append((time.process_time() - cpu) / number)
-                    if ticks:
-                        entry.threads.append(_threads_run(ticks, _thread_ticks()))
-                except Exception as exc:  # noqa: BLE001
-                    entry.error = exc
-                    live.remove(entry)
-                finally:
-                    if was_enabled:
-                        gc.enable()
-
-    def _measure_call_by_call(self, ctx: Context, live: list[_Entry]) -> None:
-        """Each repeat: the implementations take turns call by call (each timed alone),
-        until each has made its `number` calls. The clocks' own cost around one call
-        (measured on a call that does nothing) is taken off each call's times."""
-        clock = time.perf_counter
-        was_enabled = gc.isenabled()
-        wall_cost, cpu_cost = _clock_cost()
-        for _ in range(ctx.repeats):
-            wall = {id(e): 0.0 for e in live}
-            cpu = {id(e): 0.0 for e in live}
+        for entry in list(live):
+            fn, number, got = entry.fn, entry.number or 1, entry.samples["blocks"]
             gc.collect()
             gc.disable()
             try:
-                for k in range(max((e.number or 1) for e in live) if live else 0):
-                    for entry in list(live):
-                        if k >= (entry.number or 1):
-                            continue
-                        try:
-                            c0, t0 = time.process_time(), clock()
-                            entry.fn()  # type: ignore[misc]
-                            wall[id(entry)] += clock() - t0
-                            cpu[id(entry)] += time.process_time() - c0
-                        except Exception as exc:  # noqa: BLE001
-                            entry.error = exc
-                            live.remove(entry)
+                ticks = thread_ticks()
+                cpu, start = time.process_time(), clock()
+                for _ in range(number):
+                    fn()  # type: ignore[misc]
+                got.times.append((clock() - start) / number)
+                got.cpu_times.append((time.process_time() - cpu) / number)
+                if ticks:
+                    got.threads.append(threads_run(ticks, thread_ticks()))
+            except Exception as exc:  # noqa: BLE001
+                entry.error = exc
+                live.remove(entry)
             finally:
                 if was_enabled:
                     gc.enable()
-            for entry in live:
-                entry.times.append(max(0.0, wall[id(entry)] / (entry.number or 1) - wall_cost))
-                entry.cpu_times.append(max(0.0, cpu[id(entry)] / (entry.number or 1)
-                                           - cpu_cost))
+
+    def _interleaved_repeat(self, live: list[_Entry], costs: tuple[float, float]) -> None:
+        """One repeat interleaved: the implementations take turns call by call (each timed
+        alone) until each has made its `number` calls. The clocks' own cost around one
+        call (`costs`, measured on a call that does nothing) is taken off."""
+        clock = time.perf_counter
+        was_enabled = gc.isenabled()
+        wall = {id(e): 0.0 for e in live}
+        cpu = {id(e): 0.0 for e in live}
+        gc.collect()
+        gc.disable()
+        try:
+            for k in range(max((e.number or 1) for e in live) if live else 0):
+                for entry in list(live):
+                    if k >= (entry.number or 1):
+                        continue
+                    try:
+                        c0, t0 = time.process_time(), clock()
+                        entry.fn()  # type: ignore[misc]
+                        wall[id(entry)] += clock() - t0
+                        cpu[id(entry)] += time.process_time() - c0
+                    except Exception as exc:  # noqa: BLE001
+                        entry.error = exc
+                        live.remove(entry)
+        finally:
+            if was_enabled:
+                gc.enable()
+        for entry in live:
+            got, number = entry.samples["calls"], entry.number or 1
+            got.times.append(max(0.0, wall[id(entry)] / number - costs[0]))
+            got.cpu_times.append(max(0.0, cpu[id(entry)] / number - costs[1]))
+
+    def _interleaved_threads(self, live: list[_Entry]) -> None:
+        """An untimed interleaved round reading each implementation's threads: the
+        threads whose CPU time grew during its calls (read around each call, outside
+        any timed window), calls of each until PROBE_SECONDS of them or PROBE_CALLS."""
+        clock = time.perf_counter
+        spent = {id(e): 0.0 for e in live}
+        calls = {id(e): 0 for e in live}
+        seen: dict[int, set[str]] = {id(e): set() for e in live}
+
+        def done(entry: _Entry) -> bool:
+            return spent[id(entry)] >= PROBE_SECONDS or calls[id(entry)] >= PROBE_CALLS
+
+        if not thread_ticks():
+            return
+        while live and not all(done(e) for e in live):
+            for entry in list(live):
+                if done(entry):
+                    continue
+                before = thread_ticks()
+                start = clock()
+                try:
+                    entry.fn()  # type: ignore[misc]
+                except Exception as exc:  # noqa: BLE001
+                    entry.error = exc
+                    live.remove(entry)
+                    continue
+                spent[id(entry)] += clock() - start
+                calls[id(entry)] += 1
+                seen[id(entry)] |= threads_ran(before, thread_ticks())
+        for entry in live:
+            if seen[id(entry)]:
+                entry.samples["calls"].threads.append(len(seen[id(entry)]))
 
 
 def _clock_cost(samples: int = 2001) -> tuple[float, float]:
@@ -262,6 +317,31 @@ def check_close(expected: Any, actual: Any, what: str, rtol: float = 1e-6,
         err = np.max(np.abs(expected - actual)) if expected.shape == actual.shape else "shape"
         raise AssertionError(f"{what}: result differs from the NumPy reference (max abs "
                              f"error {err})")
+
+
+def add_checked(case: Case, impl: str, fn: Callable[[], Any], expected: Any, note: str = "",
+                **tol: float) -> None:
+    """Add `fn` to `case` once its result agrees with `expected` (NumPy's); a failure,
+    of the call or of the check, gives a failed row instead of stopping the family."""
+    try:
+        check_close(expected, fn(), f"{case.name} ({impl})", **tol)
+    except Exception as exc:  # noqa: BLE001 - a failing reference must not stop us
+        case.fail(impl, exc)
+        return
+    case.add(impl, fn, note)
+
+
+def check_step(expected: tuple[Any, list[Any]], cost: Any, params: list[Any], what: str,
+               **tol: float) -> None:
+    """Check one training step against NumPy's: the cost it returned and every parameter
+    it updated (`expected`: NumPy's cost and parameters after the same step)."""
+    expected_cost, expected_params = expected
+    check_close(expected_cost, cost, f"{what}: cost", **tol)
+    if len(params) != len(expected_params):
+        raise AssertionError(f"{what}: {len(params)} parameters, NumPy has "
+                             f"{len(expected_params)}")
+    for k, (want, got) in enumerate(zip(expected_params, params)):
+        check_close(want, got, f"{what}: parameter {k} after the step", **tol)
 
 
 # -- optional references ---------------------------------------------------------------
@@ -330,64 +410,24 @@ def jax_module(ctx: Context) -> Any | None:
     return jax
 
 
-def own_blas_kernels() -> str | None:
-    """The OpenBLAS kernels NumPy's OpenBLAS picks on this CPU with OPENBLAS_CORETYPE
-    unset (asked in a subprocess: the choice is made when the library loads), or None."""
-    import subprocess
-
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    code = ("import numpy, threadpoolctl; print(next((i.get('architecture') for i in "
-            "threadpoolctl.threadpool_info() if i.get('internal_api') == 'openblas'), ''))")
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=env, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (done.stdout.strip() or None) if done.returncode == 0 else None
-
-
-def threads_note(threads: int) -> str:
-    """What each library was told about threads, and the BLAS's own count as threadpoolctl
-    reads it (NumPy's OpenBLAS, which workbench's compiled code calls too)."""
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = [f"{i.get('internal_api')} {i.get('num_threads')} ({i.get('architecture')} "
-                f"kernels)" for i in threadpool_info() if i.get("user_api") == "blas"]
-        seen = f"BLAS threads seen by threadpoolctl: {', '.join(blas) or 'none'}"
-        if os.environ.get("OPENBLAS_CORETYPE"):
-            seen += f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} forces those kernels"
-            own = own_blas_kernels()
-            if own and own not in seen:
-                seen += (f" (left to itself OpenBLAS picks its {own} kernels on this CPU: "
-                         f"--coretype auto)")
-    except ImportError:
-        seen = "threadpoolctl not installed: BLAS threads not checked"
-    if threads:
-        xla = (", XLA_FLAGS --xla_cpu_multi_thread_eigen=false (which JAX 0.10's CPU runtime "
-               "does not obey: its calls still run on several threads, see the cpu column)"
-               if threads == 1 else "")
-        return (f"threads: every library limited to {threads} (--threads): OPENBLAS/OMP/MKL"
-                f"_NUM_THREADS and WORKBENCH_NUM_THREADS (workbench's BLAS calls and row "
-                f"kernels){xla}; {seen}")
-    return (f"threads: each library's default (--threads 0): workbench's row kernels and "
-            f"BLAS calls use up to every core (BLAS calls by size and load), NumPy and "
-            f"PyTensor the BLAS's count, XLA its own pool; {seen}")
-
-
 # -- the table --------------------------------------------------------------------------
 
 
 def fill_ratios(rows: list[Row]) -> None:
-    """Set each row's ratio: its time over the time of the SUBJECT row of its case."""
-    subject: dict[str, float] = {}
+    """Set each row's ratio and cpu ratio: its wall (CPU) time over the wall (CPU) time
+    of the SUBJECT row of its case."""
+    subject: dict[str, Row] = {}
     for r in rows:  # the first workbench row of a case (variants like "..., Out(...)" follow)
         if r.impl.startswith(SUBJECT) and r.seconds and r.case not in subject:
-            subject[r.case] = r.seconds
+            subject[r.case] = r
     for row in rows:
         base = subject.get(row.case)
-        if base and row.seconds:
-            row.ratio = row.seconds / base
+        if base is None:
+            continue
+        if row.seconds:
+            row.ratio = row.seconds / base.seconds  # type: ignore[operator]
+        if row.cpu_seconds and base.cpu_seconds:
+            row.cpu_ratio = row.cpu_seconds / base.cpu_seconds
 
 
 def format_seconds(seconds: float | None) -> str:
@@ -400,36 +440,45 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-HEADER = ("case", "implementation", "median", "cpu per call", "threads run", "ratio", "note")
+HEADER = ("case", "implementation", "median", "cpu per call", "threads run", "ratio",
+          "cpu ratio", "note")
 
 
-def format_table(rows: list[Row], notes: list[str]) -> str:
-    """A Markdown table (one row per measurement) and the notes under it.
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_table(rows: list[Row], notes: list[str], headlines: list[str] | None = None
+                 ) -> str:
+    """The headlines (in bold, above), a Markdown table (one row per measurement) and
+    the notes under it.
 
     ratio = this row's time / workbench's time for the same case: above 1 means
-    workbench is that many times faster."""
+    workbench is that many times faster; cpu ratio the same of CPU times."""
     cells = [HEADER]
     previous = None
     for row in rows:
         cells.append((row.case if row.case != previous else "", row.impl,
                       format_seconds(row.seconds), format_seconds(row.cpu_seconds),
                       "-" if row.threads_run is None else str(row.threads_run),
-                      "-" if row.ratio is None else f"{row.ratio:.2f}", row.note))
+                      _ratio(row.ratio), _ratio(row.cpu_ratio), row.note))
         previous = row.case
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    lines = []
+    lines = [f"**{h}**\n" for h in headlines or []]
     for k, c in enumerate(cells):
         lines.append("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
         if k == 0:
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     text = "\n".join(lines)
     text += ("\n\nratio = reference time / workbench time for the same case "
-             "(above 1: workbench is faster). median: wall-clock time per call; cpu per "
-             "call: this process's CPU time per call, all its threads together (the work "
-             "done: on a loaded machine, or for a library using more threads than asked, "
-             "the fairer per-core figure; spin-waiting threads inflate it); threads run: "
-             "the most threads of this process that got CPU time during one repeat of the "
-             "implementation (its own, and any still spinning from the one before).")
+             "(above 1: workbench is faster); cpu ratio: the same of CPU times. median: "
+             "wall-clock time per call; cpu per call: this process's CPU time per call, all "
+             "its threads together (the work done: on a loaded machine, or for a library "
+             "using more threads than asked, the fairer per-core figure; spin-waiting "
+             "threads inflate it); threads run: the threads of this process that got CPU "
+             "time while the implementation ran (back-to-back: the most in one repeat, "
+             "its own and any still spinning from the one before; interleaved: those seen "
+             "around its calls in an untimed interleaved round).")
     if notes:
         text += "\n" + "\n".join(f"- {n}" for n in notes)
     return text
@@ -437,7 +486,9 @@ def format_table(rows: list[Row], notes: list[str]) -> str:
 
 def to_json(rows: list[Row], notes: list[str], ctx: Context) -> str:
     return json.dumps({"quick": ctx.quick, "repeats": ctx.repeats,
-                       "rows": [asdict(r) for r in rows], "notes": notes}, indent=1)
+                       "patterns": list(ctx.patterns), "headlines": ctx.headlines,
+                       "rows": [asdict(r) for r in rows], "notes": notes,
+                       "profiles": ctx.profiles}, indent=1)
 
 
 def child_env(cache_dir: str | None = None) -> dict[str, str]:
@@ -453,6 +504,8 @@ def child_env(cache_dir: str | None = None) -> dict[str, str]:
                                          / f"wb-bench-pycache-{getattr(os, 'getuid', int)()}")
     if cache_dir is not None:
         env["WORKBENCH_CACHE_DIR"] = cache_dir
+    if CPUS_VARIABLE not in env and hasattr(os, "sched_getaffinity"):
+        env[CPUS_VARIABLE] = ",".join(map(str, sorted(os.sched_getaffinity(0))))
     return env
 
 

@@ -94,7 +94,7 @@ def _in_process(what: str) -> tuple[float, str]:
     else:
         from workbench.examples.mlp import make_batch
 
-        fn = mlp.workbench_step(what.split("-", 1)[1])
+        fn, _ = mlp.workbench_step(what.split("-", 1)[1])
         fn(*make_batch(dtype=what.split("-", 1)[1]))
     return time.perf_counter() - start, _report_note({"report": fn.linker.report.as_dict()})
 
@@ -137,7 +137,7 @@ def pytensor_compile(what: str, args: tuple[Any, ...]) -> float:
     else:
         from pytensor.compile.mode import get_default_mode
 
-        mlp.pytensor_step(pt, what.split("-", 1)[1], get_default_mode())(*args)
+        mlp.pytensor_step(pt, what.split("-", 1)[1], get_default_mode())[0](*args)
     return time.perf_counter() - start
 
 

@@ -3,7 +3,8 @@ weights, cost = mean over the batch of half the squared norm of the last layer's
 
 The issue 22 workload "10-layer tanh MLP gradient step" in float64 and float32, part of
 the `mlp` family in full runs. References: NumPy with hand-written backpropagation
-(`numpy_step`), PyTensor and JAX jit (`value_and_grad`, donated buffers).
+(`numpy_step`), PyTensor and JAX jit (`value_and_grad`, donated buffers). Every system's
+first step is checked against NumPy's: the cost and all 20 updated parameters.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from wb_bench.common import (
     Case,
     Context,
     Row,
-    check_close,
+    check_step,
     pytensor_modes,
 )
+from wb_bench.profiles import add_profile
 
 DEPTH, WIDTH, BATCH = 10, 256, 128
 LEARNING_RATE = 0.01
@@ -68,7 +70,8 @@ def _graph(lib: Any, grad: Any, x: Any, params: list[Any]) -> tuple[Any, list[An
     return cost, [(p, p - rate * g) for p, g in zip(params, grads)]
 
 
-def workbench_step(dtype: str) -> Any:
+def workbench_step(dtype: str) -> tuple[Any, list[Any]]:
+    """The compiled step and its shared parameters."""
     import workbench.tensor as wt
 
     import workbench as wb
@@ -76,16 +79,17 @@ def workbench_step(dtype: str) -> Any:
     x = wt.matrix("x", dtype=dtype)
     params = [wb.shared(v) for v in initial_params(dtype)]
     cost, updates = _graph(wt, wb.grad, x, params)
-    return wb.function([x], cost, updates=updates, linker="c")
+    return wb.function([x], cost, updates=updates, linker="c"), params
 
 
-def pytensor_step(pt: Any, dtype: str, mode: Any) -> Any:
+def pytensor_step(pt: Any, dtype: str, mode: Any) -> tuple[Any, list[Any]]:
+    """The compiled step and its shared parameters."""
     import pytensor.tensor as ptt
 
     x = ptt.matrix("x", dtype=dtype)
     params = [pt.shared(v) for v in initial_params(dtype)]
     cost, updates = _graph(ptt, pt.grad, x, params)
-    return pt.function([x], cost, updates=updates, mode=mode)
+    return pt.function([x], cost, updates=updates, mode=mode), params
 
 
 def jax_step(jax: Any) -> Any:
@@ -105,16 +109,19 @@ def jax_step(jax: Any) -> Any:
 
 
 def run(ctx: Context, pt: Any, jax: Any, dtypes: tuple[str, ...]) -> list[Row]:
+    from wb_bench.mlp import add_jax, numpy_expected
+
     rows: list[Row] = []
     for dtype in dtypes:
         case = Case(f"{DEPTH}-layer tanh MLP grad step w{WIDTH} b{BATCH} {dtype}")
         x = batch(dtype)
         tol = {"rtol": 1e-4, "atol": 1e-6} if dtype == "float32" else {}
-        expected = numpy_step(initial_params(dtype), x)
+        expected = numpy_expected(initial_params(dtype), numpy_step, x)
         try:
-            fn = workbench_step(dtype)
-            check_close(expected, fn(x), case.name, **tol)
+            fn, shared = workbench_step(dtype)
+            check_step(expected, fn(x), [p.get_value() for p in shared], case.name, **tol)
             case.add(SUBJECT, lambda fn=fn, x=x: fn(x))
+            add_profile(ctx, case.name, fn, x)
         except Exception as exc:  # noqa: BLE001
             case.fail(SUBJECT, exc)
         params = initial_params(dtype)
@@ -123,25 +130,13 @@ def run(ctx: Context, pt: Any, jax: Any, dtypes: tuple[str, ...]) -> list[Row]:
         if pt is not None:
             for label, mode in pytensor_modes(ctx):
                 try:
-                    pfn = pytensor_step(pt, dtype, mode)
-                    check_close(expected, pfn(x), f"{case.name} ({label})", **tol)
+                    pfn, pshared = pytensor_step(pt, dtype, mode)
+                    check_step(expected, pfn(x), [p.get_value() for p in pshared],
+                               f"{case.name} ({label})", **tol)
                     case.add(label, lambda pfn=pfn, x=x: pfn(x))
                 except Exception as exc:  # noqa: BLE001
                     case.fail(label, exc)
         if jax is not None:
-            try:
-                jfn = jax_step(jax)
-                state = [tuple(jax.device_put(p) for p in initial_params(dtype))]
-                jx = jax.device_put(x)
-                cost, state[0] = jfn(state[0], jx)
-                check_close(expected, np.asarray(cost), f"{case.name} (jax)", **tol)
-
-                def jax_call(state: list[Any] = state, jfn: Any = jfn, jx: Any = jx) -> None:
-                    cost, state[0] = jfn(state[0], jx)
-                    cost.block_until_ready()
-
-                case.add("jax jit", jax_call)
-            except Exception as exc:  # noqa: BLE001
-                case.fail("jax jit", exc)
+            add_jax(case, jax, jax_step(jax), initial_params(dtype), (x,), expected, tol)
         rows += case.measure(ctx)
     return rows

@@ -16,8 +16,7 @@ from wb_bench.common import (
     Case,
     Context,
     Row,
-    check_close,
-    failed_row,
+    add_checked,
     jax_module,
     pytensor_modes,
     pytensor_module,
@@ -118,7 +117,7 @@ def run(ctx: Context) -> list[Row]:
             try:
                 pt_fns.append((label, pt.function([px, py], pout, mode=mode)))
             except Exception as exc:  # noqa: BLE001
-                rows.append(failed_row("fused chain", label, exc))
+                pt_fns.append((label, exc))
     if jax is not None:
         import jax.numpy as jnp
 
@@ -130,42 +129,56 @@ def run(ctx: Context) -> list[Row]:
         y = rng.uniform(-2.0, 2.0, n)
         expected = numpy_chain(x, y)
         if fn is not None:
-            check_close(expected, fn(x, y), case.name)
-            kept = [fn(x, y)]
+            kept = [None]
 
-            def call(x: np.ndarray = x, y: np.ndarray = y, kept: list = kept) -> None:
+            def call(x: np.ndarray = x, y: np.ndarray = y, kept: list = kept) -> np.ndarray:
                 # the caller keeps the result, as a loop would: a new array per call,
                 # like every other row (a dropped result would be written again)
                 kept[0] = fn(x, y)
+                return kept[0]
 
-            case.add(SUBJECT, call, note="result kept by the caller: allocates per call")
-            held = [lent(x, y)]
+            add_checked(case, SUBJECT, call, expected,
+                        note="result kept by the caller: allocates per call")
+            held = [None]
 
-            def lent_call(x: np.ndarray = x, y: np.ndarray = y, held: list = held) -> None:
+            def lent_call(x: np.ndarray = x, y: np.ndarray = y, held: list = held
+                          ) -> np.ndarray:
                 held[0] = lent(x, y)  # the caller keeps the result, as a loop would
+                return held[0]
 
-            case.add(f"{SUBJECT}, Out(borrow=True)", lent_call,
-                     note="output lent back: each call overwrites the previous result")
+            add_checked(case, f"{SUBJECT}, Out(borrow=True)", lent_call, expected,
+                        note="output lent back: each call overwrites the previous result")
         else:
             case.fail(SUBJECT, error)
         case.add("numpy", lambda x=x, y=y: numpy_chain(x, y))
         for label, pfn in pt_fns:
-            check_close(expected, pfn(x, y), f"{case.name} ({label})")
-            case.add(label, lambda pfn=pfn, x=x, y=y: pfn(x, y))
+            if isinstance(pfn, Exception):
+                case.fail(label, pfn)
+            else:
+                add_checked(case, label, lambda pfn=pfn, x=x, y=y: pfn(x, y), expected)
         if jax is not None:
-            jx, jy = jax.device_put(x), jax.device_put(y)
-            check_close(expected, np.asarray(jax_fn(jx, jy)), f"{case.name} (jax)")
-            case.add("jax jit", lambda jx=jx, jy=jy: jax_fn(jx, jy).block_until_ready())
+            try:
+                jx, jy = jax.device_put(x), jax.device_put(y)
+                add_checked(case, "jax jit",
+                            lambda jx=jx, jy=jy: jax_fn(jx, jy).block_until_ready(), expected)
+            except Exception as exc:  # noqa: BLE001
+                case.fail("jax jit", exc)
         if ref is not None:
-            out = np.empty_like(x)
-            ref.run(x, y, out)
-            check_close(expected, out, f"{case.name} (hand-written C)")
-            case.add("C loop -O3 native+mvec", lambda x=x, y=y: ref.run(x, y, np.empty_like(x)),
-                     note="hand-written, allocating its output as the others do: the "
-                          "practical limit")
-            case.add("C loop -O3 native+mvec, preallocated",
-                     lambda x=x, y=y, out=out: ref.run(x, y, out),
-                     note="hand-written, writing into one output buffer kept across calls")
+            def allocating(x: np.ndarray = x, y: np.ndarray = y) -> np.ndarray:
+                out = np.empty_like(x)
+                ref.run(x, y, out)
+                return out
+
+            def preallocated(x: np.ndarray = x, y: np.ndarray = y,
+                             out: np.ndarray = np.empty_like(x)) -> np.ndarray:
+                ref.run(x, y, out)
+                return out
+
+            add_checked(case, "C loop -O3 native+mvec", allocating, expected,
+                        note="hand-written, allocating its output as the others do: the "
+                             "practical limit")
+            add_checked(case, "C loop -O3 native+mvec, preallocated", preallocated, expected,
+                        note="hand-written, writing into one output buffer kept across calls")
         else:
             case.fail("C loop -O3 native+mvec", ref_error)
         rows += case.measure(ctx)

@@ -1,11 +1,12 @@
-"""(3) logsumexp and softmax over the rows of a 1000x1000 float64 matrix.
+"""(3) logsumexp, softmax and log-softmax over the rows of a 1000x1000 float64 matrix.
 
 References: NumPy (max-shifted), PyTensor, JAX jit, and hand-written C row loops compiled
 like the fused family's (-O3 -march=native, glibc's vector exp): per row a max pass, then
-one pass summing exp(x - max) (softmax storing them), then the write; it allocates its
-output as the others do. For logsumexp also a one-pass loop as XLA fuses it (a running
-maximum per block, exp summed in several accumulators): with glibc's exp as the limit
-both hand-written loops take the same time. With AVX-512, workbench's kernels use their
+one pass summing exp(x - max) (softmax storing them), then the write (softmax: times
+1/sum; log-softmax: x - max - log(sum)); it allocates its output as the others do. For
+logsumexp also a one-pass loop as XLA fuses it (a running maximum per block, exp summed
+in several accumulators): with glibc's exp as the limit both hand-written loops take the
+same time. With AVX-512, workbench's kernels use their
 own inline exp (ops/special.py) instead of glibc's, which puts them ahead of both.
 """
 
@@ -25,6 +26,7 @@ from wb_bench.common import (
     pytensor_modes,
     pytensor_module,
 )
+from wb_bench.profiles import add_profile
 
 REFERENCE_C = r"""
 #define PY_SSIZE_T_CLEAN
@@ -83,7 +85,7 @@ NOINLINE static double row_lse_onepass(const double *restrict x, Py_ssize_t n, d
     return s;
 }
 /* run(which, x, out, rows, n): which 0 = logsumexp (out: rows), 1 = softmax (rows x n),
- * 2 = logsumexp in one pass (row_lse_onepass) */
+ * 2 = logsumexp in one pass (row_lse_onepass), 3 = log-softmax (rows x n) */
 static PyObject *run(PyObject *self, PyObject *args) {
     int which; Py_buffer x, out; Py_ssize_t rows, n;
     if (!PyArg_ParseTuple(args, "iy*w*nn", &which, &x, &out, &rows, &n)) return NULL;
@@ -98,6 +100,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
             po[r] = log(sum) + top;
         } else if (which == 0) {
             po[r] = log(row_expsum(row, n, m)) + m;
+        } else if (which == 3) {
+            double *y = po + r * n;
+            const double shift = m + log(row_expsum(row, n, m));
+            #pragma omp simd
+            for (Py_ssize_t i = 0; i < n; i++) y[i] = row[i] - shift;
         } else {
             double *y = po + r * n;
             const double inv = 1.0 / row_expsum_store(row, y, n, m);
@@ -124,7 +131,7 @@ def reference_module() -> Any:
     return default_cache().get_or_build(
         ("benchmark", "row-kernels-reference"),
         REFERENCE_C % {"vector_math": VECTOR_MATH_DECLARATIONS}, "wb_bench_rows",
-        version=(3,), extra_flags=["-fopenmp-simd", "-fno-math-errno"],
+        version=(4,), extra_flags=["-fopenmp-simd", "-fno-math-errno"],
         libraries=[*vector_math_libraries(), "m"])
 
 
@@ -133,7 +140,8 @@ def reference_call(ref: Any, name: str, data: np.ndarray, one_pass: bool = False
     """The hand-written loops on `data`: the two-pass ones, or logsumexp in one pass."""
     rows, n = data.shape
     out = np.empty(rows if name == "logsumexp" else (rows, n))
-    ref.run(2 if one_pass else 0 if name == "logsumexp" else 1, data, out, rows, n)
+    which = 2 if one_pass else {"logsumexp": 0, "softmax": 1, "log_softmax": 3}[name]
+    ref.run(which, data, out, rows, n)
     return out
 
 
@@ -147,8 +155,33 @@ def numpy_softmax(m: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def numpy_log_softmax(m: np.ndarray) -> np.ndarray:
+    shifted = m - m.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+#: the row kernels: (NumPy reference, what the hand-written C's second pass does)
+KERNELS = {
+    "logsumexp": (numpy_logsumexp, "max pass, exp-sum pass (glibc's vector exp)"),
+    "softmax": (numpy_softmax, "max pass, exp-sum pass storing exp (glibc's vector exp), "
+                               "scale pass"),
+    "log_softmax": (numpy_log_softmax, "max pass, exp-sum pass (glibc's vector exp), "
+                                       "x - max - log(sum) pass"),
+}
+
+
 def _graphs(lib: Any, m: Any) -> dict[str, Any]:
-    return {"logsumexp": lib.logsumexp(m, axis=1), "softmax": lib.softmax(m, axis=1)}
+    return {"logsumexp": lib.logsumexp(m, axis=1), "softmax": lib.softmax(m, axis=1),
+            "log_softmax": lib.log_softmax(m, axis=1)}
+
+
+def _jax_kernel(jax: Any, name: str) -> Any:
+    import jax.nn
+    import jax.scipy.special
+
+    return jax.jit({"logsumexp": lambda a: jax.scipy.special.logsumexp(a, axis=1),
+                    "softmax": lambda a: jax.nn.softmax(a, axis=1),
+                    "log_softmax": lambda a: jax.nn.log_softmax(a, axis=1)}[name])
 
 
 def run(ctx: Context) -> list[Row]:
@@ -160,41 +193,44 @@ def run(ctx: Context) -> list[Row]:
     jax = jax_module(ctx)
     rng = np.random.default_rng(2)
     data = rng.standard_normal((1000, 1000)) * 3.0
-    expected = {"logsumexp": numpy_logsumexp(data), "softmax": numpy_softmax(data)}
-    numpy_fns = {"logsumexp": numpy_logsumexp, "softmax": numpy_softmax}
     m = wt.dmatrix("m")
     graphs = _graphs(wt, m)
     pt_graphs: dict[str, Any] = {}
     if pt is not None:
         import pytensor.tensor as ptt
+        from pytensor.tensor.special import log_softmax as pt_log_softmax
         from pytensor.tensor.special import softmax as pt_softmax
 
         pm = ptt.dmatrix("m")
-        pt_graphs = {"logsumexp": ptt.logsumexp(pm, axis=1), "softmax": pt_softmax(pm, axis=1)}
+        pt_graphs = {"logsumexp": ptt.logsumexp(pm, axis=1), "softmax": pt_softmax(pm, axis=1),
+                     "log_softmax": pt_log_softmax(pm, axis=1)}
     rows: list[Row] = []
     for name, graph in graphs.items():
-        case = Case(f"{name} rows 1000x1000 f64")
+        numpy_fn, passes = KERNELS[name]
+        expected = numpy_fn(data)
+        case = Case(f"{name.replace('_', '-')} rows 1000x1000 f64")
         try:
             fn = wb.function([m], graph, linker="c")
-            check_close(expected[name], fn(data), case.name)
+            check_close(expected, fn(data), case.name)
             note = ""
             py_nodes = fn.linker.report.py_nodes
             if py_nodes:
                 note = "Python nodes: " + ", ".join(sorted({type(n.op).__name__
                                                             for n, _ in py_nodes}))
             case.add(SUBJECT, lambda fn=fn: fn(data), note=note)
+            add_profile(ctx, case.name, fn, data)
         except Exception as exc:  # noqa: BLE001
             case.fail(SUBJECT, exc)
-        case.add("numpy", lambda f=numpy_fns[name]: f(data), note="max-shifted, stable")
+        case.add("numpy", lambda f=numpy_fn: f(data), note="max-shifted, stable")
         try:
             ref = reference_module()
-            check_close(expected[name], reference_call(ref, name, data),
+            check_close(expected, reference_call(ref, name, data),
                         f"{case.name} (hand-written C)")
             case.add("C rows -O3 native+mvec",
                      lambda ref=ref, name=name: reference_call(ref, name, data),
-                     note="hand-written: max pass, exp-sum pass (glibc's vector exp), write")
+                     note=f"hand-written: {passes}")
             if name == "logsumexp":
-                check_close(expected[name], reference_call(ref, name, data, True),
+                check_close(expected, reference_call(ref, name, data, True),
                             f"{case.name} (hand-written C, one pass)")
                 case.add("C one pass -O3 native+mvec",
                          lambda ref=ref, name=name: reference_call(ref, name, data, True),
@@ -206,18 +242,17 @@ def run(ctx: Context) -> list[Row]:
             for label, mode in pytensor_modes(ctx):
                 try:
                     pfn = pt.function([pm], pt_graphs[name], mode=mode)
-                    check_close(expected[name], pfn(data), f"{case.name} ({label})")
+                    check_close(expected, pfn(data), f"{case.name} ({label})")
                     case.add(label, lambda pfn=pfn: pfn(data))
                 except Exception as exc:  # noqa: BLE001
                     case.fail(label, exc)
         if jax is not None:
-            import jax.nn
-            import jax.scipy.special
-
-            jfn = jax.jit({"logsumexp": lambda a: jax.scipy.special.logsumexp(a, axis=1),
-                           "softmax": lambda a: jax.nn.softmax(a, axis=1)}[name])
-            jdata = jax.device_put(data)
-            check_close(expected[name], np.asarray(jfn(jdata)), f"{case.name} (jax)")
-            case.add("jax jit", lambda jfn=jfn, jdata=jdata: jfn(jdata).block_until_ready())
+            try:
+                jfn = _jax_kernel(jax, name)
+                jdata = jax.device_put(data)
+                check_close(expected, np.asarray(jfn(jdata)), f"{case.name} (jax)")
+                case.add("jax jit", lambda jfn=jfn, jdata=jdata: jfn(jdata).block_until_ready())
+            except Exception as exc:  # noqa: BLE001
+                case.fail("jax jit", exc)
         rows += case.measure(ctx)
     return rows

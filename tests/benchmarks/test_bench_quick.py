@@ -24,7 +24,7 @@ def parse_table(text: str) -> list[dict[str, str]]:
     lines = [line for line in text.splitlines() if line.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     assert header == ["case", "implementation", "median", "cpu per call", "threads run", "ratio",
-                      "note"]
+                      "cpu ratio", "note"]
     assert set(lines[1]) <= {"|", "-"}
     rows, case = [], None
     for line in lines[2:]:

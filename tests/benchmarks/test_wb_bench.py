@@ -1,17 +1,31 @@
 """The benchmark harness's pieces (`benchmarks/wb_bench`), fast and without timing
-asserts: how cold compiles are sampled, which caches PyTensor is pointed at."""
+asserts: how cold compiles are sampled, which caches PyTensor is pointed at, both call
+patterns in one run, the threads read back, the table, the checks of a training step,
+the per-node profiles and the hand-written row references."""
 
+import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from workbench.core.link.c.compiler import has_compiler
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
-from wb_bench import compile_time  # noqa: E402
-from wb_bench.common import SUBJECT  # noqa: E402
+from wb_bench import compile_time, threads  # noqa: E402
+from wb_bench.common import (  # noqa: E402
+    SUBJECT,
+    Case,
+    Context,
+    Row,
+    check_step,
+    fill_ratios,
+    format_table,
+)
 
 
 def test_pytensor_flags_move_every_cache_under_one_fresh_base_directory():
@@ -84,3 +98,157 @@ def test_run_child_gives_pytensor_a_fresh_base_compiledir(monkeypatch, tmp_path,
                                   pytensor_dir="/tmp/pt")["total_seconds"] == 1.0
     assert seen["PYTENSOR_FLAGS"].endswith("base_compiledir=/tmp/pt")
     assert seen["WORKBENCH_CACHE_DIR"] == str(tmp_path)
+
+
+# -- the harness: both call patterns, threads, ratios, the table -------------------------
+
+
+def test_one_run_measures_both_call_patterns_with_threads_and_cpu_ratios():
+    ctx = Context(repeats=2, min_seconds=0.002, patterns=("blocks", "calls"))
+    case = Case("sum")
+    data = np.arange(10_000.0)
+    case.add(SUBJECT, data.sum)
+    case.add("numpy", lambda: np.add.reduce(data))
+
+    def broken():
+        raise ValueError("no")
+
+    case.add("broken", broken)
+    rows = case.measure(ctx)
+    fill_ratios(rows)
+    assert [r.case for r in rows] == ["sum [back-to-back]"] * 3 + ["sum [interleaved]"] * 3
+    for row in rows:
+        if row.impl == "broken":
+            assert row.seconds is None and row.note == "failed: ValueError: no"
+        else:
+            assert row.seconds > 0 and row.cpu_seconds is not None
+    mine = [r for r in rows if r.impl == SUBJECT]
+    assert all(r.ratio == 1.0 for r in mine)
+    assert all(r.cpu_ratio == 1.0 for r in mine if r.cpu_seconds)
+    # the interleaved rows' threads come from an untimed round (none on a kernel without
+    # /proc, or when calls are too short for its 10 ms ticks): never more than exist
+    for row in rows:
+        assert row.threads_run is None or 1 <= row.threads_run <= len(threads.thread_ticks())
+
+
+def test_a_single_pattern_keeps_the_case_name():
+    ctx = Context(repeats=1, min_seconds=0.001, patterns=("calls",))
+    case = Case("noop")
+    case.add(SUBJECT, lambda: None)
+    assert [r.case for r in case.measure(ctx)] == ["noop"]
+
+
+def test_table_puts_headlines_above_and_a_cpu_ratio_beside_the_wall_ratio():
+    rows = [Row("c", SUBJECT, 2e-3, cpu_seconds=1e-3), Row("c", "jax jit", 3e-3,
+                                                            cpu_seconds=4e-3)]
+    fill_ratios(rows)
+    text = format_table(rows, ["a note"], ["OPENBLAS_CORETYPE=Haswell is set"])
+    assert text.startswith("**OPENBLAS_CORETYPE=Haswell is set**")
+    jax_line = next(line for line in text.splitlines() if "jax jit" in line)
+    cells = [c.strip() for c in jax_line.strip("|").split("|")]
+    assert cells[1:7] == ["jax jit", "3.00 ms", "4.00 ms", "-", "1.50", "4.00"]
+    assert "- a note" in text
+
+
+def test_pin_auto_pins_one_thread_runs_and_refuses_a_foreign_cpu():
+    assert threads.pin_cpu("auto", 1, {0, 1}) == 1
+    assert threads.pin_cpu("auto", 0, {0, 1}) is None  # each library's own threads
+    assert threads.pin_cpu("none", 1, {0, 1}) is None
+    assert threads.pin_cpu("0", 1, {0, 1}) == 0
+    with pytest.raises(ValueError, match="CPU 7 is not among this process's CPUs"):
+        threads.pin_cpu("7", 1, {0, 1})
+    with pytest.raises(ValueError, match="a CPU number, 'auto' or 'none', got 'x'"):
+        threads.pin_cpu("x", 1, {0, 1})
+
+
+def test_one_thread_xla_flags_are_real_flags_only(monkeypatch):
+    # XLA ignores a token without '--' and aborts on an unknown '--' flag
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d intra_op_parallelism_threads=1")
+    for name in threads.THREAD_VARIABLES:
+        monkeypatch.setenv(name, "")
+    threads.limit_threads(1)
+    assert os.environ["XLA_FLAGS"].split() == ["--xla_dump_to=/tmp/d",
+                                               "--xla_cpu_multi_thread_eigen=false"]
+    assert all(os.environ[name] == "1" for name in threads.THREAD_VARIABLES)
+
+
+def test_readback_names_every_pool_workbench_cap_and_cpus():
+    note = threads.readback_note()
+    assert note.startswith("threads read back after the run: ")
+    assert "threadpoolctl" in note and "CPUs this process may use" in note
+
+
+def test_a_training_step_is_checked_on_every_updated_parameter():
+    from wb_bench.mlp import numpy_expected
+
+    from workbench.examples.mlp import initial_params, make_batch, numpy_step
+
+    x, labels = make_batch(batch=8)
+    expected = numpy_expected(initial_params(), numpy_step, x, labels, 0.1)
+    check_step(expected, expected[0], expected[1], "mlp")  # itself: passes
+    stale = list(expected[1])
+    stale[2] = initial_params()[2]  # W2 not updated, the cost still right
+    with pytest.raises(AssertionError, match="mlp: parameter 2 after the step"):
+        check_step(expected, expected[0], stale, "mlp")
+
+
+def test_per_node_profile_table_of_a_workbench_function():
+    import workbench.tensor as wt
+    from wb_bench.profiles import add_profile, format_profiles
+
+    import workbench as wb
+
+    ctx = Context(quick=True)
+    x = wt.dvector("x")
+    fn = wb.function([x], wt.exp(x).sum(), linker="py")
+    add_profile(ctx, "exp sum", fn, np.ones(5))
+    (prof,) = ctx.profiles
+    assert prof["calls"] == 5 and prof["nodes"]
+    text = format_profiles(ctx.profiles)
+    assert text.startswith("### workbench c per node: exp sum")
+    assert "| node | backend | per call | share | BLAS threads |" in text
+    assert "| Python |" in text
+
+
+@pytest.mark.skipif(not has_compiler(), reason="the hand-written references are C")
+@pytest.mark.parametrize("name", ["logsumexp", "softmax", "log_softmax"])
+def test_hand_written_row_references_agree_with_numpy(name):
+    from wb_bench import rows
+
+    data = np.random.default_rng(0).standard_normal((7, 300)) * 30.0
+    numpy_fn, passes = rows.KERNELS[name]
+    got = rows.reference_call(rows.reference_module(), name, data)
+    np.testing.assert_allclose(got, numpy_fn(data), rtol=1e-12, atol=1e-12)
+    assert passes.startswith("max pass")
+
+
+def test_a_reference_that_disagrees_or_raises_becomes_a_failed_row():
+    from wb_bench.common import add_checked
+
+    case = Case("twice")
+    data = np.arange(3.0)
+    add_checked(case, SUBJECT, lambda: data * 2, data * 2)
+    add_checked(case, "wrong", lambda: data * 3, data * 2)
+    add_checked(case, "raises", lambda: 1 / 0, data * 2)
+    rows = {r.impl: r for r in case.measure(Context(repeats=1, min_seconds=0.001))}
+    assert rows[SUBJECT].seconds is not None
+    assert rows["wrong"].seconds is None
+    assert "twice (wrong): result differs from the NumPy reference" in rows["wrong"].note
+    assert rows["raises"].note.startswith("failed: ZeroDivisionError")
+
+
+def test_rewrite_scaling_reports_a_failing_pytensor_and_goes_on(monkeypatch, capsys):
+    import bench_rewrite_scaling as scaling
+
+    def broken(n):
+        def run():
+            raise RuntimeError("rewriter exploded")
+        return run
+
+    monkeypatch.setattr(scaling, "pytensor_timer", broken)
+    monkeypatch.setattr(sys, "argv", ["bench_rewrite_scaling.py", "--sizes", "4", "8",
+                                      "--repeats", "1"])
+    scaling.main()
+    out = capsys.readouterr().out
+    assert "pytensor: failed: RuntimeError: rewriter exploded" in out
+    assert "workbench time(N=8) / time(N=4)" in out

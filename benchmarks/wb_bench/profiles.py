@@ -1,0 +1,69 @@
+"""Per-node times of workbench's functions from the project's own profiler.
+
+`add_profile(ctx, case, fn, *args)` profiles a compiled Function with
+`workbench.profile` (a twin compiled with profile=True: the same graph and linker, every
+node timed, and for BLAS nodes the thread count the C linker chose for each call), and
+keeps a summary in `ctx.profiles`; `format_profiles` gives one Markdown table per case,
+printed under the suite's table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wb_bench.common import Context, format_seconds
+
+#: nodes listed per profile (the rest are summed in one line)
+TOP = 10
+
+
+def add_profile(ctx: Context, case: str, fn: Any, *args: Any) -> None:
+    """Profile `fn` on `args` (calls: 5 quick, 20 full, after one warm-up) into
+    `ctx.profiles`; a failure becomes a note, never an abort."""
+    import workbench as wb
+
+    calls = 5 if ctx.quick else 20
+    try:
+        stats = wb.profile(fn, *args, calls=calls)
+    except Exception as exc:  # noqa: BLE001 - a profile is extra information
+        ctx.note(f"profile of {case}: failed ({type(exc).__name__}: {exc})")
+        return
+    nodes = [{"node": row.node, "op_class": row.op_class, "backend": row.backend,
+              "per_call": row.per_call, "threads": row.threads}
+             for row in sorted(stats.by_node(), key=lambda r: r.time, reverse=True)]
+    summary = stats.summary()
+    ctx.profiles.append({"case": case, "calls": stats.calls, "per_call": summary["per_call"],
+                         "nodes_per_call": summary["thunk_time"] / max(stats.calls, 1),
+                         "nodes": nodes})
+
+
+def _short(text: str, width: int = 70) -> str:
+    text = text.replace("|", "/")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def format_profiles(profiles: list[dict[str, Any]]) -> str:
+    """One Markdown table per profile: its costliest nodes, their backend, time per
+    call, share of the nodes' time and the BLAS threads the C linker gave them."""
+    parts = []
+    for prof in profiles:
+        total = sum(n["per_call"] for n in prof["nodes"]) or 1.0
+        lines = [f"### workbench c per node: {prof['case']}",
+                 "",
+                 f"profile=True twin, {prof['calls']} calls after one warm-up: "
+                 f"{format_seconds(prof['per_call'])} per call, of which the nodes "
+                 f"{format_seconds(prof['nodes_per_call'])}",
+                 "",
+                 "| node | backend | per call | share | BLAS threads |",
+                 "|---|---|---|---|---|"]
+        for node in prof["nodes"][:TOP]:
+            lines.append(f"| {_short(node['node'])} | {node['backend']} | "
+                         f"{format_seconds(node['per_call'])} | "
+                         f"{100 * node['per_call'] / total:.1f}% | {node['threads'] or '-'} |")
+        rest = prof["nodes"][TOP:]
+        if rest:
+            left = sum(n["per_call"] for n in rest)
+            lines.append(f"| ({len(rest)} more nodes) | | {format_seconds(left)} | "
+                         f"{100 * left / total:.1f}% | |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)

@@ -1,0 +1,179 @@
+"""Threads: what each library is told, and what it really used, read back.
+
+- `thread_ticks` / `threads_run`: which threads of this process got CPU time (Linux's
+  /proc/self/task, in clock ticks of 10 ms: the only per-thread clock this sandbox has);
+- `pin_cpu`: the CPU a per-core run pins the whole process to;
+- `threads_note`: what every library was told (environment, XLA_FLAGS);
+- `readback_note`: read back after the run: every pool threadpoolctl finds (BLAS and
+  OpenMP), workbench's own cap (`blas_threads.max_threads`), the CPUs the process may
+  use (which XLA sizes its pool from) and the process's threads by name (XLA's pool is
+  `tf_XLAEigen`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+#: XLA_FLAGS for one thread. `--xla_cpu_multi_thread_eigen=false` is a real XLA flag (XLA
+#: aborts on an unknown `--` flag), but JAX 0.10's CPU runtime still spreads a call over
+#: its pool; only pinning the process limits that pool (XLA sizes it from the CPUs the
+#: process may run on). There is no XLA_FLAGS flag for the intra-op thread count.
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+#: the environment variables giving every library its thread count
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS", "WORKBENCH_NUM_THREADS")
+#: where run.py records the CPUs it started on, before pinning itself (children return
+#: to them: compile time is measured on the machine's cores)
+CPUS_VARIABLE = "WB_BENCH_CPUS"
+
+
+def thread_ticks() -> dict[str, int]:
+    """CPU clock ticks (user + system) of each thread of this process (Linux; else {})."""
+    ticks: dict[str, int] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ticks[tid] = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks
+
+
+def threads_ran(before: dict[str, int], after: dict[str, int]) -> set[str]:
+    """The threads whose CPU time grew between two `thread_ticks` readings."""
+    return {tid for tid, t in after.items() if t > before.get(tid, 0)}
+
+
+def threads_run(before: dict[str, int], after: dict[str, int]) -> int:
+    return len(threads_ran(before, after))
+
+
+def thread_names() -> Counter[str]:
+    """This process's threads counted by name (/proc/self/task/*/comm)."""
+    names: Counter[str] = Counter()
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return names
+    for tid in tids:
+        try:
+            names[Path(f"/proc/self/task/{tid}/comm").read_text().strip()] += 1
+        except OSError:
+            continue
+    return names
+
+
+def pin_cpu(choice: str, threads: int, cpus: set[int]) -> int | None:
+    """The CPU to pin the process to: `choice` a CPU number, 'none', or 'auto' (the
+    highest of `cpus` when every library is on one thread, so that the table is per-core
+    whatever threads a library starts; else none). ValueError for a CPU not in `cpus`."""
+    if choice == "none":
+        return None
+    if choice == "auto":
+        return max(cpus) if threads == 1 and cpus else None
+    try:
+        cpu = int(choice)
+    except ValueError:
+        raise ValueError(f"--pin takes a CPU number, 'auto' or 'none', got {choice!r}") from None
+    if cpu not in cpus:
+        raise ValueError(f"--pin: CPU {cpu} is not among this process's CPUs {sorted(cpus)}")
+    return cpu
+
+
+def limit_threads(threads: int) -> None:
+    """Give every library the same number of threads (before NumPy or JAX is imported;
+    subprocesses inherit it)."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    if threads == 1:
+        flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+                 if not f.lstrip("-").startswith(("xla_cpu_multi_thread_eigen",
+                                                  "intra_op_parallelism_threads"))]
+        os.environ["XLA_FLAGS"] = " ".join([*flags, XLA_ONE_THREAD])
+
+
+def own_blas_kernels() -> str | None:
+    """The OpenBLAS kernels NumPy's OpenBLAS picks on this CPU with OPENBLAS_CORETYPE
+    unset (asked in a subprocess: the choice is made when the library loads), or None."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    code = ("import numpy, threadpoolctl; print(next((i.get('architecture') for i in "
+            "threadpoolctl.threadpool_info() if i.get('internal_api') == 'openblas'), ''))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def coretype_banner() -> str | None:
+    """A line saying that OPENBLAS_CORETYPE forces OpenBLAS's kernels (None when unset):
+    NumPy's, PyTensor's and workbench's matrix products run them, JAX's do not."""
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if not forced:
+        return None
+    own = own_blas_kernels()
+    mine = (f"; left to itself OpenBLAS picks its {own} kernels on this CPU"
+            if own and own.lower() != forced.lower() else "")
+    return (f"OPENBLAS_CORETYPE={forced} is set in the environment: OpenBLAS runs its {forced} "
+            f"kernels for NumPy, PyTensor and workbench (which respects its user's setting){mine}"
+            f" (--coretype auto to compare with them); JAX's matrix products use XLA's own "
+            f"kernels")
+
+
+def threads_note(threads: int) -> str:
+    """What each library was told about threads, and the BLAS's own count as threadpoolctl
+    reads it (NumPy's OpenBLAS, which workbench's compiled code calls too)."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [f"{i.get('internal_api')} {i.get('num_threads')} ({i.get('architecture')} "
+                f"kernels)" for i in threadpool_info() if i.get("user_api") == "blas"]
+        seen = f"BLAS threads seen by threadpoolctl: {', '.join(blas) or 'none'}"
+    except ImportError:
+        seen = "threadpoolctl not installed: BLAS threads not checked"
+    if threads:
+        xla = (f", XLA_FLAGS {XLA_ONE_THREAD} (JAX's CPU runtime still spreads a call over "
+               f"its pool, which only pinning limits: see threads run)" if threads == 1 else "")
+        return (f"threads: every library limited to {threads} (--threads): OPENBLAS/OMP/MKL"
+                f"_NUM_THREADS and WORKBENCH_NUM_THREADS (workbench's BLAS calls and row "
+                f"kernels){xla}; {seen}")
+    return (f"threads: each library's default (--threads 0): workbench's row kernels and "
+            f"BLAS calls use up to every core (BLAS calls by size and load), NumPy and "
+            f"PyTensor the BLAS's count, XLA its own pool; {seen}")
+
+
+def readback_note() -> str:
+    """Thread counts read back at the end of a run, once every library is loaded."""
+    parts = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = [f"{i.get('internal_api')} {i.get('user_api')} "
+                 f"({Path(str(i.get('filepath'))).name}) {i.get('num_threads')}"
+                 for i in threadpool_info()]
+        parts.append(f"threadpoolctl's pools: {', '.join(pools) or 'none'}")
+    except ImportError:
+        parts.append("threadpoolctl not installed")
+    if "workbench" in sys.modules:
+        from workbench.core.link.c import blas_threads
+
+        cap = blas_threads.max_threads()
+        parts.append(f"workbench's cap on its BLAS calls and row kernels: "
+                     f"{cap if cap else 'none (the BLAS own count)'}")
+    if hasattr(os, "sched_getaffinity"):
+        parts.append(f"CPUs this process may use: {sorted(os.sched_getaffinity(0))}")
+    names = thread_names()
+    if names:
+        parts.append("its threads by name: " + ", ".join(f"{n} {c}" for n, c in
+                                                           names.most_common()))
+    return "threads read back after the run: " + "; ".join(parts)
