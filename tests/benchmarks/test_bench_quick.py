@@ -20,8 +20,15 @@ pytestmark = pytest.mark.skipif(not has_compiler(), reason="the suite measures t
 
 
 def parse_table(text: str) -> list[dict[str, str]]:
-    """The rows of the Markdown table (a blank case cell repeats the previous case)."""
-    lines = [line for line in text.splitlines() if line.startswith("|")]
+    """The rows of the first Markdown table (a blank case cell repeats the previous case;
+    the per-node profile tables follow it)."""
+    all_lines = text.splitlines()
+    start = next(k for k, line in enumerate(all_lines) if line.startswith("|"))
+    lines = []
+    for line in all_lines[start:]:
+        if not line.startswith("|"):
+            break
+        lines.append(line)
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     assert header == ["case", "implementation", "median", "cpu per call", "threads run", "ratio",
                       "cpu ratio", "note"]
@@ -59,10 +66,10 @@ def test_quick_suite_prints_a_table_of_ratios(quick_run):
         cases.setdefault(row["case"], []).append(row)
     names = " ".join(cases)
     for family in ("fused chain", "call overhead scalar", "call overhead vector[10] trust_input",
-                   "logsumexp rows", "softmax rows", "MLP step", "compile fused chain",
-                   "compile MLP step", "chain y=y*1.0001+0.5", "solve 200x200",
-                   "GP nll + gradient", "take rows", "take_along_axis", "concatenate",
-                   "fancy inc"):
+                   "logsumexp rows", "softmax rows", "log-softmax rows", "MLP step",
+                   "compile fused chain", "compile MLP step", "chain y=y*1.0001+0.5",
+                   "solve 200x200", "GP nll + gradient", "take rows", "take_along_axis",
+                   "concatenate", "fancy inc"):
         assert family in names, family
     for case, members in cases.items():
         mine = [r for r in members if r["implementation"] == "workbench c"]
@@ -84,6 +91,20 @@ def test_quick_suite_prints_a_table_of_ratios(quick_run):
             assert impls & {"numpy", "numpy eager", "numpy backprop", "numpy+scipy"}, case
     fused = cases[next(c for c in cases if c.startswith("fused chain"))]
     assert any(r["implementation"].startswith("C loop") and r["median"] != "-" for r in fused)
+    # one run, both call patterns, for every case timed in this process
+    for pattern in ("[back-to-back]", "[interleaved]"):
+        assert any(c.startswith("softmax rows") and c.endswith(pattern) for c in cases)
+        assert any(c.startswith("MLP step") and c.endswith(pattern) for c in cases)
+
+
+def test_quick_suite_is_per_core_and_profiles_workbench_per_node(quick_run):
+    out = quick_run.stdout
+    if hasattr(os, "sched_setaffinity"):  # --threads 1 (the default) pins by default
+        assert out.startswith("**Per core: the whole process runs on CPU ")
+    assert "threads read back after the run: threadpoolctl's pools" in out
+    assert "### workbench c per node: MLP step 784-256-10 b128 float64" in out
+    assert "### workbench c per node: log-softmax rows 1000x1000 f64" in out
+    assert "| node | backend | per call | share | BLAS threads |" in out
 
 
 def test_quick_suite_notes_what_was_skipped(quick_run):
