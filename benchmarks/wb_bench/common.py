@@ -122,8 +122,9 @@ class _Entry:
 #: how a pattern is named in the case of its rows when a run measures both
 PATTERN_LABELS = {"blocks": "back-to-back", "calls": "interleaved"}
 #: the untimed interleaved round that reads each implementation's threads: calls of each
-#: until it has run this long, or PROBE_CALLS calls
-PROBE_SECONDS, PROBE_CALLS = 0.1, 2000
+#: until they have used PROBE_CPU_SECONDS of the process's CPU (ten 10 ms ticks), or
+#: PROBE_CALLS calls, or PROBE_WALL_SECONDS of wall time
+PROBE_CPU_SECONDS, PROBE_CALLS, PROBE_WALL_SECONDS = 0.1, 2000, 2.0
 
 
 class Case:
@@ -249,14 +250,18 @@ class Case:
     def _interleaved_threads(self, live: list[_Entry]) -> None:
         """An untimed interleaved round reading each implementation's threads: the
         threads whose CPU time grew during its calls (read around each call, outside
-        any timed window), calls of each until PROBE_SECONDS of them or PROBE_CALLS."""
-        clock = time.perf_counter
+        any timed window); calls of each until PROBE_CPU_SECONDS of CPU, PROBE_CALLS
+        calls or PROBE_WALL_SECONDS."""
+        clock, cpu_clock = time.perf_counter, time.process_time
         spent = {id(e): 0.0 for e in live}
+        wall = {id(e): 0.0 for e in live}
         calls = {id(e): 0 for e in live}
         seen: dict[int, set[str]] = {id(e): set() for e in live}
 
         def done(entry: _Entry) -> bool:
-            return spent[id(entry)] >= PROBE_SECONDS or calls[id(entry)] >= PROBE_CALLS
+            key = id(entry)
+            return (spent[key] >= PROBE_CPU_SECONDS or calls[key] >= PROBE_CALLS
+                    or wall[key] >= PROBE_WALL_SECONDS)
 
         if not thread_ticks():
             return
@@ -265,14 +270,15 @@ class Case:
                 if done(entry):
                     continue
                 before = thread_ticks()
-                start = clock()
+                cpu, start = cpu_clock(), clock()
                 try:
                     entry.fn()  # type: ignore[misc]
                 except Exception as exc:  # noqa: BLE001
                     entry.error = exc
                     live.remove(entry)
                     continue
-                spent[id(entry)] += clock() - start
+                wall[id(entry)] += clock() - start
+                spent[id(entry)] += cpu_clock() - cpu
                 calls[id(entry)] += 1
                 seen[id(entry)] |= threads_ran(before, thread_ticks())
         for entry in live:

@@ -32,9 +32,11 @@ def add_profile(ctx: Context, case: str, fn: Any, *args: Any) -> None:
               "per_call": row.per_call, "threads": row.threads}
              for row in sorted(stats.by_node(), key=lambda r: r.time, reverse=True)]
     summary = stats.summary()
+    groups = [{"op_class": g.name, "nodes": g.nodes, "fraction": g.fraction}
+              for g in stats.by_op_class()]
     ctx.profiles.append({"case": case, "calls": stats.calls, "per_call": summary["per_call"],
                          "nodes_per_call": summary["thunk_time"] / max(stats.calls, 1),
-                         "nodes": nodes})
+                         "nodes": nodes, "by_op_class": groups})
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -52,7 +54,9 @@ def format_profiles(profiles: list[dict[str, Any]]) -> str:
                  "",
                  f"profile=True twin, {prof['calls']} calls after one warm-up: "
                  f"{format_seconds(prof['per_call'])} per call, of which the nodes "
-                 f"{format_seconds(prof['nodes_per_call'])}",
+                 f"{format_seconds(prof['nodes_per_call'])}; by Op class: "
+                 + ", ".join(f"{g['op_class']} {100 * g['fraction']:.1f}% ({g['nodes']} nodes)"
+                             for g in prof["by_op_class"][:6]),
                  "",
                  "| node | backend | per call | share | BLAS threads |",
                  "|---|---|---|---|---|"]

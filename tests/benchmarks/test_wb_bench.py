@@ -207,6 +207,7 @@ def test_per_node_profile_table_of_a_workbench_function():
     text = format_profiles(ctx.profiles)
     assert text.startswith("### workbench c per node: exp sum")
     assert "| node | backend | per call | share | BLAS threads |" in text
+    assert "by Op class: " in text
     assert "| Python |" in text
 
 
