@@ -392,6 +392,7 @@ def _qr_ref(mode: str) -> Callable[..., Any]:
     return reference
 
 
+RAW = "qr(mode='raw') has no gradient: Householder reflectors are LAPACK's storage"
 FULL_UV = ("gradient through the extra columns of U/Vh of full_matrices=True of a non-square "
            "matrix: not defined (an arbitrary basis), refused")
 
@@ -447,6 +448,9 @@ def _rectangular_cases() -> list[Case]:
         Case("qr_complete_wide", _qr("complete"), _qr_ref("complete"),
              (Arg((2, 3), static=True),)),
         Case("qr_empty", _qr("reduced"), _qr_ref("reduced"), (Arg((0, 3)),), grad=EMPTY),
+        Case("qr_raw", _qr("raw"), _qr_ref("raw"), (Arg((4, 3)),), grad=RAW),
+        Case("qr_raw_wide_stack", _qr("raw"), _qr_ref("raw"), (Arg((2, 2, 5)),), grad=RAW),
+        Case("qr_raw_empty", _qr("raw"), _qr_ref("raw"), (Arg((3, 0)),), grad=RAW),
     ]
 
 

@@ -125,3 +125,30 @@ def test_norms_of_empty_axes_are_numpys(linker: str) -> None:
     g = wb.function([x], [la.norm(x, -np.inf, axis=0)], linker=linker)
     with pytest.raises(ValueError, match="zero-size array"):
         g(np.zeros((0, 3)))
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_lstsq_rank_is_numpys_int32(linker):
+    a, b = wt.dmatrix("a"), wt.dvector("b")
+    x, residuals, rank, s = la.lstsq(a, b)
+    assert rank.type.dtype == "int32" and rank.type.ndim == 0
+    values = (np.vander(np.arange(4.0), 3), np.arange(4.0))
+    got = wb.function([a, b], [rank, x], linker=linker)(*values)[0]
+    want = np.linalg.lstsq(*values)[2]
+    assert got.dtype == want.dtype == np.int32 and got == want == 3
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_qr_raw_is_numpys_reflectors_and_has_no_gradient(linker):
+    a = wt.dmatrix("a")
+    h, tau = la.qr(a, mode="raw")
+    value = np.random.default_rng(0).random((5, 3))
+    got_h, got_tau = wb.function([a], [h, tau], linker=linker)(value)
+    want_h, want_tau = np.linalg.qr(value, mode="raw")
+    assert got_h.shape == want_h.shape == (3, 5) and got_tau.shape == (3,)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got_tau, want_tau, rtol=1e-12)
+    with pytest.raises(wb.NullTypeGradError, match="mode='raw'"):
+        wb.grad(h.sum(), a)
+    with pytest.raises(ValueError, match="qr: mode must be one of reduced, complete, r, raw"):
+        la.qr(a, mode="economic")

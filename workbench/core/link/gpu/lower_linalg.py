@@ -284,6 +284,9 @@ def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
     torch, mode = ctx.torch, node.op.mode
 
     def kernel(a: Any) -> list[Any]:
+        if mode == "raw":  # numpy's (h, tau): geqrf's reflectors, transposed
+            h, tau = torch.geqrf(a)
+            return [h.mT.contiguous(), tau]
         q, r = torch.linalg.qr(a, mode=mode)
         return [r] if mode == "r" else [q, r]
 

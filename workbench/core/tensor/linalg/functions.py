@@ -383,7 +383,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
         rcond = tm.mul(eps, cast(tm.maximum(m, n), real_dtype(a.type.dtype)))
     keep = tm.gt(s, _cutoff(s, rcond))
     s_inv = tm.switch(keep, tm.true_div(1, tm.switch(keep, s, 1)), 0)
-    rank = red.sum(keep, dtype="int64")
+    rank = red.sum(keep, dtype="int32")  # numpy's dtype of the rank
     coef = matmul(conj_transpose(u), b)  # (k,) or (k, nrhs)
     coef = tm.mul(coef, s_inv if b.type.ndim == 1 else add_axis(s_inv, -1))
     x = matmul(conj_transpose(vh), coef)

@@ -4,8 +4,12 @@
 - ``svd(a, full_matrices=True, compute_uv=True)``: ``(U, S, Vh)`` with ``a = U diag(S)
   Vh``, singular values descending (real for complex `a`, `Vh` then ``V^H``);
   ``compute_uv=False`` gives ``S`` alone.
-- ``qr(a, mode="reduced"|"complete"|"r")``: ``(Q, R)`` with orthonormal columns in
-  `Q` and upper-triangular `R` (LAPACK's Householder signs, as numpy); "r" gives `R`.
+- ``qr(a, mode="reduced"|"complete"|"r"|"raw")``: ``(Q, R)`` with orthonormal columns in
+  `Q` and upper-triangular `R` (LAPACK's Householder signs, as numpy); "r" gives `R`;
+  "raw" gives numpy's ``(h, tau)``: LAPACK geqrf's Householder reflectors and R in `h`
+  (shape (..., n, m): the transpose of geqrf's column-major result) and their scaling
+  factors `tau` (..., k). "raw" has no gradient (reflectors are LAPACK's storage
+  format; use "reduced").
 
 Gradients. Singular values alone: ``U diag(gS) Vh``. Through the singular vectors of
 the thin SVD (Townsend 2016, "Differentiating the singular value decomposition"):
@@ -52,7 +56,7 @@ from workbench.core.tensor.linalg.products import matmul
 
 __all__ = ["QR", "SVD", "qr", "svd", "svdvals"]  # zero_beyond: a gradient helper, not wt.linalg API
 
-QR_MODES = ("reduced", "complete", "r")
+QR_MODES = ("reduced", "complete", "r", "raw")
 
 
 
@@ -203,7 +207,8 @@ class SVD(_RectangularOp):
 
 class QR(_RectangularOp):
     """The QR factorisation of each matrix (numpy.linalg.qr) in `mode` "reduced"
-    (``Q`` (m, k), ``R`` (k, n)), "complete" (``Q`` (m, m), ``R`` (m, n)) or "r" (``R``)."""
+    (``Q`` (m, k), ``R`` (k, n)), "complete" (``Q`` (m, m), ``R`` (m, n)), "r" (``R``)
+    or "raw" (``h`` (n, m), ``tau`` (k): geqrf's reflectors, module docstring)."""
 
     __props__ = ("mode",)
     function_name = "qr"
@@ -216,7 +221,7 @@ class QR(_RectangularOp):
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
         return {"reduced": "(m,n)->(m,k),(k,n)", "complete": "(m,n)->(m,m),(m,n)",
-                "r": "(m,n)->(k,n)"}[self.mode]
+                "r": "(m,n)->(k,n)", "raw": "(m,n)->(n,m),(k)"}[self.mode]
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
@@ -232,6 +237,10 @@ class QR(_RectangularOp):
 
         (a,) = inputs
         m, n = a.type.shape[-2:]
+        if self.mode == "raw":
+            return [grad_not_implemented(self, 0, a, "through qr(mode='raw'): Householder "
+                                         "reflectors are LAPACK's storage, not a function "
+                                         "to differentiate (use mode='reduced')")]
         if self.mode == "r":
             (gr,) = output_grads
             gq = None
@@ -386,10 +395,10 @@ def svdvals(a: Any) -> Variable:
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """numpy.linalg.qr: ``(Q, R)`` of each matrix of `a` ("reduced" or "complete"), or
-    ``R`` (mode "r")."""
+    """numpy.linalg.qr: ``(Q, R)`` of each matrix of `a` ("reduced" or "complete"),
+    ``R`` (mode "r") or ``(h, tau)`` (mode "raw")."""
     (a,) = as_lapack_operands("qr", a, min_ndims=(2,))
     if mode == "r":
         return QR("r")(a)
-    q, r = QR(mode)(a)
-    return q, r
+    first, second = QR(mode)(a)
+    return first, second

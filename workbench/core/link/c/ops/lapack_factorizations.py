@@ -145,11 +145,13 @@ if (wb_status == 0 && k > 0) {{
 @register_c_op(QR)
 class QRC(LapackC):
     """geqrf, then orgqr (ungqr for complex matrices) for Q (numpy's routines);
-    workspaces queried once per call."""
+    workspaces queried once per call. Mode "raw" is geqrf alone (`raw_code`)."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         mode = self.op.mode
+        if mode == "raw":
+            return self.raw_code(node, inputs, outputs, sub)
         qcols, rrows = {"reduced": ("k", "k"), "complete": ("m", "m"), "r": ("k", "k")}[mode]
         decl, free = buffers(("wb_a", "%(ctype)s", "m * (n > m ? n : m)"),
                              ("wb_tau", "%(ctype)s", "k"))
@@ -196,6 +198,41 @@ if (wb_status == 0 && k > 0) {{
         code = self.loop(node, inputs, outputs, sub, body, decl + query, cores, "qr",
                          "(double)4 * m * n * k", square=False, run_if="k > 0",
                          when_empty=empty + zero_r)
+        free += " free(wb_work);"
+        code = code.replace("const npy_intp wb_sa0", head + "\nconst npy_intp wb_sa0", 1)
+        return ("{\n" + messages("QR failed: info ") + "\n" + finish(code, free) + "\n}")
+
+    def raw_code(self, node: Any, inputs: list[str], outputs: list[str],
+                 sub: dict[str, str]) -> str:
+        """mode "raw": geqrf alone; its column-major (m, n) result is the C-ordered
+        (n, m) `h`, and `tau` is copied as is."""
+        h_out, tau_out = outputs
+        decl, free = buffers(("wb_a", "%(ctype)s", "m * n"), ("wb_tau", "%(ctype)s", "k"))
+        query = """
+const wb_laint wb_m = (wb_laint)m, wb_lda = (wb_laint)(m > 1 ? m : 1);
+wb_laint wb_lwork = -1;
+%(ctype)s *wb_work = NULL;
+if (wb_status == 0 && k > 0) {
+  %(ctype)s wq = 0; wb_laint info = 0;
+  wb_la_%(t)sgeqrf(&wb_m, &wb_n, wb_a, &wb_lda, wb_tau, &wq, &wb_lwork, &info);
+  wb_lwork = (wb_laint)wq;
+  wb_work = (%(ctype)s*)malloc(sizeof(%(ctype)s) * (size_t)(wb_lwork > 0 ? wb_lwork : 1));
+  if (!wb_work) wb_status = -1;
+}"""
+        body = f"""
+    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, m, n, wb_a);
+    wb_laint info = 0;
+    wb_la_%(t)sgeqrf(&wb_m, &wb_n, wb_a, &wb_lda, wb_tau, wb_work, &wb_lwork, &info);
+    {check_info()}
+    else {{
+      memcpy((%(ctype)s*)PyArray_DATA({h_out}) + wb_i * m * n, wb_a,
+             sizeof(%(ctype)s) * (size_t)(m * n));
+      memcpy((%(ctype)s*)PyArray_DATA({tau_out}) + wb_i * k, wb_tau,
+             sizeof(%(ctype)s) * (size_t)k);
+    }}"""
+        head = "const npy_intp k = m < n ? m : n;"
+        code = self.loop(node, inputs, outputs, sub, body, decl + query, ["n, m", "k"], "qr",
+                         "(double)2 * m * n * k", square=False, run_if="k > 0")
         free += " free(wb_work);"
         code = code.replace("const npy_intp wb_sa0", head + "\nconst npy_intp wb_sa0", 1)
         return ("{\n" + messages("QR failed: info ") + "\n" + finish(code, free) + "\n}")
