@@ -4,8 +4,9 @@
 As in NumPy: `linspace` computes ``start + arange(num) * step`` and writes `stop`
 exactly into the last entry; `meshgrid` broadcasts its vectors (``indexing="xy"``
 swaps the first two axes); `diff` of booleans is ``!=``; `cross` takes 3-vectors
-along `axis` (2-vectors, deprecated by NumPy 2, as NumPy still computes them); `interp` finds each
-point's interval with `searchsorted` and always computes in float64, as NumPy does.
+along `axisa`/`axisb` (2-vectors, deprecated by NumPy 2, as NumPy still computes them,
+lengths known only when run checked then); `interp` finds each point's interval with
+`searchsorted` and computes in float64 (complex128 for complex values), as NumPy does.
 All are differentiable where NumPy's result is (`interp` in `x`, `xp` and `fp`
 between the knots).
 """
@@ -141,51 +142,103 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     return a
 
 
-def cross(a: Any, b: Any, axis: int = -1) -> Variable:
-    """numpy.cross of 3-vectors along `axis` of `a` and `b` (the other axes broadcast);
-    the result's vectors lie along `axis` of the broadcast shape.
+_CROSS_LENGTHS = "incompatible dimensions for cross product (dimension must be 2 or 3)"
 
-    2-vectors (a static length of 2 along `axis`) behave as in NumPy 2, which
-    deprecates them but still computes: a 2-vector stands for a 3-vector whose third
-    component is 0; two 2-vectors give the z component only (the axis is dropped).
-    A DeprecationWarning says so when the graph is built, as NumPy warns when called.
-    An axis of unknown length must hold 3-vectors (checked when run).
+
+def _cross_vectors(v: Any, axis: int, arg: str) -> tuple[Variable, Any]:
+    """`v` with its vectors (along `axis`) last, and whether they are 3-vectors: True,
+    False (2-vectors), or a 0-d boolean tensor when the length is known only when run
+    (then the vectors are padded with a zero to length 3, the length checked)."""
+    from workbench.core.tensor.creation import zeros
+    from workbench.core.tensor.join import concatenate
+    from workbench.core.tensor.math import eq, or_
+    from workbench.core.tensor.reshape import moveaxis
+    from workbench.core.tensor.shape import check_and_raise
+
+    v = as_tensor_variable(v)
+    if v.type.ndim == 0:
+        raise ValueError(f"cross: {arg} must have at least 1 dimension (NumPy: at least one "
+                         f"array has zero dimension), got {v.type}")
+    v = moveaxis(v, normalize_axis(axis, v.type.ndim, f"axis{arg}"), -1)
+    length = v.type.shape[-1]
+    if length is not None:
+        if length not in (2, 3):
+            raise ValueError(f"cross: {_CROSS_LENGTHS}, got {arg} of {v.type} (vectors last)")
+        return v, length == 3
+    n = shape_tuple(v)[-1]
+    v = check_and_raise(v, [or_(eq(n, 2), eq(n, 3))], "ValueError",
+                        f"cross: {_CROSS_LENGTHS}, for {arg}")
+    pad = zeros((*shape_tuple(v)[:-1], 3 - n), v.type.dtype)
+    return concatenate([v, pad], -1), eq(n, 3)
+
+
+def _pick(flag: Any, if_true: Any, if_false: Any) -> Variable:
+    """`if_true()` or `if_false()` by a bool flag, or a `switch` by a boolean tensor."""
+    from workbench.core.tensor.math import switch
+
+    if flag is True:
+        return if_true()
+    if flag is False:
+        return if_false()
+    return switch(flag, if_true(), if_false())
+
+
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Variable:
+    """numpy.cross of the vectors along `axisa` of `a` and `axisb` of `b` (the other axes
+    broadcast); the result's vectors lie along `axisc` (`axis`, when given, sets all
+    three).
+
+    2-vectors behave as in NumPy 2, which deprecates them but still computes: a
+    2-vector stands for a 3-vector whose third component is 0 (its products with that
+    0 are left out, as NumPy does); two 2-vectors give the z component only (the axis is
+    dropped). A DeprecationWarning says so when the graph is built for a static length
+    of 2, as NumPy warns when called. A length known only when run may be 2 or 3 and
+    is checked then; the result then holds 3-vectors, so two 2-vectors are refused when
+    run unless both lengths are static (then the result is NumPy's z component).
     """
     import warnings
 
     from workbench.core.tensor.join import stack
+    from workbench.core.tensor.math import and_, invert, neg
     from workbench.core.tensor.reshape import moveaxis
-    from workbench.core.tensor.shape import specify_shape
+    from workbench.core.tensor.shape import check_and_raise
 
-    def vectors(v: Any, arg: str) -> tuple[Variable, int]:
-        v = as_tensor_variable(v)
-        if v.type.ndim == 0:
-            raise ValueError(f"cross: {arg} must have at least 1 dimension, got {v.type}")
-        d = normalize_axis(axis, v.type.ndim, "axis")
-        length = v.type.shape[d]
-        if length is not None and length not in (2, 3):
-            raise ValueError(f"cross: {arg} must hold 3-vectors (or the deprecated "
-                             f"2-vectors) along axis {axis}, got {v.type}")
-        v = moveaxis(v, d, -1)
-        if length is None:
-            return specify_shape(v, [None] * (v.type.ndim - 1) + [3]), 3
-        return v, length
-
-    (a, len_a), (b, len_b) = vectors(a, "a"), vectors(b, "b")
-    if 2 in (len_a, len_b):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    (a, a3), (b, b3) = _cross_vectors(a, axisa, "a"), _cross_vectors(b, axisb, "b")
+    if dtypes.result_type(a.type.dtype, b.type.dtype).is_bool:
+        raise TypeError(f"cross: a and b must not both be boolean (NumPy's boolean subtract "
+                        f"is not supported), got {a.type} and {b.type}")
+    if a3 is False or b3 is False:
         warnings.warn("cross: arrays of 2-dimensional vectors are deprecated (as in NumPy "
                       "2.0); use arrays of 3-dimensional vectors instead",
                       DeprecationWarning, stacklevel=2)
-    a0, a1 = a[..., 0], a[..., 1]
-    b0, b1 = b[..., 0], b[..., 1]
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     z = a0 * b1 - a1 * b0
-    if len_a == len_b == 2:
+    if a3 is False and b3 is False:
         return z
-    zero = as_tensor_variable(np.zeros((), dtype=z.type.dtype.numpy))
-    a2 = a[..., 2] if len_a == 3 else zero
-    b2 = b[..., 2] if len_b == 3 else zero
-    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z], axis=-1)
-    return moveaxis(c, -1, normalize_axis(axis, c.type.ndim, "axis"))
+    if a3 is not True and b3 is not True:  # both lengths known only when run
+        not_a3, not_b3 = (True if f is False else invert(f) for f in (a3, b3))
+        two = not_b3 if not_a3 is True else not_a3 if not_b3 is True else and_(not_a3, not_b3)
+        z = check_and_raise(z, [invert(two)], "ValueError",
+                            "cross: a and b both hold 2-vectors, known only when run: NumPy "
+                            "gives their z components (one dimension less), this graph 3 "
+                            "components per vector; give both a static length of 2 to get them")
+
+    def last(v: Variable) -> Variable:
+        """The third components; a placeholder 0 for static 2-vectors, whose branch is
+        taken only with two 2-vectors, refused above."""
+        return v[..., 2] if v.type.shape[-1] != 2 else v[..., 0] * 0
+
+    c0 = _pick(a3, lambda: _pick(b3, lambda: a1 * last(b) - last(a) * b1,
+                                 lambda: neg(last(a) * b1)),
+               lambda: a1 * last(b))
+    c1 = _pick(a3, lambda: _pick(b3, lambda: last(a) * b0 - a0 * last(b),
+                                 lambda: last(a) * b0),
+               lambda: neg(a0 * last(b)))
+    c = stack([c0, c1, z], axis=-1)
+    return moveaxis(c, -1, normalize_axis(axisc, c.type.ndim, "axisc"))
 
 
 def _interp_real(x: Variable, xp: Variable, fp: Variable, left: Any, right: Any
