@@ -107,6 +107,9 @@ DEPARTURES = {
     "i1": [("SciPy's exp(x) overflows from 709.8; I1 itself only from 713.98",
             lambda x: (np.abs(x) > 709.8) & (np.abs(x) < 713.98),
             lambda x: _mp(lambda t: mpmath.besseli(1, t), x))],
+    "erfcinv": [("SciPy's -ndtri(q / 2) / sqrt 2 halves a subnormal q to 0: inf, where "
+                 "erfc(27.2) = 5e-324", lambda q: _subnormal(q) & (q > 0),
+                 lambda q: _mp(lambda t: mpmath.erfinv(1 - t), q, digits=400))],
     "beta": [("an intermediate overflow or int cast in SciPy", _beta_artifacts, _beta)],
     "betaln": [("an intermediate overflow or int cast in SciPy", _beta_artifacts,
                 _log_abs_beta)],
@@ -114,10 +117,18 @@ DEPARTURES = {
 #: arguments added to the grid for a function: where its departures show
 EXTRA = {"i0": [(712.0,), (-713.5,)], "i1": [(712.0,), (-713.5,)]}
 
-#: name -> the SciPy function with its semantics
+def _log1mexp(x: np.ndarray) -> np.ndarray:
+    """log(1 - e^x) (SciPy has none; PyTensor's semantics: NaN above 0, -inf at 0)."""
+    return np.where(x > -math.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+#: name -> the SciPy (or NumPy) function with its semantics
 UNARY = {"gamma": sp.gamma, "gammaln": sp.gammaln, "i0": sp.i0, "i1": sp.i1, "i0e": sp.i0e,
-         "i1e": sp.i1e}
-BINARY = {"beta": sp.beta, "betaln": sp.betaln}
+         "i1e": sp.i1e, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv, "erfcx": sp.erfcx,
+         "expit": sp.expit, "log1pexp": lambda x: np.logaddexp(0.0, x), "logit": sp.logit,
+         "log1mexp": _log1mexp}
+BINARY = {"beta": sp.beta, "betaln": sp.betaln, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py,
+          "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2}
 
 
 def _differ(got: np.ndarray, want: np.ndarray, rtol: float) -> np.ndarray:

@@ -441,6 +441,13 @@ def _sigmoid_kernel(x: Any) -> Any:
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _torch_sigmoid(torch: Any, x: Any) -> Any:
+    """torch's sigmoid, e^x below -80 (sigmoid = e^x (1 - e^x ...)): torch's float32 one
+    is 0 from -88, where exp(-x) overflows, instead of the subnormal e^x (5.3e-44 at
+    -99.6)."""
+    return torch.where(x < -80, torch.exp(x), torch.sigmoid(x))
+
+
 def _softplus_kernel(x: Any) -> Any:
     return np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), x)
 
@@ -507,7 +514,7 @@ erfc = declare("Erfc", "erfc", "1 - erf(x), accurate for large x.", numpy=_libm(
                derivative=lambda x, z: exp(-(x * x)) * -_TWO_OVER_SQRT_PI, domain=(-2, 2),
                reference="math.erfc")
 sigmoid = declare("Sigmoid", "sigmoid", "1 / (1 + exp(-x)), computed without overflow.",
-                  numpy=_sigmoid_kernel, c="wb_sigmoid", torch="sigmoid",
+                  numpy=_sigmoid_kernel, c="wb_sigmoid", torch=_torch_sigmoid,
                   derivative=lambda x, z: z * (1 - z), domain=(-6, 6),
                   reference=lambda x: 1 / (1 + np.exp(-x)))
 softplus = declare("Softplus", "softplus", "log(1 + exp(x)), computed without overflow.",

@@ -5,11 +5,13 @@ function (the C library's where it has one, else the backend's own ``wb_*`` of
 `workbench.core.link.c.special_math`), torch function (`torch.special`, or a small
 torch expression), derivative, test domain and SciPy reference (used by tests only).
 
-On torch (the gpu linker), betaln and beta are the NumPy kernels' algorithm written once
-over both namespaces (`special_kernels.betaln_over`: Stirling's series where one argument
-is large, SciPy's values at the poles); betaln, beta, erfcinv, i0 and i1 compute in
-float64 on torch and cast back, so a float32 graph neither overflows an intermediate (i0
-near 89, erfcinv near 1e-45) nor loses float32 digits.
+On torch (the gpu linker), betaln, beta and logit are the NumPy kernels' algorithm
+written once over both namespaces (`special_kernels.betaln_over`: Stirling's series where
+one argument is large, SciPy's values at the poles; `logit_over`: torch's logit loses all
+digits next to 1/2), erfcx below 0 splits x^2 exactly as the NumPy kernel does; betaln,
+beta, erfcinv, erfcx, i0, i1, logit, xlogy and xlog1py compute in float64 on torch and
+cast back, so a float32 graph neither overflows an intermediate (i0 near 89, erfcinv near
+1e-45) nor loses float32 digits (torch's float32 erfcx was 15 ulp off at -4).
 
 Gradients: every function of x has its derivative; polygamma is not differentiable in
 its integer order n; betaln/beta in both arguments; gammainc/gammaincc in x by the
@@ -101,7 +103,35 @@ def _torch_gammainc_da(torch: Any, a: Any, x: Any) -> Any:
 
 
 def _torch_erfcinv(torch: Any, q: Any) -> Any:
-    return torch.special.ndtri(q / 2) * (-1 / _pymath.sqrt(2.0))
+    """-ndtri(q / 2) / sqrt 2; NaN below 0 (ndtri(-0.0) is -inf); for a subnormal q, whose
+    half rounds (erfcinv(5e-324) would be inf), two Newton steps on log erfc(x) = log q
+    from -ndtri(q) / sqrt 2, as the NumPy kernel's tail."""
+    x = torch.special.ndtri(q / 2) * (-1 / _pymath.sqrt(2.0))
+    start = torch.special.ndtri(q) * (-1 / _pymath.sqrt(2.0))
+    refined = start
+    for _ in range(3):
+        scaled = torch.special.erfcx(refined)
+        refined = refined + (torch.log(scaled) - refined * refined - torch.log(q)) * (
+            scaled * (_pymath.sqrt(_pymath.pi) / 2))
+    x = torch.where((q > 0) & (q < 2.0 ** -1021), refined, x)
+    return torch.where(q < 0, torch.full_like(q, float("nan")), x)
+
+
+def _torch_erfcx(torch: Any, x: Any) -> Any:
+    """torch's erfcx for x >= 0; 2 exp(x^2) - erfcx(-x) below with x^2 split exactly
+    (`special_kernels.exp_square`: torch's own is 5.7e-14 off at -25.7)."""
+    negative = 2.0 * kernels.exp_square(torch, x) - torch.special.erfcx(-x)
+    return torch.where(x < 0, negative, torch.special.erfcx(x))
+
+
+def _torch_erfinv(torch: Any, y: Any) -> Any:
+    """erfinv, with SciPy's +0.0 at -0.0."""
+    return torch.special.erfinv(y) + 0.0
+
+
+def _torch_logaddexp2(torch: Any, x: Any, y: Any) -> Any:
+    """log2(2^x + 2^y), x + 1 where x == y as NumPy (torch's is 5e-17 off at -1, -1)."""
+    return torch.where(x == y, x + 1, torch.logaddexp2(x, y))
 
 
 def _torch_log1mexp(torch: Any, x: Any) -> Any:
@@ -164,7 +194,7 @@ beta = declare(
     domain=((0.5, 5), (0.5, 5)), reference="scipy.special.beta")
 erfinv = declare(
     "ErfInv", "erfinv", "The inverse of erf on (-1, 1).",
-    numpy=kernels.erfinv, c="wb_erfinv", torch="special.erfinv",
+    numpy=kernels.erfinv, c="wb_erfinv", torch=_torch_erfinv,
     derivative=lambda x, z: sm.exp(z * z) * _SQRT_PI_OVER_2, domain=(-0.9, 0.9),
     reference="scipy.special.erfinv")
 erfcinv = declare(
@@ -174,7 +204,7 @@ erfcinv = declare(
     reference="scipy.special.erfcinv")
 erfcx = declare(
     "Erfcx", "erfcx", "exp(x ** 2) * erfc(x), without overflow for large x.",
-    numpy=kernels.erfcx, c="wb_erfcx", torch="special.erfcx",
+    numpy=kernels.erfcx, c="wb_erfcx", torch=_in_float64(_torch_erfcx),
     derivative=lambda x, z: 2 * x * z - _TWO_OVER_SQRT_PI, domain=(-2, 5),
     reference="scipy.special.erfcx")
 log1mexp = declare(
@@ -184,22 +214,24 @@ log1mexp = declare(
     reference=lambda x: np.log(-np.expm1(x)))  # accurate on the domain; SciPy has none
 logit = declare(
     "Logit", "logit", "log(p / (1 - p)), the inverse of sigmoid (expit).",
-    numpy=kernels.logit, c="wb_logit", torch="special.logit",
+    numpy=kernels.logit, c="wb_logit", torch=_in_float64(kernels.logit_over),
     derivative=lambda x, z: 1 / (x * (1 - x)), domain=(0.05, 0.95),
     reference="scipy.special.logit")
 xlogy = declare(
     "XLogY", "xlogy", "x * log(y), 0 where x == 0 (unless y is NaN).", nin=2,
-    numpy=kernels.xlogy, c="wb_xlogy", torch="special.xlogy",
+    numpy=kernels.xlogy, c="wb_xlogy",
+    torch=_in_float64(lambda torch, x, y: torch.special.xlogy(x, y)),
     derivative=lambda x, y, z: (sm.log(y), x / y), domain=((-2, 2), (0.1, 5)),
     reference="scipy.special.xlogy")
 xlog1py = declare(
     "XLog1pY", "xlog1py", "x * log1p(y), 0 where x == 0 (unless y is NaN).", nin=2,
-    numpy=kernels.xlog1py, c="wb_xlog1py", torch="special.xlog1py",
+    numpy=kernels.xlog1py, c="wb_xlog1py",
+    torch=_in_float64(lambda torch, x, y: torch.special.xlog1py(x, y)),
     derivative=lambda x, y, z: (sm.log1p(y), x / (y + 1)), domain=((-2, 2), (-0.9, 5)),
     reference="scipy.special.xlog1py")
 logaddexp2 = declare(
     "LogAddExp2", "logaddexp2", "log2(2 ** x + 2 ** y), without overflow (NumPy's "
-    "logaddexp2).", nin=2, numpy="logaddexp2", c="wb_logaddexp2", torch="logaddexp2",
+    "logaddexp2).", nin=2, numpy="logaddexp2", c="wb_logaddexp2", torch=_torch_logaddexp2,
     derivative=lambda x, y, z: (sm.sigmoid((x - y) * _LN2), sm.sigmoid((y - x) * _LN2)),
     domain=((-4, 4), (-4, 4)))
 i0 = declare(

@@ -184,13 +184,16 @@ WB_FLOAT32_OF2(wb_beta)
 
 _define("wb_erfcx", r"""
 static inline double wb_erfcx_float64(double x) {
-  if (x < 5) return exp(x * x) * erfc(x);
+  if (x < 5) {  /* exp(x^2) with x^2 = hi + lo exactly (special_kernels.exp_square) */
+    double hi = x * x, lo = fabs(x) < 27 ? fma(x, x, -hi) : 0.0;
+    return exp(hi) * (1.0 + lo) * erfc(x);
+  }
   if (isinf(x)) return 0;
   if (isnan(x)) return x;
   /* erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))) */
   double fraction = x;
   for (int k = 60; k >= 1; k--) fraction = x + (k / 2.0) / fraction;
-  return 1 / (WB_SQRT_PI * fraction);
+  return (1 / WB_SQRT_PI) / fraction;  /* sqrt(pi) x overflows near 1e308 */
 }
 WB_FLOAT32_OF(wb_erfcx)
 """)
@@ -236,6 +239,7 @@ static inline double wb_erfcinv_float64(double q) {
   if (!(q >= 0 && q <= 2)) return NAN;
   if (q == 0) return INFINITY;
   if (q == 2) return -INFINITY;
+  if (q == 1) return -0.0;  /* SciPy's -ndtri(1/2) / sqrt 2 */
   double lower = q < 2 - q ? q : 2 - q, sign = q <= 1 ? 1 : -1;
   if (lower <= 0.5) return sign * wb_erfcinv_tail(lower);
   return wb_erfinv_small(1.0 - q);
