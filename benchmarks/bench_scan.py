@@ -274,6 +274,7 @@ def main() -> None:
         child(args.child, args.steps, args.repeats, not args.no_pytensor, not args.no_jax)
         return
     from wb_bench.common import Row, fill_ratios, format_table
+    from wb_bench.threads import coretype_banner
 
     env = dict(os.environ)
     if args.coretype == "auto":
@@ -292,7 +293,8 @@ def main() -> None:
         notes += [n for n in result["notes"] if n not in notes]
     fill_ratios(rows)
     print(f"rnn: {args.steps} steps, batch {BATCH}, hidden {HIDDEN}, float64, forward + BPTT")
-    print(format_table(rows, notes))
+    banner = coretype_banner(env)
+    print(format_table(rows, notes, [banner] if banner else []))
     print("\nscalar loop, µs per step (the loop's overhead; goal under 0.2):")
     for row in rows:
         if row.case.startswith("scalar") and row.seconds:

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 #: XLA_FLAGS for one thread. `--xla_cpu_multi_thread_eigen=false` is a real XLA flag (XLA
@@ -115,10 +116,11 @@ def own_blas_kernels() -> str | None:
     return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
-def coretype_banner() -> str | None:
-    """A line saying that OPENBLAS_CORETYPE forces OpenBLAS's kernels (None when unset):
-    NumPy's, PyTensor's and workbench's matrix products run them, JAX's do not."""
-    forced = os.environ.get("OPENBLAS_CORETYPE")
+def coretype_banner(environ: Mapping[str, str] | None = None) -> str | None:
+    """A line saying that OPENBLAS_CORETYPE (in `environ`, default this process's
+    environment) forces OpenBLAS's kernels (None when unset): NumPy's, PyTensor's and
+    workbench's matrix products run them, JAX's do not."""
+    forced = (os.environ if environ is None else environ).get("OPENBLAS_CORETYPE")
     if not forced:
         return None
     own = own_blas_kernels()

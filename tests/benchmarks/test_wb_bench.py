@@ -253,3 +253,10 @@ def test_rewrite_scaling_reports_a_failing_pytensor_and_goes_on(monkeypatch, cap
     out = capsys.readouterr().out
     assert "pytensor: failed: RuntimeError: rewriter exploded" in out
     assert "workbench time(N=8) / time(N=4)" in out
+
+
+def test_a_forced_openblas_coretype_is_a_headline():
+    assert threads.coretype_banner({}) is None
+    banner = threads.coretype_banner({"OPENBLAS_CORETYPE": "Haswell"})
+    assert banner.startswith("OPENBLAS_CORETYPE=Haswell is set in the environment: OpenBLAS "
+                             "runs its Haswell kernels for NumPy, PyTensor and workbench")
