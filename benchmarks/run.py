@@ -1,7 +1,7 @@
 """workbench's benchmark suite: one command, one table of ratios.
 
     python benchmarks/run.py            # everything (several minutes on a loaded machine)
-    python benchmarks/run.py --quick    # smaller and fewer repeats (about a minute)
+    python benchmarks/run.py --quick    # smaller and fewer repeats (a few minutes)
     python benchmarks/run.py --json     # machine-readable rows
     python benchmarks/run.py --only fused,mlp
 

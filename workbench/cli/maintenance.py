@@ -22,7 +22,7 @@ BENCH_FAMILIES = ("fused", "overhead", "rows", "mlp", "compile")
 
 def bench(
     quick: bool = typer.Option(False, "--quick",
-                               help="Smaller sizes, fewer repeats (about a minute)."),
+                               help="Smaller sizes, fewer repeats (a few minutes)."),
     as_json: bool = typer.Option(False, "--json", help="The rows as JSON."),
     only: Optional[str] = typer.Option(None, "--only",  # noqa: UP045
                                        help="Comma-separated families: fused, overhead, "
