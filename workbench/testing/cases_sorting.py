@@ -152,6 +152,12 @@ def _unique_cases() -> list[Case]:
         return [np.asarray(r) for r in np.unique(x, return_index=True, return_inverse=True,
                                                  return_counts=True)]
 
+    def unique_nans_apart(x: Any) -> Any:
+        return _wt().unique(x, True, True, True, equal_nan=False)
+
+    def np_unique_nans_apart(x: Any) -> Any:
+        return [np.asarray(r) for r in np.unique(x, True, True, True, equal_nan=False)]
+
     return [
         Case("unique", _call("unique"), _np(np.unique), (Arg((3, 4), sample=_ties),),
              grad=NOT_DIFFERENTIABLE),
@@ -162,6 +168,11 @@ def _unique_cases() -> list[Case]:
              grad=NOT_DIFFERENTIABLE),
         Case("unique_nan", unique_all, np_unique_all, (Arg((8,), sample=_with_nan),),
              grad=NOT_DIFFERENTIABLE),
+        Case("unique_nans_apart", unique_nans_apart, np_unique_nans_apart,
+             (Arg((3, 4), sample=_with_nan),), grad=NOT_DIFFERENTIABLE),
+        Case("unique_rows_with_nan", _call("unique", return_counts=True, axis=0),
+             _np(np.unique, return_counts=True, axis=0),
+             (Arg((6, 2), sample=_with_nan),), grad=NOT_DIFFERENTIABLE),
         Case("unique_empty", unique_all, np_unique_all, (Arg((0, 3)),),
              grad=NOT_DIFFERENTIABLE),
         Case("unique_int32", unique_all, np_unique_all, (Arg((9,), "int32", -2, 2),),

@@ -209,3 +209,26 @@ def test_histogram_refuses_non_finite_data_without_a_range_as_numpy(linker: str)
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match=r"supplied range of \[0, inf\] is not finite"):
         wt.histogram(x, 4, range=(0, np.inf))
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_unique_equal_nan_as_numpy(linker: str) -> None:
+    """equal_nan=True (NumPy's default) counts the NaNs as one value, equal_nan=False
+    keeps each (index, inverse and counts agreeing); rows holding a NaN are distinct
+    either way (the gpu linker sorted them first)."""
+    x, m = wt.dvector("x"), wt.dmatrix("m")
+    outputs = [*wt.unique(x, True, True, True), *wt.unique(x, True, True, True,
+                                                          equal_nan=False),
+               *wt.unique(m, return_counts=True, axis=0, equal_nan=False)]
+    f = wb.function([x, m], outputs, linker=linker)
+    values = np.array([1.0, np.nan, 2.0, np.nan, 1.0, -np.inf, np.nan])
+    rows = np.array([[np.nan, 1.0], [0.0, 1.0], [np.nan, 1.0], [0.0, 1.0]])
+    want = [*np.unique(values, True, True, True), *np.unique(values, True, True, True,
+                                                             equal_nan=False),
+            *np.unique(rows, return_counts=True, axis=0)]
+    got = f(values, rows)
+    assert len(got[0]) == 4 and len(got[4]) == 6
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert str(wt.unique(x, equal_nan=False).owner.op) == "Unique{equal_nan=False}"

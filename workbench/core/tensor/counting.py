@@ -45,21 +45,26 @@ def _own_length(node: Apply, k: int) -> Any:
 
 class Unique(Op):
     """numpy.unique: the sorted distinct values of the flattened input (``axis=None``;
-    NaNs counted as one, NumPy's ``equal_nan=True``) or the distinct slices along
-    `axis`, sorted lexicographically; and as asked the int64 position of each one's
-    first occurrence, the inverse (for every input entry, or slice, the position of its
-    value) and the counts.
+    NaNs counted as one with ``equal_nan=True``, NumPy's default, each NaN its own value
+    otherwise) or the distinct slices along `axis`, sorted lexicographically (a slice
+    holding a NaN is always distinct, as in NumPy, whatever `equal_nan`); and as asked
+    the int64 position of each one's first occurrence, the inverse (for every input
+    entry, or slice, the position of its value) and the counts.
 
     Outputs in that order: values, then index, inverse, counts where asked.
     """
 
-    __props__ = ("return_index", "return_inverse", "return_counts", "axis")
+    __props__ = ("return_index", "return_inverse", "return_counts", "axis", "equal_nan")
 
     def __init__(self, return_index: bool = False, return_inverse: bool = False,
-                 return_counts: bool = False, axis: int | None = None) -> None:
+                 return_counts: bool = False, axis: int | None = None,
+                 equal_nan: bool = True) -> None:
         self.return_index = bool(return_index)
         self.return_inverse = bool(return_inverse)
         self.return_counts = bool(return_counts)
+        if not isinstance(equal_nan, (bool, np.bool_)):
+            raise TypeError(f"unique: equal_nan must be a bool, got {equal_nan!r}")
+        self.equal_nan = bool(equal_nan)
         if axis is not None and (isinstance(axis, (bool, np.bool_)) or not isinstance(
                 axis, (int, np.integer)) or axis < 0):
             raise ValueError(f"Unique: axis must be None or a non-negative int, got {axis!r} "
@@ -72,6 +77,8 @@ class Unique(Op):
                                          ("counts", self.return_counts)) if flag]
         if self.axis is not None:
             asked.append(f"axis={self.axis}")
+        if not self.equal_nan:
+            asked.append("equal_nan=False")
         return f"Unique{{{', '.join(asked)}}}" if asked else "Unique"
 
     def make_node(self, x: Any) -> Apply:
@@ -99,7 +106,8 @@ class Unique(Op):
         (x,) = inputs
         results = np.unique(x, return_index=self.return_index,
                             return_inverse=self.return_inverse,
-                            return_counts=self.return_counts, axis=self.axis)
+                            return_counts=self.return_counts, axis=self.axis,
+                            equal_nan=self.equal_nan)
         results = results if isinstance(results, tuple) else (results,)
         for k, (storage, value) in enumerate(zip(output_storage, results)):
             out_type = node.outputs[k].type
@@ -136,16 +144,18 @@ class Unique(Op):
 
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-           return_counts: bool = False, axis: int | None = None
+           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True
            ) -> Variable | list[Variable]:
     """numpy.unique: the sorted distinct values (of the flattened `ar`, or the distinct
-    slices along `axis`), plus the index/inverse/counts outputs asked for, as a list."""
+    slices along `axis`), plus the index/inverse/counts outputs asked for, as a list.
+    ``equal_nan=False`` keeps every NaN as a value of its own (``axis=None``)."""
     ar = as_tensor_variable(ar)
     if axis is not None:
         from workbench.core.tensor.shape import normalize_axis
 
         axis = normalize_axis(axis, ar.type.ndim, "axis")
-    outputs = Unique(return_index, return_inverse, return_counts, axis)(ar, return_list=True)
+    outputs = Unique(return_index, return_inverse, return_counts, axis,
+                     equal_nan)(ar, return_list=True)
     return outputs[0] if len(outputs) == 1 else outputs
 
 

@@ -95,7 +95,7 @@ def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
         starts = torch.ones_like(values, dtype=torch.bool)
         if values.numel() > 1:
             changed = values[1:] != values[:-1]
-            if is_float:
+            if is_float and op.equal_nan:  # NaNs (sorted last) one value
                 changed &= ~(torch.isnan(values[1:]) & torch.isnan(values[:-1]))
             starts[1:] = changed
         outputs = [values[starts]]
@@ -117,10 +117,16 @@ def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
 
 def _unique_slices(node: Apply, ctx: LowerContext) -> Kernel:
     """Unique with an axis: torch.unique(dim=axis), which sorts the slices
-    lexicographically as NumPy does."""
+    lexicographically as NumPy does, but puts a NaN first, where NumPy puts it last:
+    slices holding a NaN are computed by `perform` on the host."""
     torch, op = ctx.torch, node.op
+    is_float = node.inputs[0].type.dtype.is_float
 
     def kernel(x: Any) -> list[Any]:
+        if is_float and bool(torch.isnan(x).any()):
+            storage: list[list[Any]] = [[None] for _ in node.outputs]
+            op.perform(node, [x.cpu().numpy()], storage)
+            return [torch.as_tensor(s[0], device=x.device) for s in storage]
         values, inverse, counts = torch.unique(x, sorted=True, return_inverse=True,
                                                return_counts=True, dim=op.axis)
         outputs = [values]

@@ -312,6 +312,9 @@ static int wbu_sort_rows_{name}(const {t} *x, npy_intp n, npy_intp P, npy_intp Q
         zinv = next(rest) if op.return_inverse else None
         zcnt = next(rest) if op.return_counts else None
         dtype = str(node.outputs[0].type.dtype)
+        same_nan = ("#define WBU_NEW(r, s) (xs[r] != xs[s] && !(xs[r] != xs[r] && "
+                    "xs[s] != xs[s]))" if op.equal_nan else
+                    "#define WBU_NEW(r, s) (xs[r] != xs[s])  /* every NaN its own */")
         if op.axis is None:
             setup = f"""
   const npy_intp P = 1, Q = 1, n = PyArray_SIZE({x});
@@ -321,7 +324,7 @@ static int wbu_sort_rows_{name}(const {t} *x, npy_intp n, npy_intp P, npy_intp Q
   if (!order) {{ Py_DECREF(xc); {fail} }}
   const npy_intp *perm = (const npy_intp *)PyArray_DATA(order);
   const {t} *xs = (const {t} *)PyArray_DATA(xc);
-  #define WBU_NEW(r, s) (xs[r] != xs[s] && !(xs[r] != xs[r] && xs[s] != xs[s]))
+  {same_nan}
   npy_intp vdims[1];
   #define WBU_VALUE_DIMS(count) vdims[0] = (count)
   const int vnd = 1;"""
