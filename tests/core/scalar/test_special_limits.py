@@ -244,3 +244,26 @@ def test_betaln_with_one_negative_and_one_large_argument(linker: str) -> None:
     got = wb.function([x, y], [wt.betaln(x, y), wt.beta(x, y)], linker=linker)(a, b)
     np.testing.assert_allclose(got[0], [_log_abs_beta(s, t) for s, t in zip(a, b)], rtol=1e-14)
     np.testing.assert_allclose(got[1], [_beta(s, t) for s, t in zip(a, b)], rtol=1e-12)
+
+
+# -- the hypergeometric function -------------------------------------------------------------
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_hyp2f1_where_scipy_defines_it_beyond_its_domain(linker: str) -> None:
+    """1 at x = 0 and for a = 0 or b = 0 (c != 0), whatever the other arguments (NaN, a
+    pole of c, x > 1 included); a polynomial (a or b a non-positive integer) at x > 1; NaN,
+    not inf, at x = 1 with a NaN parameter; SciPy's +0 where Gamma(c - a) has a pole. The
+    rest stays NaN where SciPy answers inf for an undefined value (x > 1 otherwise, c a
+    non-positive integer, x = +-inf: the docstring of hyp2f1)."""
+    rows = [(2.5, -0.5, -2.0, 0.0), (NAN, 1.0, 3.0, 0.0), (0.0, NAN, 1.5, 7.0),
+            (-0.5, 0.0, -3.0, NAN), (0.0, 2.0, 0.5, -INF), (-2.0, -2.0, -0.5, 1.5),
+            (-2.0, -0.5, 3.5, 1.5), (-3.0, 2.5, 1.0, 4.0), (-1.0, 0.5, 1.5, 1e300),
+            (-0.5, NAN, 0.5, 1.0), (-0.5, -0.5, -0.5, 1.0), (0.5, 1.5, 2.5, 0.5)]
+    columns = [np.array(c) for c in zip(*rows)]
+    variables = [wt.dvector() for _ in columns]
+    got = wb.function(variables, wt.hyp2f1(*variables), linker=linker)(*columns)
+    want = sp.hyp2f1(*columns)
+    assert not _differ(got, want, 1e-14).any(), (got, want)
+    undefined = [(0.5, 0.5, 1.0, 1.5), (0.5, 0.5, -2.0, 0.5), (-2.0, 1.0, 1.0, -INF)]
+    columns = [np.array(c) for c in zip(*undefined)]
+    assert np.isnan(wb.function(variables, wt.hyp2f1(*variables), linker=linker)(*columns)).all()

@@ -4,7 +4,9 @@ for the GPU linker's); the C linker's scalar transcription is `wb_hyp2f1` in
 link/c/special_math.py.
 
 Regions (y = 1 - x, d = c - a - b):
-- a or b a non-positive integer: the series terminates (a polynomial), any x.
+- x = 0, or a = 0 or b = 0 (c != 0): 1, whatever the other arguments (SciPy's).
+- a or b a non-positive integer: the series terminates (a polynomial), any finite x
+  (x > 1 too; NaN at +-inf, where SciPy's values have no pattern).
 - x = 1: Gauss's sum Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b)) (inf for d <= 0).
 - x < -2, a - b not near an integer: DLMF 15.8.2, two series in 1/x.
 - -2 <= x < -0.5 (or a - b near an integer): Pfaff, (1 - x)^-a 2F1(a, c - b; c; x/(x - 1)).
@@ -206,12 +208,19 @@ def hyp2f1(ops: ArrayOps, a: Any, b: Any, c: Any, x: Any) -> Any:
     value = ops.where(pfaff, ops.power(1.0 - x, -a) * direct, direct)
     value = ops.where(near_one, _near_one(ops, a, b, c, ops.where(near_one, x, 0.95)), value)
     d = c - a - b
+    # (+ 0.0: a zero from a pole of Gamma(c - a) or Gamma(c - b) is SciPy's +0)
     gauss = ops.where(d > 0, ops.exp(ops.lgamma(c) + ops.lgamma(d) - ops.lgamma(c - a)
                                      - ops.lgamma(c - b))
                       * _gamma_sign(ops, c) * _gamma_sign(ops, d) * _gamma_sign(ops, c - a)
-                      * _gamma_sign(ops, c - b), math.inf)
+                      * _gamma_sign(ops, c - b) + 0.0, ops.where(ops.isnan(d), math.nan,
+                                                                 math.inf))
     value = ops.where((x == 1) & ~terminating, gauss, ops.where(inverse, by_inverse, value))
-    return ops.where((x > 1) | _pole(ops, c) | ops.isnan(x), math.nan, value)
+    # a polynomial is defined at any finite x (x > 1 too, as SciPy); SciPy's 1 at x = 0
+    # and for a = 0 or b = 0 (c != 0) whatever the other arguments, NaN included
+    undefined = ops.where(terminating, ops.abs(x) == math.inf, x > 1)
+    undefined = undefined | _pole(ops, c) | ops.isnan(x)
+    one = (x == 0) | (((a == 0) | (b == 0)) & (c != 0))
+    return ops.where(one, 1.0, ops.where(undefined, math.nan, value))
 
 
 NUMPY_OPS = ArrayOps(gammaln, digamma)

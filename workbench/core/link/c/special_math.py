@@ -450,14 +450,16 @@ static inline double wb_hyp2f1_near_one(double a, double b, double c, double x) 
   return limit + e * (slope + e * curve);
 }
 static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
-  if (isnan(x) || x > 1 || (c <= 0 && c == floor(c))) return NAN;
+  if (x == 0 || ((a == 0 || b == 0) && c != 0)) return 1.0;  /* SciPy's, NaN or not */
+  if (isnan(x) || (c <= 0 && c == floor(c))) return NAN;
   if ((a <= 0 && a == floor(a)) || (b <= 0 && b == floor(b)))  /* a polynomial */
-    return wb_hyp2f1_series(a, b, c, x);
+    return isinf(x) ? NAN : wb_hyp2f1_series(a, b, c, x);
+  if (x > 1) return NAN;
   if (x == 1) {
-    if (!(c - a - b > 0)) return INFINITY;
+    if (!(c - a - b > 0)) return isnan(c - a - b) ? NAN : INFINITY;
     double sign = wb_gamma_sign(c) * wb_gamma_sign(c - a - b) * wb_gamma_sign(c - a)
-                  * wb_gamma_sign(c - b);
-    return sign * exp(lgamma(c) + lgamma(c - a - b) - lgamma(c - a) - lgamma(c - b));
+                  * wb_gamma_sign(c - b);  /* (+ 0.0: a zero is SciPy's +0) */
+    return sign * exp(lgamma(c) + lgamma(c - a - b) - lgamma(c - a) - lgamma(c - b)) + 0.0;
   }
   double d = a - b;
   if (x < -2 && fabs(d - round(d)) >= 0.05) {  /* DLMF 15.8.2: two series in 1/x */
