@@ -23,7 +23,8 @@ into zeros -- and ``eye(n) * x`` are diagonal):
 - ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t` (a
   Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
   `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
-  read as x's lower triangle, without the mask).
+  read as x's lower triangle, without the mask). General solves only: with
+  ``assume_a="sym"|"her"|"pos"`` the solve mirrors the triangle it reads.
 - ``local_solve_diagonal_matrix``: ``solve(d, b) -> DiagonalSolve(diagonal(d), b)``
   (``b / diagonal(d)``, O(n k) instead of an O(n^3) LU) for a known diagonal `d`. A
   zero on the diagonal raises the solve's LinAlgError there too (one comparison per
@@ -378,12 +379,15 @@ def local_det_from_cholesky(fgraph: Any, node: Apply) -> Any:
 @node_rewriter([Solve])
 def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
     """``solve(t, b) -> solve_triangular(...)`` for a Cholesky factor `t` or its
-    transpose (read in place through ``trans``).
+    transpose (read in place through ``trans``), for a general solve (``assume_a="gen"``)
+    only: "sym"/"her"/"pos" read one triangle of `t` and mirror it (a triangular `t`
+    is then the symmetric matrix of that triangle, or its diagonal), "tri" already is
+    a triangular solve of the triangle it names.
 
     Domain: every `b`; a zero on the diagonal raises LinAlgError either way, and an
     inf or a NaN scipy's ValueError when the solve checks for them (`check_finite`)."""
     op = node.op
-    if op.assume_a == "tri":
+    if op.assume_a != "gen":
         return None
     a, b = node.inputs
     found = triangular_structure(a)

