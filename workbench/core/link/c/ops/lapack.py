@@ -79,19 +79,22 @@ class _SolveLikeC(LapackC):
     def solve_code(self, node: Any, inputs: list[str], outputs: list[str],
                    sub: dict[str, str], call: str, texts: str, function: str,
                    prepare: str = "", position: str = "(long)info",
-                   load_a: str = "wb_la_load_%(t)s",
+                   load_a: str = "wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);",
+                   a_finite: str = "",
                    work: tuple[tuple[str, str, str], ...] = ()) -> str:
-        """The C of a solve: `call` (LAPACK on wb_a and wb_b, setting info) for each
-        matrix, `texts` the failure messages, `work` more buffers (as `buffers`)."""
+        """The C of a solve: `load_a` (a's copy into wb_a; `a_finite` a C expression
+        telling whether it was all finite, when the load found out), `call` (LAPACK on
+        wb_a and wb_b, setting info) for each matrix, `texts` the failure messages,
+        `work` more buffers (as `buffers`)."""
         a, b = inputs
         b_ndim = self.op.b_ndim
         decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * k"),
                              ("wb_ipiv", "wb_laint", "n"), *work)
         body = f"""
-    {load_a}(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
+    {load_a}
     wb_la_load_%(t)s(wb_la_at({b}, {b_ndim}, wb_bshape, wb_bnd, wb_i), wb_sb0, wb_sb1, n, k,
                      wb_b);
-    {self.finite_check(b_ndim)}
+    {self.finite_check(a_finite)}
     {prepare}
     const wb_laint wb_k = (wb_laint)k; wb_laint info = 0;
     {call}
@@ -104,12 +107,14 @@ class _SolveLikeC(LapackC):
         head = _b_setup(b, b_ndim)
         return "{\n" + texts + "\n" + head + "\n" + finish(code, free) + "\n}"
 
-    def finite_check(self, b_ndim: int) -> str:
+    def finite_check(self, a_finite: str = "") -> str:
         """C setting `wb_status` -2 (scipy's ValueError) when the Op's `check_finite` and
-        the copies of a (wb_pos 0) or b (1) hold an inf or a NaN."""
+        the copies of a (wb_pos 0) or b (1) hold an inf or a NaN (`a_finite`: a C
+        expression that already tells for a)."""
         if not getattr(self.op, "check_finite", False):
             return ""
-        return ("if (!wb_la_finite_%(t)s(wb_a, n * n)) { wb_status = -2; wb_pos = 0; }\n"
+        a_finite = a_finite or "wb_la_finite_%(t)s(wb_a, n * n)"
+        return (f"if (!{a_finite}) {{ wb_status = -2; wb_pos = 0; }}\n"
                 "    else if (!wb_la_finite_%(t)s(wb_b, n * k)) { wb_status = -2; wb_pos = 1; }\n"
                 "    if (wb_status) continue;")
 
@@ -188,16 +193,22 @@ class SolveC(_SolveLikeC):
                                    work=(("wb_work", "%(ctype)s", f"{SYSV_WORK} * n"),
                                          *_condition_buffers()))
         # the row-major copy of a is a^T in column-major order: factorise that and solve
-        # with its transpose (no transposing copy of a)
-        # (its infinity norm is a's 1-norm, and gecon's "I" estimate a's 1-norm rcond)
-        call = ("const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, 3); const char norm = 'I';\n"
+        # with its transpose (no transposing copy of a); one pass copies a, sums its
+        # columns' moduli (its 1-norm, the infinity norm of a^T: gecon's "I" estimates
+        # a's 1-norm rcond) and checks it is finite
+        load = ("for (npy_intp j = 0; j < n; ++j) wb_colsum[j] = 0;\n"
+                "    const int wb_a_finite = wb_la_load_rows_norm_%(t)s(wb_pa, wb_sa0, wb_sa1, "
+                "n, n, wb_a, wb_colsum); (void)wb_a_finite;")
+        call = ("const %(rtype)s anorm = wb_la_largest_%(t)s(wb_colsum, n); "
+                "const char norm = 'I';\n"
                 "    wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);\n"
                 "    if (info == 0) { const char trans = 'T'; wb_la_%(t)sgetrs(&trans, "
                 "&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info, (size_t)1); }\n"
                 "    if (info == 0) " + _condition(node, "gecon", "&norm, &wb_n, wb_a, &wb_ld"))
         texts = messages("Singular matrix: U is exactly zero at pivot ")
         return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
-                               load_a="wb_la_load_rows_%(t)s", work=_condition_buffers())
+                               load_a=load, a_finite="wb_a_finite",
+                               work=(*_condition_buffers(), ("wb_colsum", "%(rtype)s", "n")))
 
 
 @register_c_op(SolveTriangular)

@@ -306,10 +306,11 @@ _TYPED_C = r"""
 /* the conjugate and the modulus (x itself and |x| for real types) */
 static inline %(ctype)s wb_la_conj_%(t)s(%(ctype)s x) { return %(conj)s; }
 /* whether the count entries at x are all finite (x - x is 0 unless x is inf or NaN; for
-   complex x, unless a part is) */
+   complex x, unless a part is); no early exit, so that the loop vectorizes */
 static int wb_la_finite_%(t)s(const %(ctype)s *x, npy_intp count) {
-  for (npy_intp i = 0; i < count; ++i) if (!((x[i] - x[i]) == 0)) return 0;
-  return 1;
+  int bad = 0;
+  for (npy_intp i = 0; i < count; ++i) bad |= !((x[i] - x[i]) == 0);
+  return !bad;
 }
 static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
 #define WB_LA_EPS_%(t)s (sizeof(%(rtype)s) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON)
@@ -352,6 +353,38 @@ static void wb_la_load_rows_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_i
     if (s1 == (npy_intp)sizeof(%(ctype)s)) memcpy(buf + i * n, row, sizeof(%(ctype)s) * n);
     else for (npy_intp j = 0; j < n; ++j) buf[i * n + j] = *(const %(ctype)s*)(row + j * s1);
   }
+}
+
+/* wb_la_load_rows_%(t)s that also adds the moduli of each column into colsum (n
+   entries, zeroed by the caller: the matrix's 1-norm is their largest) and tells
+   whether every entry is finite, in the same pass over the matrix. */
+static int wb_la_load_rows_norm_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp m,
+                                    npy_intp n, %(ctype)s *buf, %(rtype)s *colsum) {
+  int bad = 0;
+  for (npy_intp i = 0; i < m; ++i) {
+    const char *row = p + i * s0;
+    %(ctype)s *out = buf + i * n;
+    if (s1 == (npy_intp)sizeof(%(ctype)s)) {
+      const %(ctype)s *in = (const %(ctype)s*)row;
+      for (npy_intp j = 0; j < n; ++j) {
+        const %(ctype)s x = in[j];
+        out[j] = x; colsum[j] += wb_la_abs_%(t)s(x); bad |= !((x - x) == 0);
+      }
+    } else {
+      for (npy_intp j = 0; j < n; ++j) {
+        const %(ctype)s x = *(const %(ctype)s*)(row + j * s1);
+        out[j] = x; colsum[j] += wb_la_abs_%(t)s(x); bad |= !((x - x) == 0);
+      }
+    }
+  }
+  return !bad;
+}
+
+/* The largest of the n sums (a NaN wins, as in wb_la_norm). */
+static %(rtype)s wb_la_largest_%(t)s(const %(rtype)s *sums, npy_intp n) {
+  %(rtype)s best = 0;
+  for (npy_intp j = 0; j < n; ++j) if (sums[j] > best || sums[j] != sums[j]) best = sums[j];
+  return best;
 }
 
 /* The C-ordered m x n matrix at out = buf (column-major, leading dimension m). */
