@@ -1,9 +1,13 @@
 """NumPy kernels of the special functions (`workbench.core.scalar.special`).
 
 Each takes NumPy arrays (or numbers), computes in float64 and returns float64 arrays
-(`ScalarOp.compute` casts to the output dtype). They follow the published algorithms,
-written here for arrays; the C backend has the same algorithms for one element
-(`workbench.core.link.c.special_math`), so the two agree to rounding:
+(`ScalarOp.compute` casts to the output dtype). Where torch's own function falls short
+(betaln's cancellation, logit next to 1/2, exp(x^2) in erfcx, SciPy's poles of beta), the
+algorithm is written once over an array namespace (`betaln_over(xp, lgamma, a, b)`,
+`beta_over`, `logit_over`, `exp_square`, `beta_poles`) for NumPy and the GPU linker
+alike. They follow the published algorithms, written here for arrays; the C backend has
+the same algorithms for one element (`workbench.core.link.c.special_math`), so the two
+agree to rounding:
 
 * log-gamma and gamma: the C library's `lgamma`/`tgamma` (through ctypes: CPython's
   `math` has its own, less accurate), poles giving +inf (lgamma; -inf at -inf) or
