@@ -346,3 +346,40 @@ def test_float32_uses_its_own_epsilon(linker):
 def test_linalg_warning_is_a_runtime_warning_exported_from_wt_linalg():
     assert issubclass(la.LinAlgWarning, RuntimeWarning)
     assert "LinAlgWarning" in la.__all__
+
+
+@pytest.mark.skipif(not has_compiler(), reason="needs a C compiler")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_c_condition_estimate_is_gecons(dtype):
+    """The C linker estimates rcond by gecon's algorithm with faster solves: the same
+    estimate as LAPACK's gecon on the same LU factors (those of a^T, norm "I")."""
+    import re
+    import warnings
+
+    from scipy.linalg import lapack
+
+    a, b = wt.tensor(dtype, shape=(None, None)), wt.tensor(dtype, shape=(None,))
+    f = wb.function([a, b], la.solve(a, b), linker="c")
+    generator = np.random.default_rng(1)
+    getrf, gecon = (lapack.sgetrf, lapack.sgecon) if dtype == "float32" else (
+        lapack.dgetrf, lapack.dgecon)
+    eps = np.finfo(dtype).eps
+    for n, decades in ((3, 18), (8, 17), (30, 20), (60, 16.5)):
+        if dtype == "float32":
+            decades /= 2
+        u, _ = np.linalg.qr(generator.standard_normal((n, n)))
+        v, _ = np.linalg.qr(generator.standard_normal((n, n)))
+        value = ((u * np.logspace(0, -decades, n)) @ v.T).astype(dtype)
+        lu, _, info = getrf(value.T.copy())
+        assert info == 0
+        expected, _ = gecon(lu, np.abs(value).sum(axis=0).max(), norm="I")
+        assert expected < eps
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(value, np.ones(n, dtype))
+        (warning,) = [w for w in caught if issubclass(w.category, la.LinAlgWarning)]
+        got = float(re.search(r"rcond=([^)]*)\)", str(warning.message)).group(1))
+        np.testing.assert_allclose(got, expected, rtol=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f(_spd(5).astype(dtype), np.ones(5, dtype))  # well conditioned: no warning

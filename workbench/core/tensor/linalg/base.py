@@ -37,7 +37,9 @@ every linker; the C writes the same messages).
 An ill-conditioned matrix (reciprocal 1-norm condition number below the machine
 epsilon of its dtype) makes `solve` (every `assume_a` but "tri") and `inv` warn with
 `LinAlgWarning`, as scipy.linalg does, on the py and C linkers (the C linker asks
-LAPACK's gecon/pocon/sycon/hecon after the factorisation; `perform` computes the exact
+LAPACK's gecon/pocon/sycon/hecon after the factorisation, or for a real general solve
+runs gecon's estimator by its own faster solves, link/c/ops/lapack.py; `perform`
+computes the exact
 ``1 / (|a|_1 |a^-1|_1)``); torch reports no condition estimate,
 so the gpu linker does not warn.
 """
