@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,14 @@ from workbench.core.graph.basic import Constant, Variable, io_toposort
 # shared cores) one example may take longer with nothing wrong, and fail as "too slow".
 settings.register_profile("portable", deadline=None)
 settings.load_profile("portable")
+
+# The C linker compiles each cold bundle once, at -O3 (the code that stays), instead of
+# at -O1 and then again at -O3 in the background (tiered compilation, link/c/tiers.py):
+# measured on tests/core/link/c, tiering cost 415 s of CPU against 265 s without, the
+# second build of every bundle. Subprocesses the tests start inherit it. The tiered path
+# keeps tests of its own, which turn it on (tests/core/link/c/test_tiers.py, the progress
+# tests of test_bundle.py, the CLI's); WORKBENCH_C_TIERED=1 runs the whole suite tiered.
+os.environ.setdefault("WORKBENCH_C_TIERED", "0")
 
 
 def evaluate_graph(outputs: Variable | Sequence[Variable],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -131,3 +132,28 @@ def test_no_optimised_build_when_the_code_path_changed_after_the_quick_build(
     assert all(bundle.module_file(default_cache(), s) is None for s in sources)
     a = np.linspace(-1, 1, 7)
     np.testing.assert_allclose(f(a), np.sinh(a) * 5.0 - 1.0)
+
+
+def test_the_background_build_succeeds_while_the_main_thread_calls_and_sets_variables(
+        monkeypatch, tmp_path):
+    # the -O3 build starts the compiler from its thread while this one runs the quick
+    # build and changes os.environ (as pytest does at every test phase): it used to fail
+    # now and then with "[Errno 14] Bad address: '/usr/bin/gcc'" (spawn.py)
+    tiers.wait_for_upgrades()
+    _fresh_cache(monkeypatch, tmp_path)
+    monkeypatch.setenv(tiers.TIERED_ENV, "1")
+    x = wt.dvector("x")
+    a = np.linspace(-1, 1, 9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = wb.function([x], wt.cosh(x) * wt.arctan(x) - 0.5, linker="c")
+        sources = [src for src in f.linker.report.sources.values() if src.version]
+        k = 0
+        while tiers.pending_upgrades():
+            np.testing.assert_allclose(f(a), np.cosh(a) * np.arctan(a) - 0.5)
+            monkeypatch.setenv(f"WB_TEST_TIERS_{k % 8}", "v" * (k % 13))
+            k += 1
+        tiers.wait_for_upgrades()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert sources and all(bundle.module_file(default_cache(), s) for s in sources)
+    np.testing.assert_allclose(f(a), np.cosh(a) * np.arctan(a) - 0.5)
