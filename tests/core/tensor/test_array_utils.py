@@ -90,6 +90,24 @@ def _numpy_put(arr: np.ndarray, indices: np.ndarray, values: object, axis: int |
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
 @pytest.mark.parametrize("linker", LINKERS)
+def test_round_of_booleans_and_decimals_past_float_range_as_numpy(linker: str) -> None:
+    """Booleans round to float16 (NumPy's rint; they came back boolean); 10**decimals
+    past float64's range gives NaN as in NumPy (Python's OverflowError was raised)."""
+    flags, x, n = wt.TensorType("bool", (None,))("flags"), wt.dvector("x"), wt.lvector("n")
+    f = wb.function([flags, x, n], [wt.round(flags), wt.round(x, 400), wt.round(x, -310),
+                                    wt.round(n, -400)], linker=linker)
+    b, v, i = np.array([True, False]), np.array([1.5, -2.25]), np.array([15, 0])
+    with np.errstate(all="ignore"):
+        want = [np.round(b), np.round(v, 400), np.round(v, -310), np.round(i, -400)]
+    for got, expected in zip(f(b, v, i), want):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(TypeError, match="boolean x with decimals=1"):
+        wt.round(flags, 1)
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
 def test_put_along_axis_keeps_the_shape_and_casts_values_as_numpy(linker: str) -> None:
     """axis=None writes into arr.flat and keeps arr's shape; values are cast to arr's
     dtype (float64 into float32, floats truncated into integers), as NumPy does."""

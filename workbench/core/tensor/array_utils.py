@@ -417,12 +417,21 @@ def roll(a: TensorLike, shift: Any, axis: Any = None) -> Variable:
 # -- rounding -------------------------------------------------------------------------------
 
 
+def _power_of_ten(decimals: int) -> float:
+    """``10.0 ** decimals`` as NumPy computes it: inf past float64's range (then NumPy's
+    round gives NaN), not Python's OverflowError."""
+    with np.errstate(over="ignore"):
+        return float(np.float64(10.0) ** abs(decimals))
+
+
 def round(x: TensorLike, decimals: int = 0) -> Variable:
     """numpy.round: to `decimals` decimal places, halves to even (``round(2.5) == 2``).
 
-    Floats compute ``rint(x * 10**decimals) / 10**decimals`` as NumPy does;
-    integers are unchanged for ``decimals >= 0`` and rounded to tens, hundreds, ...
-    (in float64, cast back) for negative ones. The gradient is 0 (piecewise constant).
+    Floats compute ``rint(x * 10**decimals) / 10**decimals`` as NumPy does (NaN when
+    ``10**decimals`` overflows); integers are unchanged for ``decimals >= 0`` and rounded
+    to tens, hundreds, ... (in float64, cast back) for negative ones; booleans give
+    float16, as NumPy's rint, and are refused with other decimals, as NumPy refuses
+    them. The gradient is 0 (piecewise constant).
     """
     from workbench.core.tensor.math import round_half_to_even
 
@@ -431,15 +440,19 @@ def round(x: TensorLike, decimals: int = 0) -> Variable:
     d = x.type.dtype
     if d.is_complex:
         raise TypeError(f"round: complex inputs are not supported, got {x.type}")
-    if d.is_int or d.is_bool:
+    if d.is_bool:
+        if decimals:
+            raise TypeError(f"round: boolean x with decimals={decimals} is refused, as NumPy "
+                            f"cannot write the float result into booleans; got {x.type}")
+        return round_half_to_even(cast(x, "float16"))
+    if d.is_int:
         if decimals >= 0:
             return x
-        scale = 10.0 ** -decimals
+        scale = _power_of_ten(decimals)
         return cast(round_half_to_even(cast(x, "float64") / scale) * scale, d)
     if decimals == 0:
         return round_half_to_even(x)
+    scale = _power_of_ten(decimals)
     if decimals > 0:
-        scale = 10.0 ** decimals
         return round_half_to_even(x * scale) / scale
-    scale = 10.0 ** -decimals
     return round_half_to_even(x / scale) * scale
