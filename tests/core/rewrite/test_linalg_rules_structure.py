@@ -64,3 +64,46 @@ def test_a_general_solve_of_a_triangular_matrix_is_still_triangular(linker):
     assert "local_solve_triangular_matrix" in f.maker.rewrite_trace.rewrites_used()
     xs = np.array([[2.0, 5.0], [1.0, 3.0]])
     np.testing.assert_allclose(f(xs, np.ones((2, 1))), sl.solve(np.tril(xs), np.ones((2, 1))))
+
+
+CV, CB = wt.vector("v", dtype="complex128"), wt.matrix("b", dtype="complex128")
+V = np.array([1 + 2j, 3 - 1j, 2 + 0.5j])
+BV = np.array([[1 + 1j, 2], [0.5j, 1], [3, -1j]])
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("case", ["trans_c", "trans_c_eye", "her", "pos", "sym"])
+def test_a_diagonal_solve_conjugates_or_reads_a_real_diagonal_as_scipy(linker, case):
+    # the rewrite gave b / v whatever the solve's conjugate or assume_a said
+    d = wt.diag(CV)
+    out, ref = {
+        "trans_c": (la.solve_triangular(d, CB, trans="C"),
+                    sl.solve_triangular(np.diag(V), BV, trans="C")),
+        "trans_c_eye": (la.solve_triangular(wt.eye(3) * wt.diag(CV), CB, trans="C",
+                                            check_finite=False),
+                        sl.solve_triangular(np.diag(V), BV, trans="C")),
+        "her": (la.solve(d, CB, assume_a="her"), sl.solve(np.diag(V), BV, assume_a="her")),
+        "pos": (la.solve(d, CB, assume_a="pos"), sl.solve(np.diag(V.real), BV)),
+        "sym": (la.solve(d, CB, assume_a="sym"), sl.solve(np.diag(V), BV, assume_a="sym")),
+    }[case]
+    f = wb.function([CV, CB], out, linker=linker)
+    g = wb.function([CV, CB], out, mode=wb.Mode(linker=linker))
+    assert "local_solve_diagonal_matrix" in f.maker.rewrite_trace.rewrites_used()
+    _agree(f, g, [V, BV], ref)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_a_positive_definite_diagonal_solve_still_raises_for_a_negative_entry(linker, dtype):
+    v, b = wt.vector("v", dtype=dtype), wt.matrix("b", dtype=dtype)
+    out = la.solve(wt.diag(v), b, assume_a="pos")
+    f = wb.function([v, b], out, linker=linker)
+    g = wb.function([v, b], out, mode=wb.Mode(linker=linker))
+    assert "local_solve_diagonal_matrix" in f.maker.rewrite_trace.rewrites_used()
+    diagonal = np.array([2.0, -1.0, 4.0]) + (3j if dtype == "complex128" else 0)
+    values = [diagonal, np.ones((3, 2), dtype=dtype)]
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.solve(np.diag(values[0]), values[1], assume_a="pos")
+    for compiled in (f, g):
+        with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+            compiled(*values)

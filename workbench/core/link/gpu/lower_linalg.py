@@ -167,6 +167,14 @@ def lower_diagonal_solve(node: Apply, ctx: LowerContext) -> Kernel:
 
     def kernel(d: Any, b: Any) -> list[Any]:
         _check_finite(torch, op, d, b)
+        if op.hermitian and d.is_complex():
+            d = d.real.to(b.dtype if b.is_complex() else d.dtype)
+        if op.positive and bool(torch.any(d.real <= 0)):
+            flat = (d.real <= 0).reshape(-1, d.shape[-1])
+            row = int(torch.nonzero(flat.any(dim=1))[0, 0])
+            where = f" (matrix {row} of the stack)" if d.dim() > 1 else ""
+            raise np.linalg.LinAlgError("solve: Matrix is not positive definite "
+                                        f"(assume_a='pos'){where}")
         zero = d == 0
         if bool(torch.any(zero)):
             flat = zero.reshape(-1, zero.shape[-1])

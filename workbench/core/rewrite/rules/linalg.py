@@ -29,7 +29,9 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   (``b / diagonal(d)``, O(n k) instead of an O(n^3) LU) for a known diagonal `d`. A
   zero on the diagonal raises the solve's LinAlgError there too (one comparison per
   entry), and the solve's `check_finite` is kept (declined for ``eye(n) * x`` when it
-  checks: ``0 * inf`` off the diagonal is a NaN the check would have found).
+  checks: ``0 * inf`` off the diagonal is a NaN the check would have found). A
+  conjugate triangular solve divides by ``conj(d)``; a Hermitian or positive-definite
+  one by ``real(d)`` (LAPACK's reading), the latter raising for ``real(d) <= 0``.
 - ``local_cholesky_outer_product``: ``L @ L^T -> a`` (the symmetric matrix the
   factor's triangle describes) for ``L = cholesky(a)``, and ``U^T @ U`` for the
   upper factor, where the factorisation stays in the graph for another use: it still
@@ -424,7 +426,12 @@ def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
         if op.check_finite:
             return None
         return [b]
-    return [DiagonalSolve(op.b_ndim, op.check_finite)(_cast_like(d, a), b)]
+    if isinstance(op, SolveTriangular) and op.conjugate:  # trans="C": conj(d)
+        d = tm.conj(d)
+    hermitian = isinstance(op, Solve) and op.assume_a in ("her", "pos")
+    positive = isinstance(op, Solve) and op.assume_a == "pos"
+    return [DiagonalSolve(op.b_ndim, op.check_finite, hermitian, positive)(
+        _cast_like(d, a), b)]
 
 
 def _factor_kept(fgraph: Any, factor: Variable) -> bool:

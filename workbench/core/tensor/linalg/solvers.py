@@ -363,14 +363,21 @@ class DiagonalSolve(_SolveOp):
     ``solve`` of a known diagonal matrix becomes (rules/linalg.py). A zero in `d`
     raises the solve's LinAlgError ("solve: Singular matrix"), never inf: the
     rewrite must not turn the solve's error into a value. `b_ndim` and
-    `check_finite` as in `Solve` (`d` is the diagonal of the solve's `a`)."""
+    `check_finite` as in `Solve` (`d` is the diagonal of the solve's `a`).
+    `hermitian`: the solve read a Hermitian matrix (``assume_a="her"|"pos"``), whose
+    diagonal LAPACK takes as real: ``b / real(d)`` (after the finite check of `d`).
+    `positive`: it assumed a positive-definite one (``"pos"``): an entry of
+    ``real(d)`` <= 0 raises its "not positive definite" LinAlgError."""
 
-    __props__ = ("b_ndim", "check_finite")
+    __props__ = ("b_ndim", "check_finite", "hermitian", "positive")
     function_name = "solve"
 
-    def __init__(self, b_ndim: int = 2, check_finite: bool = False) -> None:
+    def __init__(self, b_ndim: int = 2, check_finite: bool = False, hermitian: bool = False,
+                 positive: bool = False) -> None:
         self.b_ndim = self.checked_b_ndim("DiagonalSolve", b_ndim)
         self.check_finite = bool(check_finite)
+        self.positive = bool(positive)
+        self.hermitian = bool(hermitian) or self.positive
 
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
@@ -381,6 +388,12 @@ class DiagonalSolve(_SolveOp):
         return f"solve(diag({d}), {b})"
 
     def solve_matrices(self, d: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        if self.hermitian:
+            d = d.real
+        if self.positive and (d <= 0).any():
+            row = int(np.argmax((d <= 0).reshape(-1, d.shape[-1]).any(axis=1)))
+            raise linalg_error("solve", "Matrix is not positive definite (assume_a='pos')",
+                               row if d.ndim > 1 else None)
         zero = d == 0
         if zero.any():
             flat = zero.reshape(-1, d.shape[-1])
@@ -400,10 +413,12 @@ class DiagonalSolve(_SolveOp):
         from workbench.core.tensor.reduction import sum as reduce_sum
 
         (d, b), (x,), (gx,) = inputs, outputs, output_grads
-        gb = DiagonalSolve(self.b_ndim)(d, gx)
+        gb = DiagonalSolve(self.b_ndim, hermitian=self.hermitian)(d, gx)
         gd = tm.neg(tm.mul(gb, x))
         if self.b_ndim == 2:
             gd = reduce_sum(gd, axis=-1)
+        if self.hermitian:  # only real(d) is read
+            gd = tm.real(gd)
         return [sum_to_input(gd, d, 1), sum_to_input(gb, b, self.b_ndim)]
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
@@ -417,9 +432,10 @@ class DiagonalSolve(_SolveOp):
         x = self(d, b)
         rhs = eb
         if ed is not None:
+            ed = tm.real(ed) if self.hermitian else ed
             prod = tm.mul(ed if self.b_ndim == 1 else add_axis(ed, -1), x)
             rhs = tm.neg(prod) if rhs is None else tm.sub(rhs, prod)
-        return [DiagonalSolve(self.b_ndim)(d, rhs)]
+        return [DiagonalSolve(self.b_ndim, hermitian=self.hermitian)(d, rhs)]
 
 
 class Inv(LinalgOp):
