@@ -292,8 +292,8 @@ hyp2f1 = declare(
     "(NaN above, except for a polynomial: a or b a non-positive integer; 1 at x = 0 and "
     "for a = 0 or b = 0, as SciPy). Near x = 1 by the transformation to 1 - x, with the "
     "limiting digamma form where c - a - b is near an integer (scalar/hypergeometric.py: "
-    "relative error within about 1e-9 of mpmath there, 1e-13 elsewhere). Differentiable in "
-    "x: "
+    "relative error within about 1e-9 of mpmath there, 1e-12 elsewhere on x in [-1000, 1), "
+    "|a|, |b| <= 50, c near a or b included). Differentiable in x: "
     "2F1' = (a b / c) 2F1(a + 1, b + 1; c + 1; x), as accurate as 2F1 itself. The "
     "derivatives in a, b and c (double series of digamma-weighted terms) are not "
     "implemented: grad raises, naming them.", nin=4,

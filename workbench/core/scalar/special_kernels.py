@@ -27,14 +27,8 @@ agree to rounding:
 * log1mexp (Maechler's two branches), logit, xlogy, xlog1py, logaddexp2;
 * the modified Bessel functions I0, I1 (and exponentially scaled): the power series
   below 30, the asymptotic expansion above;
-* the Gauss hypergeometric function 2F1(a, b; c; x): its power series for |x| <= 1/2,
-  Pfaff's transformation (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) on [-2, -1/2), the
-  1/x transformation (DLMF 15.8.2, two series in 1/x) below -2 when a - b is at least
-  0.05 from an integer (Pfaff otherwise), the series again on (1/2, 1) (and where it has
-  not converged there and c - a - b < 0, Euler's transformation
-  (1 - x)^(c - a - b) 2F1(c - a, c - b; c; x)), Gauss's formula at x = 1. Where a series
-  has not converged after 3000 terms (x near 1 with |c - a - b| small, or far below -2
-  with a - b near an integer) the result is NaN, not a wrong value;
+* the Gauss hypergeometric function 2F1(a, b; c; x): `scalar/hypergeometric.py` (the
+  series and its linear transformations, the one that cancels least);
 * the regularized incomplete gamma functions P(a, x), Q(a, x): the series for
   x < a + 1, the continued fraction (modified Lentz) otherwise; their derivative in a
   numerically (Richardson-extrapolated central differences, `gammainc_da`).

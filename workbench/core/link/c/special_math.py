@@ -389,28 +389,46 @@ SPECIAL_C["wb_gammaincc"] = ("", ("wb_gammainc_both",))
 
 #: 2F1: the algorithm of scalar/hypergeometric.py (its constants), one double at a time.
 _HYP2F1_C = r"""
-static inline double wb_hyp2f1_series(double a, double b, double c, double z) {
-  double term = 1, total = 1;
+/* a value and the summed magnitude of what made it (size / |value|: the cancellation) */
+typedef struct { double value, size; } wb_sized;
+static inline double wb_cancellation(wb_sized s) {
+  double r = s.size / fabs(s.value);
+  return (isnan(r) || s.value == 0) ? INFINITY : r;
+}
+static inline wb_sized wb_less_cancelling(wb_sized best, wb_sized other) {
+  return wb_cancellation(other) < wb_cancellation(best) ? other : best;
+}
+static inline wb_sized wb_sized_scaled(double factor, wb_sized s) {
+  wb_sized r = {factor * s.value, fabs(factor) * s.size};
+  return r;
+}
+static inline wb_sized wb_hyp2f1_sized_series(double a, double b, double c, double z) {
+  double term = 1, total = 1, size = 1;
   for (int n = 0; n < 3000; n++) {
     term *= (a + n) * (b + n) / ((c + n) * (n + 1)) * z;
     total += term;
+    size += fabs(term);
     if (!(fabs(term) > 1e-17 * fabs(total))) break;
   }
-  return fabs(term) > 1e-15 * fabs(total) ? NAN : total;  /* not converged: no value */
+  wb_sized r = {fabs(term) > 1e-15 * fabs(total) ? NAN : total, size};  /* not converged */
+  return r;
 }
 static inline double wb_rgamma(double x) {
   return (x <= 0 && x == floor(x)) ? 0.0 : 1 / tgamma(x);
 }
-/* 2F1(a, b; a + b + d; 1 - y) by DLMF 15.8.4 (d not an integer) */
-static inline double wb_hyp2f1_two(double a, double b, double d, double y) {
-  const double c = a + b + d;
-  return tgamma(c) * tgamma(d) * wb_rgamma(c - a) * wb_rgamma(c - b)
-           * wb_hyp2f1_series(a, b, 1 - d, y)
-         + pow(y, d) * tgamma(c) * tgamma(-d) * wb_rgamma(a) * wb_rgamma(b)
-           * wb_hyp2f1_series(c - a, c - b, 1 + d, y);
+/* 2F1(a, b; c; 1 - y) by DLMF 15.8.4 (c - a - b not an integer); c itself, not
+   a + b + d (scalar/hypergeometric.py) */
+static inline wb_sized wb_hyp2f1_two(double a, double b, double c, double y) {
+  const double d = c - a - b;
+  const double f1 = tgamma(c) * tgamma(d) * wb_rgamma(c - a) * wb_rgamma(c - b);
+  const double f2 = pow(y, d) * tgamma(c) * tgamma(-d) * wb_rgamma(a) * wb_rgamma(b);
+  const wb_sized s1 = wb_hyp2f1_sized_series(a, b, 1 - d, y);
+  const wb_sized s2 = wb_hyp2f1_sized_series(c - a, c - b, 1 + d, y);
+  wb_sized r = {f1 * s1.value + f2 * s2.value, fabs(f1) * s1.size + fabs(f2) * s2.size};
+  return r;
 }
 /* 2F1(a, b; a + b + m; 1 - y) for an integer m >= 0 (A&S 15.3.10, 15.3.11) */
-static inline double wb_hyp2f1_integer(double a, double b, double y, int m) {
+static inline wb_sized wb_hyp2f1_integer(double a, double b, double y, int m) {
   const double c = a + b + m;
   double finite = 0, term = 1;
   for (int n = 0; n < m; n++) {
@@ -433,46 +451,77 @@ static inline double wb_hyp2f1_integer(double a, double b, double y, int m) {
     if (!(fabs(step) > 1e-17 * fabs(total))) break;
   }
   const double sign = (m %% 2 == 1) ? -1.0 : 1.0;
-  return first - sign * pow(y, m) * tgamma(c) * wb_rgamma(a) * wb_rgamma(b) * total;
+  const double second = sign * pow(y, m) * tgamma(c) * wb_rgamma(a) * wb_rgamma(b) * total;
+  wb_sized r = {first - second, fabs(first) + fabs(second)};
+  return r;
 }
-/* 0.9 < x < 1: the transformation to 1 - x; near an integer c - a - b, the quadratic
-   through the limiting form and two two-term values (scalar/hypergeometric.py) */
-static inline double wb_hyp2f1_near_one(double a, double b, double c, double x) {
-  const double y = 1 - x, d = c - a - b, m = round(d), e = d - m;
-  if (!(fabs(e) < %(near)r)) return wb_hyp2f1_two(a, b, d, y);
+/* 2F1(a, b; c; 1 - y), 0 < y < 0.1: the transformation to y; near an integer c - a - b,
+   the quadratic through the limiting form and two two-term values */
+static inline wb_sized wb_hyp2f1_near_one(double a, double b, double c, double y) {
+  const double d = c - a - b, m = round(d), e = d - m;
+  if (!(fabs(e) < %(near)r)) return wb_hyp2f1_two(a, b, c, y);
   const double c0 = a + b + m;
-  const double limit = m < 0 ? pow(y, m) * wb_hyp2f1_integer(c0 - a, c0 - b, y, (int)-m)
-                             : wb_hyp2f1_integer(a, b, y, (int)m);
-  const double up = wb_hyp2f1_two(a, b, m + %(step)r, y);
-  const double down = wb_hyp2f1_two(a, b, m - %(step)r, y);
+  wb_sized limit = m < 0 ? wb_sized_scaled(pow(y, m),
+                                           wb_hyp2f1_integer(c0 - a, c0 - b, y, (int)-m))
+                         : wb_hyp2f1_integer(a, b, y, (int)m);
+  const double up = wb_hyp2f1_two(a, b, a + b + (m + %(step)r), y).value;
+  const double down = wb_hyp2f1_two(a, b, a + b + (m - %(step)r), y).value;
   const double slope = (up - down) / (2 * %(step)r);
-  const double curve = (up + down - 2 * limit) / (2 * %(step)r * %(step)r);
-  return limit + e * (slope + e * curve);
+  const double curve = (up + down - 2 * limit.value) / (2 * %(step)r * %(step)r);
+  limit.value += e * (slope + e * curve);
+  return limit;
+}
+/* 2F1(a, b; c; z), 0 <= z < 1, y = 1 - z exactly: the series, or where z > 0.9 the
+   transformation to y if it cancels less */
+static inline wb_sized wb_hyp2f1_unit(double a, double b, double c, double z, double y) {
+  const wb_sized direct = wb_hyp2f1_sized_series(a, b, c, z);
+  if (!(z > 0.9) || (a <= 0 && a == floor(a)) || (b <= 0 && b == floor(b))
+      || !(fabs(c - a - b) < %(far)r))
+    return direct;
+  return wb_less_cancelling(direct, wb_hyp2f1_near_one(a, b, c, y));
 }
 static inline double wb_hyp2f1_float64(double a, double b, double c, double x) {
   if (x == 0 || ((a == 0 || b == 0) && c != 0)) return 1.0;  /* SciPy's, NaN or not */
   if (isnan(x) || (c <= 0 && c == floor(c))) return NAN;
-  if ((a <= 0 && a == floor(a)) || (b <= 0 && b == floor(b)))  /* a polynomial */
-    return isinf(x) ? NAN : wb_hyp2f1_series(a, b, c, x);
-  if (x > 1) return NAN;
-  if (x == 1) {
-    if (!(c - a - b > 0)) return isnan(c - a - b) ? NAN : INFINITY;
-    double sign = wb_gamma_sign(c) * wb_gamma_sign(c - a - b) * wb_gamma_sign(c - a)
+  const int terminating = (a <= 0 && a == floor(a)) || (b <= 0 && b == floor(b));
+  if (terminating && isinf(x)) return NAN;
+  if (!terminating && x > 1) return NAN;
+  if (!terminating && c == a) return pow(1 - x, -b);  /* exact */
+  if (!terminating && c == b) return pow(1 - x, -a);
+  if (x == 1 && !terminating) {  /* Gauss; an infinity with the sign of the x -> 1 limit */
+    const double d = c - a - b;
+    if (isnan(d)) return NAN;
+    if (!(d > 0))
+      return wb_gamma_sign(c) * wb_gamma_sign(-d) * wb_gamma_sign(a) * wb_gamma_sign(b)
+             * INFINITY;
+    double sign = wb_gamma_sign(c) * wb_gamma_sign(d) * wb_gamma_sign(c - a)
                   * wb_gamma_sign(c - b);  /* (+ 0.0: a zero is SciPy's +0) */
-    return sign * exp(lgamma(c) + lgamma(c - a - b) - lgamma(c - a) - lgamma(c - b)) + 0.0;
+    return sign * exp(lgamma(c) + lgamma(d) - lgamma(c - a) - lgamma(c - b)) + 0.0;
   }
-  double d = a - b;
-  if (x < -2 && fabs(d - round(d)) >= 0.05) {  /* DLMF 15.8.2: two series in 1/x */
-    double w = 1 / x;
-    return tgamma(c) * tgamma(b - a) * wb_rgamma(b) * wb_rgamma(c - a) * pow(-x, -a)
-             * wb_hyp2f1_series(a, a - c + 1, a - b + 1, w)
-           + tgamma(c) * tgamma(a - b) * wb_rgamma(a) * wb_rgamma(c - b) * pow(-x, -b)
-             * wb_hyp2f1_series(b, b - c + 1, b - a + 1, w);
+  if (x >= 1) return wb_hyp2f1_sized_series(a, b, c, x).value;  /* a polynomial */
+  wb_sized best = {NAN, INFINITY};
+  if (x < 0 || x <= 0.5) {  /* Pfaff's two forms, z = x / (x - 1) */
+    const double y = 1 / (1 - x), z = isinf(x) ? 1.0 : -x * y;
+    wb_sized by_a, by_b;
+    if (x < 0) {
+      by_a = wb_hyp2f1_unit(a, c - b, c, z, y);
+      by_b = wb_hyp2f1_unit(b, c - a, c, z, y);
+    } else {
+      by_a = wb_hyp2f1_sized_series(a, c - b, c, z);
+      by_b = wb_hyp2f1_sized_series(b, c - a, c, z);
+    }
+    best = wb_less_cancelling(wb_sized_scaled(pow(y, a), by_a),
+                              wb_sized_scaled(pow(y, b), by_b));
   }
-  if (x < -0.5)  /* Pfaff: (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) */
-    return pow(1 - x, -a) * wb_hyp2f1_series(a, c - b, c, x / (x - 1));
-  if (x > 0.9 && fabs(c - a - b) < %(far)r) return wb_hyp2f1_near_one(a, b, c, x);
-  return wb_hyp2f1_series(a, b, c, x);
+  if (x < 0) {
+    if (x >= -1 || terminating)
+      best = wb_less_cancelling(wb_hyp2f1_sized_series(a, b, c, x), best);
+  } else {  /* the series or the transformation to 1 - x, and Euler's */
+    best = wb_less_cancelling(wb_hyp2f1_unit(a, b, c, x, 1 - x), best);
+    best = wb_less_cancelling(best, wb_sized_scaled(pow(1 - x, c - a - b),
+                                                    wb_hyp2f1_unit(c - a, c - b, c, x, 1 - x)));
+  }
+  return best.value;
 }
 WB_FLOAT32_OF4(wb_hyp2f1)
 """
