@@ -85,3 +85,26 @@ def test_complex_expm_runs_perform_and_says_why() -> None:
     assert "complex input (complex128)" in why
     value = np.zeros((1, 2, 2), complex)
     np.testing.assert_allclose(f(value), np.eye(2)[None])
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_expm_of_float32_is_computed_in_float32_as_scipys(linker) -> None:
+    """scipy.linalg.expm keeps float32 (sgemm, sgesv): so do perform and the C, with
+    scipy's accuracy to within a factor 10 (about 1e-6 relative to the float64 result,
+    up to 1e-5 after many squarings)."""
+    import scipy.linalg as sl
+
+    x = wt.fmatrix("x")
+    f = wb.function([x], wt.linalg.expm(x), mode=C_MODE if linker == "c" else "FAST_RUN",
+                    linker=None if linker == "c" else "py")
+    if linker == "c":
+        assert any(type(n.op).__name__ == "Expm" for n in f.linker.report.c_nodes)
+    rng = np.random.default_rng(4)
+    for scale in (0.01, 0.5, 3.0, 20.0, 100.0):
+        a = (rng.standard_normal((6, 6)) * scale / np.sqrt(6)).astype("float32")
+        exact = sl.expm(a.astype("float64"))
+        got, theirs = f(a), sl.expm(a)
+        assert got.dtype == theirs.dtype == np.float32
+        error = np.abs(got - exact).max() / np.abs(exact).max()
+        scipy_error = np.abs(theirs - exact).max() / np.abs(exact).max()
+        assert error < max(10 * scipy_error, 1e-6), (scale, error, scipy_error)

@@ -7,11 +7,13 @@ Anal. Appl. 26(4): the smallest Padé degree m in (3, 5, 7, 9, 13) whose bound t
 the 1-norm of the matrix respects; above theta_13 the matrix is scaled by 2^-s, its
 degree-13 approximant computed and squared s times. ``r_m = (V - U)^-1 (V + U)`` with U
 the odd and V the even part of the Padé numerator (a solve, never an inverse).
-Computed in float64 or complex128 (float32 and complex64 inputs are rounded back at
-the end). For real matrices the C linker runs the same algorithm in generated C, its
-products by OpenBLAS's dgemm and its solve by LAPACK's dgesv (link/c/ops/matrix_exp.py;
-no LAPACK routine computes expm itself); complex ones run this `perform`; torch uses
-`torch.linalg.matrix_exp`.
+Computed in the input's own precision, as scipy.linalg.expm (float32 and complex64 in
+single precision: float32 output, accurate to about 1e-6 relative, as scipy's; the
+bounds theta_m are the double-precision ones for every dtype, as scipy's). For real
+matrices the C linker runs the same algorithm in generated C, its products by
+OpenBLAS's dgemm/sgemm and its solve by LAPACK's dgesv/sgesv
+(link/c/ops/matrix_exp.py; no LAPACK routine computes expm itself); complex ones run
+this `perform`; torch uses `torch.linalg.matrix_exp` (in the input's precision too).
 
 Gradient (and R_op): the Fréchet derivative by the block-triangular identity
 ``expm([[X, E], [0, X]]) = [[expm(X), L(X, E)], [0, expm(X)]]`` (Higham, "Functions
@@ -52,7 +54,7 @@ def _pade(a: np.ndarray, m: int) -> np.ndarray:
     """r_m(a) = (V - U)^-1 (V + U)."""
     b = PADE[m]
     n = a.shape[0]
-    ident = np.eye(n)
+    ident = np.eye(n, dtype=a.dtype)
     a2 = a @ a
     if m < 13:
         powers = [ident, a2]
@@ -71,7 +73,8 @@ def _pade(a: np.ndarray, m: int) -> np.ndarray:
 
 
 def expm_numpy(a: np.ndarray) -> np.ndarray:
-    """The matrix exponential of one square float64 or complex128 matrix (Higham 2005)."""
+    """The matrix exponential of one square matrix (Higham 2005), in its dtype (float32,
+    float64, complex64 or complex128: Python floats meeting it keep it, NEP 50)."""
     n = a.shape[0]
     if n == 0:
         return np.zeros((0, 0), a.dtype)
@@ -81,8 +84,8 @@ def expm_numpy(a: np.ndarray) -> np.ndarray:
     for m in (3, 5, 7, 9):
         if norm <= THETA[m]:
             return _pade(a, m)
-    s = max(0, int(np.ceil(np.log2(norm / THETA[13]))))
-    result = _pade(a / 2.0 ** s, 13)
+    s = max(0, int(np.ceil(np.log2(float(norm) / THETA[13]))))
+    result = _pade(a / a.dtype.type(2.0 ** s), 13)
     for _ in range(s):
         result = result @ result
     return result
@@ -99,8 +102,8 @@ class Expm(LinalgOp):
                 ) -> None:
         (a,) = inputs
         batch = int(np.prod(a.shape[:-2], dtype=np.int64))
-        wide = np.complex128 if np.iscomplexobj(a) else np.float64
-        flat = np.asarray(a, dtype=wide).reshape((batch,) + a.shape[-2:])
+        flat = np.asarray(a, dtype=node.outputs[0].type.numpy_dtype).reshape(
+            (batch,) + a.shape[-2:])
         result = np.empty_like(flat)
         for k in range(flat.shape[0]):
             result[k] = expm_numpy(flat[k])

@@ -1,15 +1,16 @@
 """C for Expm: the scaling-and-squaring method with Padé approximants of Higham (2005),
 the algorithm of `Expm.perform` (tensor/linalg/matrix_exp.py) step for step, its
-matrix products by the packaged OpenBLAS's ``dgemm`` and its one solve
-``r_m = (V - U)^-1 (V + U)`` by LAPACK's ``dgesv`` (never an inverse, never a
+matrix products by the packaged OpenBLAS's ``dgemm``/``sgemm`` and its one solve
+``r_m = (V - U)^-1 (V + U)`` by LAPACK's ``dgesv``/``sgesv`` (never an inverse, never a
 hand-written factorisation).
 
-Each matrix of the stack is copied into a C-ordered float64 buffer (float32 inputs
-are computed in float64 and rounded at the end, as `perform` does, so ``sgemm`` is
-not needed: the two linkers agree to rounding). Its 1-norm picks the Padé degree m
-in (3, 5, 7, 9, 13) by Higham's bounds theta_m; above theta_13 the matrix is scaled
-by 2^-s and the result squared s times. The sums of scaled powers are formed in the
-same order as `perform`'s NumPy expressions.
+Each matrix of the stack is copied into a C-ordered buffer of its own precision:
+float64 runs ``dgemm``/``dgesv``, float32 ``sgemm``/``sgesv`` (as scipy.linalg.expm
+computes a float32 matrix in float32, and as `perform` does), the Padé coefficients
+rounded to float32 first as NumPy rounds a Python float meeting a float32 array. Its
+1-norm picks the Padé degree m in (3, 5, 7, 9, 13) by Higham's bounds theta_m; above
+theta_13 the matrix is scaled by 2^-s and the result squared s times. The sums of
+scaled powers are formed in the same order as `perform`'s NumPy expressions.
 
 ``dgesv`` reads its row-major buffers as column-major, i.e. it is handed P^T and Q^T
 (P = V - U, Q = V + U) and returns ``P^-T Q^T = (Q P^-1)^T``; P and Q are polynomials in
@@ -38,24 +39,30 @@ _EXPM_C = r"""
 static const int wb_ex_degrees[5] = {3, 5, 7, 9, 13};
 static const double wb_ex_theta[5] = {%(theta)s};
 static const double wb_ex_pade[5][14] = {%(pade)s};
+#endif
+#ifndef WB_EXPM_SUPPORT_%(t)s
+#define WB_EXPM_SUPPORT_%(t)s
 
 /* c = a @ b for n x n row-major matrices. */
-static void wb_ex_mm(wb_blasint n, const double *a, const double *b, double *c) {
-  wb_cblas_dgemm(WB_ROW_MAJOR, WB_NO_TRANS, WB_NO_TRANS, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+static void wb_ex_mm_%(t)s(wb_blasint n, const %(real)s *a, const %(real)s *b, %(real)s *c) {
+  wb_cblas_%(t)sgemm(WB_ROW_MAJOR, WB_NO_TRANS, WB_NO_TRANS, n, n, n, 1, a, n, b, n, 0, c, n);
 }
 
-/* expm of the n x n row-major matrix `a` (overwritten) into `out`; `w` holds 7 n^2
-   doubles of work, `ipiv` n pivots. Returns 0, or LAPACK's info > 0 (singular). */
-static long wb_ex_expm(npy_intp n, double *a, double *out, double *w, wb_laint *ipiv) {
+/* expm of the n x n row-major matrix `a` (overwritten) into `out`, in %(real)s; `w`
+   holds 7 n^2 entries of work, `ipiv` n pivots. Returns 0, or LAPACK's info > 0
+   (singular). The Pade coefficients are rounded to %(real)s first, as NumPy rounds a
+   Python float meeting a float32 array. */
+static long wb_ex_expm_%(t)s(npy_intp n, %(real)s *a, %(real)s *out, %(real)s *w,
+                            wb_laint *ipiv) {
   const npy_intp nn = n * n;
-  double norm = 0.0;
+  %(real)s norm = 0;
   for (npy_intp k = 0; k < nn; ++k)
     if (!isfinite(a[k])) {
       for (npy_intp i = 0; i < nn; ++i) out[i] = NAN;
       return 0;
     }
   for (npy_intp j = 0; j < n; ++j) {
-    double col = 0.0;
+    %(real)s col = 0;
     for (npy_intp i = 0; i < n; ++i) col += fabs(a[i * n + j]);
     if (col > norm) norm = col;
   }
@@ -65,63 +72,64 @@ static long wb_ex_expm(npy_intp n, double *a, double *out, double *w, wb_laint *
   if (which == 4) {
     const double e = ceil(log2(norm / wb_ex_theta[4]));
     s = e > 0 ? (int)e : 0;
-    const double scale = ldexp(1.0, -s);
+    const %(real)s scale = (%(real)s)ldexp(1.0, -s);
     for (npy_intp k = 0; k < nn; ++k) a[k] *= scale;
   }
   const int m = wb_ex_degrees[which];
-  const double *b = wb_ex_pade[which];
+  %(real)s b[14];
+  for (int k = 0; k < 14; ++k) b[k] = (%(real)s)wb_ex_pade[which][k];
   /* powers[j] = a^(2j), j >= 1 (powers[0] = I is implicit) */
-  double *powers[5] = {NULL, w, w + nn, w + 2 * nn, w + 3 * nn};
-  double *t = w + 4 * nn, *u = w + 5 * nn, *v = w + 6 * nn;
+  %(real)s *powers[5] = {NULL, w, w + nn, w + 2 * nn, w + 3 * nn};
+  %(real)s *t = w + 4 * nn, *u = w + 5 * nn, *v = w + 6 * nn;
   const wb_blasint bn = (wb_blasint)n;
-  wb_ex_mm(bn, a, a, powers[1]);
+  wb_ex_mm_%(t)s(bn, a, a, powers[1]);
   if (m < 13) {
     const int top = m / 2;
-    for (int j = 2; j <= top; ++j) wb_ex_mm(bn, powers[j - 1], powers[1], powers[j]);
+    for (int j = 2; j <= top; ++j) wb_ex_mm_%(t)s(bn, powers[j - 1], powers[1], powers[j]);
     for (npy_intp k = 0; k < nn; ++k) {  /* sum(b[2j+1] P_j), sum(b[2j] P_j) */
-      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
-      double odd = 0.0 + b[1] * eye, even = 0.0 + b[0] * eye;
+      const %(real)s eye = (k / n == k %% n) ? 1 : 0;
+      %(real)s odd = 0 + b[1] * eye, even = 0 + b[0] * eye;
       for (int j = 1; j <= top; ++j) {
         odd += b[2 * j + 1] * powers[j][k];
         even += b[2 * j] * powers[j][k];
       }
       t[k] = odd; v[k] = even;
     }
-    wb_ex_mm(bn, a, t, u);
+    wb_ex_mm_%(t)s(bn, a, t, u);
   } else {
-    double *a2 = powers[1], *a4 = powers[2], *a6 = powers[3], *p = powers[4];
-    wb_ex_mm(bn, a2, a2, a4);
-    wb_ex_mm(bn, a4, a2, a6);
+    %(real)s *a2 = powers[1], *a4 = powers[2], *a6 = powers[3], *p = powers[4];
+    wb_ex_mm_%(t)s(bn, a2, a2, a4);
+    wb_ex_mm_%(t)s(bn, a4, a2, a6);
     for (npy_intp k = 0; k < nn; ++k)
       t[k] = b[13] * a6[k] + b[11] * a4[k] + b[9] * a2[k];
-    wb_ex_mm(bn, a6, t, p);
+    wb_ex_mm_%(t)s(bn, a6, t, p);
     for (npy_intp k = 0; k < nn; ++k) {
-      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
+      const %(real)s eye = (k / n == k %% n) ? 1 : 0;
       t[k] = p[k] + b[7] * a6[k] + b[5] * a4[k] + b[3] * a2[k] + b[1] * eye;
     }
-    wb_ex_mm(bn, a, t, u);
+    wb_ex_mm_%(t)s(bn, a, t, u);
     for (npy_intp k = 0; k < nn; ++k)
       t[k] = b[12] * a6[k] + b[10] * a4[k] + b[8] * a2[k];
-    wb_ex_mm(bn, a6, t, p);
+    wb_ex_mm_%(t)s(bn, a6, t, p);
     for (npy_intp k = 0; k < nn; ++k) {
-      const double eye = (k / n == k %% n) ? 1.0 : 0.0;
+      const %(real)s eye = (k / n == k %% n) ? 1 : 0;
       v[k] = p[k] + b[6] * a6[k] + b[4] * a4[k] + b[2] * a2[k] + b[0] * eye;
     }
   }
   for (npy_intp k = 0; k < nn; ++k) {  /* v = V - U (the denominator), u = V + U */
-    const double vk = v[k], uk = u[k];
+    const %(real)s vk = v[k], uk = u[k];
     v[k] = vk - uk; u[k] = vk + uk;
   }
   const wb_laint ln = (wb_laint)n;
   wb_laint info = 0;
-  wb_la_dgesv(&ln, &ln, v, &ln, ipiv, u, &ln, &info);
+  wb_la_%(t)sgesv(&ln, &ln, v, &ln, ipiv, u, &ln, &info);
   if (info != 0) return (long)info;
-  double *r = u, *spare = t;
+  %(real)s *r = u, *spare = t;
   for (int k = 0; k < s; ++k) {
-    wb_ex_mm(bn, r, r, spare);
-    double *swap = r; r = spare; spare = swap;
+    wb_ex_mm_%(t)s(bn, r, r, spare);
+    %(real)s *swap = r; r = spare; spare = swap;
   }
-  memcpy(out, r, sizeof(double) * (size_t)nn);
+  memcpy(out, r, sizeof(%(real)s) * (size_t)nn);
   return 0;
 }
 #endif
@@ -129,21 +137,24 @@ static long wb_ex_expm(npy_intp n, double *a, double *out, double *w, wb_laint *
 
 
 def _support() -> str:
-    """The per-matrix C with Higham's bounds and Padé coefficients from the Python
-    module (one source for both linkers)."""
+    """The per-matrix C, for float64 (dgemm, dgesv) and float32 (sgemm, sgesv), with
+    Higham's bounds and Padé coefficients from the Python module (one source for both
+    linkers)."""
     degrees = (3, 5, 7, 9, 13)
     theta = ", ".join(repr(THETA[m]) for m in degrees)
     rows = []
     for m in degrees:
         coefficients = list(PADE[m]) + [0.0] * (14 - len(PADE[m]))
         rows.append("{" + ", ".join(repr(float(c)) for c in coefficients) + "}")
-    return _EXPM_C % {"theta": theta, "pade": ", ".join(rows)}
+    return "".join(_EXPM_C % {"theta": theta, "pade": ", ".join(rows), "t": t, "real": real}
+                   for t, real in (("d", "double"), ("s", "float")))
 
 
 @register_c_op(Expm)
 class ExpmC(LapackC):
-    """expm of each real matrix of the stack by dgemm and one dgesv (float64 work);
-    complex matrices run `perform`."""
+    """expm of each real matrix of the stack in its own precision: dgemm and one dgesv
+    for float64, sgemm and sgesv for float32 (as scipy.linalg.expm); complex matrices
+    run `perform`."""
 
     def c_supports(self, node: Any) -> bool:
         return (super().c_supports(node)
@@ -171,18 +182,19 @@ class ExpmC(LapackC):
         fail = sub["fail"]
         nd = node.inputs[0].type.ndim
         out_dtype = str(node.outputs[0].type.dtype)
-        out_c = "double" if out_dtype == "float64" else "float"
+        real, t, npy = (("double", "d", "NPY_FLOAT64") if out_dtype == "float64"
+                        else ("float", "s", "NPY_FLOAT32"))
         square = square_check(node.op, f"PyArray_DIMS({x})[{nd - 2}]", "n", fail)
         return f"""
 {{
   const npy_intp n = PyArray_DIMS({x})[{nd - 1}];
   {square}
   {alloc_output(z, str(nd), f"PyArray_DIMS({x})", out_dtype, fail)}
-  PyArrayObject *xc = (PyArrayObject *)PyArray_FROMANY((PyObject *){x}, NPY_FLOAT64, 0, 0,
+  PyArrayObject *xc = (PyArrayObject *)PyArray_FROMANY((PyObject *){x}, {npy}, 0, 0,
                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
   if (!xc) {fail}
   const npy_intp nn = n * n, batch = nn > 0 ? PyArray_SIZE(xc) / nn : 0;
-  double *work = (double *)malloc(sizeof(double) * (size_t)(9 * nn + 1));
+  {real} *work = ({real} *)malloc(sizeof({real}) * (size_t)(8 * nn + 1));
   wb_laint *ipiv = (wb_laint *)malloc(sizeof(wb_laint) * (size_t)(n + 1));
   if (!work || !ipiv) {{ free(work); free(ipiv); Py_DECREF(xc); PyErr_NoMemory(); {fail} }}
   long info = 0;
@@ -192,11 +204,9 @@ class ExpmC(LapackC):
   wb_blas_begin(&call, &site, flops);
   PyThreadState *ts = flops >= WB_LA_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
   for (npy_intp i = 0; i < batch && info == 0; ++i) {{
-    double *a = work + 7 * nn, *result = work + 8 * nn;
-    memcpy(a, (const double *)PyArray_DATA(xc) + i * nn, sizeof(double) * (size_t)nn);
-    info = wb_ex_expm(n, a, result, work, ipiv);
-    {out_c} *o = ({out_c} *)PyArray_DATA({z}) + i * nn;
-    for (npy_intp k = 0; k < nn; ++k) o[k] = ({out_c})result[k];
+    {real} *a = work + 7 * nn;
+    memcpy(a, (const {real} *)PyArray_DATA(xc) + i * nn, sizeof({real}) * (size_t)nn);
+    info = wb_ex_expm_{t}(n, a, ({real} *)PyArray_DATA({z}) + i * nn, work, ipiv);
   }}
   if (ts) PyEval_RestoreThread(ts);
   wb_blas_end(&call);
@@ -208,4 +218,4 @@ class ExpmC(LapackC):
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
