@@ -84,13 +84,15 @@ def _c_library(name: str, fallback: Callable[[float], float]) -> Callable[..., n
     math.lgamma and math.gamma are its own Lanczos sums, with relative errors up to 4e-6
     next to lgamma's zeros at 1 and 2). `fallback` where no C math library is found."""
     function: Callable[[float], float] = fallback
-    try:
-        library = ctypes.CDLL(ctypes.util.find_library("m"))
-        c_function = getattr(library, name)
+    # the process's own symbols first (Python links the math library: no ldconfig run)
+    for load in (lambda: ctypes.CDLL(None), lambda: ctypes.CDLL(ctypes.util.find_library("m"))):
+        try:
+            c_function = getattr(load(), name)
+        except (OSError, AttributeError, TypeError):
+            continue
         c_function.restype, c_function.argtypes = ctypes.c_double, [ctypes.c_double]
         function = c_function
-    except (OSError, AttributeError, TypeError):
-        pass
+        break
     return np.vectorize(function, otypes=[np.float64])
 
 
