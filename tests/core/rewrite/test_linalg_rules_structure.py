@@ -107,3 +107,44 @@ def test_a_positive_definite_diagonal_solve_still_raises_for_a_negative_entry(li
     for compiled in (f, g):
         with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
             compiled(*values)
+
+
+CS = wt.matrix("s", dtype="complex128")
+SV = np.array([[2, 0], [0.5j, 2]])
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("form", ["s + s.T", "s.T + s", "s @ s.T", "diag"])
+def test_a_complex_symmetric_matrix_takes_no_determinant_from_its_factor(linker, form):
+    # a complex s + s^T is complex-symmetric, not Hermitian: its Cholesky factor reads
+    # the lower triangle as Hermitian, the determinant of another matrix (15.75, not 16.25)
+    a, value = {"s + s.T": (CS + CS.T, SV + SV.T), "s.T + s": (CS.T + CS, SV + SV.T),
+                "s @ s.T": (CS @ CS.T, SV @ SV.T),
+                "diag": (wt.diag(wt.diagonal(CS)), np.diag(np.diag(SV + 1j)))}[form]
+    entry = SV + 1j if form == "diag" else SV
+    outs = [la.det(a), *la.slogdet(a), la.cholesky(a)]
+    f = wb.function([CS], outs, linker=linker)
+    g = wb.function([CS], outs, mode=wb.Mode(linker=linker))
+    assert "local_det_from_cholesky" not in f.maker.rewrite_trace.rewrites_used()
+    sign, logabsdet = np.linalg.slogdet(value)
+    for compiled in (f, g):
+        det, s, l, _ = compiled(entry)
+        np.testing.assert_allclose(det, np.linalg.det(value), rtol=1e-12)
+        np.testing.assert_allclose([s, l], [sign, logabsdet], rtol=1e-12)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("form", ["s + s^H", "s @ s^H", "s^H @ s"])
+def test_a_hermitian_matrix_takes_its_determinant_from_its_factor(linker, form):
+    a, value = {"s + s^H": (CS + wt.conj(CS).T, SV + SV.conj().T),
+                "s @ s^H": (CS @ wt.conj(CS.T), SV @ SV.conj().T),
+                "s^H @ s": (wt.conj(CS).T @ CS, SV.conj().T @ SV)}[form]
+    outs = [la.det(a), *la.slogdet(a), la.cholesky(a)]
+    f = wb.function([CS], outs, linker=linker)
+    g = wb.function([CS], outs, mode=wb.Mode(linker=linker))
+    assert "local_det_from_cholesky" in f.maker.rewrite_trace.rewrites_used()
+    sign, logabsdet = np.linalg.slogdet(value)
+    for compiled in (f, g):
+        det, s, l, _ = compiled(SV)
+        np.testing.assert_allclose(det, np.linalg.det(value), rtol=1e-12)
+        np.testing.assert_allclose([s, l], [sign, logabsdet], rtol=1e-12)

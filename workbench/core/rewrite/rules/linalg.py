@@ -14,12 +14,13 @@ into zeros -- and ``eye(n) * x`` are diagonal):
 - ``local_det_of_triangular``: ``det(t) -> prod(diagonal(t))`` for a triangular or
   diagonal `t` (so ``det(diag(x)) -> prod(x)`` up to reading the diagonal), and
   ``slogdet(t)`` from the diagonal the same way.
-- ``local_det_from_cholesky``: ``det(a)`` / ``slogdet(a)`` of a matrix known symmetric
-  (``x @ x^T``, ``s + s^T``, diagonal) that the graph also factorises (``cholesky(a)``)
-  from that factor's diagonal: ``prod(diag(L))^2`` and ``(1, 2 sum(log(diag(L))))``,
-  no LU. Exact for the positive-definite matrices the factorisation accepts (it raises
-  for the others, and stays in the graph); declined for any other `a`, whose other
-  triangle the factor never read.
+- ``local_det_from_cholesky``: ``det(a)`` / ``slogdet(a)`` of a matrix known Hermitian
+  (``x @ x^H``, ``s + s^H``, a real diagonal; ``^H`` is ``^T`` for real dtypes) that
+  the graph also factorises (``cholesky(a)``) from that factor's diagonal:
+  ``prod(diag(L))^2`` and ``(1, 2 sum(log(diag(L))))``, no LU. Exact for the
+  positive-definite matrices the factorisation accepts (it raises for the others, and
+  stays in the graph); declined for any other `a`, whose other triangle the factor
+  never read.
 - ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t` (a
   Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
   `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
@@ -88,7 +89,7 @@ __all__ = [
     "local_cholesky_outer_product_unchecked", "local_det_from_cholesky",
     "local_det_of_triangular", "local_inv_dot_to_solve", "local_log_det_to_slogdet",
     "local_solve_diagonal_matrix", "local_solve_triangular_matrix", "masked_triangle",
-    "symmetric_matrix", "transposed_source", "triangular_structure",
+    "adjoint_of", "symmetric_matrix", "transposed_source", "triangular_structure",
 ]  # fmt: skip
 
 
@@ -106,21 +107,33 @@ def transposed_source(var: Variable) -> Variable | None:
     return node.inputs[0]
 
 
+def adjoint_of(y: Variable, x: Variable) -> bool:
+    """Whether `y` is known to be x's conjugate transpose: ``x^T`` for a real `x`,
+    ``conj(x)^T`` or ``conj(x^T)`` for a complex one (a complex ``x^T`` is not)."""
+    if not x.type.dtype.is_complex:
+        return transposed_source(y) is x
+    if owner_scalar_op(y, smath.Conj) is not None and transposed_source(y.owner.inputs[0]) is x:
+        return True
+    source = transposed_source(y)
+    return (source is not None and owner_scalar_op(source, smath.Conj) is not None
+            and source.owner.inputs[0] is x)
+
+
 def symmetric_matrix(var: Variable) -> bool:
-    """Whether `var` is known symmetric by construction: ``x @ x^T`` / ``x^T @ x`` (real
-    `x`; a Dot or MatMul), ``s + s^T``, or a diagonal matrix."""
+    """Whether `var` is known Hermitian (symmetric when real) by construction, as a
+    Cholesky factorisation reads it: ``x @ x^H`` / ``x^H @ x`` (a Dot or MatMul),
+    ``s + s^H``, or a real diagonal matrix. A complex ``s + s^T`` or ``x @ x^T`` is
+    complex-symmetric, not Hermitian, and a complex diagonal has an imaginary part
+    the factorisation drops: none of them counts."""
     node = var.owner
     if node is None or var.type.ndim < 2:
         return False
-    if isinstance(node.op, (Dot, MatMul)) and len(node.inputs) == 2:
-        x, y = node.inputs
-        return (not x.type.dtype.is_complex
-                and (transposed_source(y) is x or transposed_source(x) is y))
-    if (isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, smath.Add)
+    if ((isinstance(node.op, (Dot, MatMul))
+         or (isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, smath.Add)))
             and len(node.inputs) == 2):
         x, y = node.inputs
-        return transposed_source(y) is x or transposed_source(x) is y
-    return var.type.ndim == 2 and diagonal_matrix(var)
+        return adjoint_of(y, x) or adjoint_of(x, y)
+    return var.type.ndim == 2 and not var.type.dtype.is_complex and diagonal_matrix(var)
 
 
 def diagonal_matrix(var: Variable) -> bool:
