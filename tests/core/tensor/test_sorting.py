@@ -232,3 +232,32 @@ def test_unique_equal_nan_as_numpy(linker: str) -> None:
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert str(wt.unique(x, equal_nan=False).owner.op) == "Unique{equal_nan=False}"
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str) -> None:
+    """NumPy's refusals when run: edges that decrease, equal bins too narrow (or wide)
+    for float, weights of another shape; complex weights give complex counts (they
+    were refused)."""
+    x, w, z, e = wt.dvector("x"), wt.dvector("w"), wt.zvector("z"), wt.dvector("e")
+    f = wb.function([x, w, z, e], [*wt.histogram(x, 3, weights=w),
+                                   wt.histogram(x, 3, weights=z, density=True)[0],
+                                   wt.histogram(x, e)[0]], linker=linker)
+    a, weights = np.array([1.0, 2.0, 3.0, 3.0]), np.array([1.0, 2.0, 0.5, 4.0])
+    complex_weights, edges = np.array([1, 2j, 3, 1 + 1j]), np.array([0.0, 1.0, 1.0, 3.0])
+    got = f(a, weights, complex_weights, edges)
+    want = [*np.histogram(a, 3, weights=weights),
+            np.histogram(a, 3, weights=complex_weights, density=True)[0],
+            np.histogram(a, edges)[0]]
+    for g, expected in zip(got, want):
+        assert g.dtype == expected.dtype
+        np.testing.assert_allclose(g, expected, rtol=1e-15)
+    with pytest.raises(ValueError, match="bins must increase monotonically"):
+        f(a, weights, complex_weights, np.array([0.0, 2.0, 1.0]))
+    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+        f(a, weights[:3], complex_weights, edges)
+    with pytest.raises(ValueError, match="cannot create 3 finite-sized bins"):
+        f(np.array([-1e308, 1e308]), np.ones(2), np.ones(2, complex), edges)
+    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+        wt.histogram(x, 3, weights=wt.dmatrix("m"))

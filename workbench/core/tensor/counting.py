@@ -338,7 +338,7 @@ def _edges(a: Variable, bins: Any, range: Any, weights: Any) -> tuple[Variable, 
         if bins < 1:
             raise ValueError(f"histogram: bins must be a positive int, got {bins}")
         lo, hi = _outer_edges(a, range, dtype)
-        return linspace(lo, hi, int(bins) + 1), int(bins)
+        return _finite_sized(linspace(lo, hi, int(bins) + 1), int(bins)), int(bins)
     if isinstance(bins, str):
         from workbench.core.tensor.creation import arange
         from workbench.core.tensor.histogram_bins import bin_count
@@ -351,14 +351,48 @@ def _edges(a: Variable, bins: Any, range: Any, weights: Any) -> tuple[Variable, 
         n_bins = bin_count(bins, a, lo, hi, trim=range is not None)
         # numpy.linspace(lo, hi, n_bins + 1): start + j * step, the last edge exactly hi
         edges = arange(n_bins + 1).astype(dtype) * ((hi - lo) / n_bins.astype(dtype)) + lo
-        return set_subtensor(edges[-1], hi), n_bins
+        return _finite_sized(set_subtensor(edges[-1], hi), "the"), n_bins
     edges = as_tensor_variable(bins)
     if edges.type.ndim != 1:
         raise ValueError(f"histogram: bins must be an int or a 1-d tensor of edges, got "
                          f"{edges.type}")
-    from workbench.core.tensor.shape import shape_tuple
+    from workbench.core.tensor.math import gt
+    from workbench.core.tensor.reduction import any
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
 
+    edges = check_and_raise(edges, [~any(gt(edges[:-1], edges[1:]))], "ValueError",
+                            "histogram: bins must increase monotonically, when an array")
     return edges, shape_tuple(edges)[0] - 1
+
+
+def _finite_sized(edges: Variable, n_bins: Any) -> Variable:
+    """Equal bins' `edges`, checked when run as NumPy does: each edge above the one before
+    (a range too wide for float, or too narrow for `n_bins` bins, is refused)."""
+    from workbench.core.tensor.math import ge
+    from workbench.core.tensor.reduction import any
+    from workbench.core.tensor.shape import check_and_raise
+
+    return check_and_raise(edges, [~any(ge(edges[:-1], edges[1:]))], "ValueError",
+                           f"histogram: too many bins for the data range; cannot create "
+                           f"{n_bins} finite-sized bins")
+
+
+def _same_shape_weights(w: Variable, a: Variable) -> Variable:
+    """histogram's `weights`, which NumPy requires of a's shape (checked when run)."""
+    from workbench.core.tensor.math import and_, eq
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+
+    message = f"histogram: weights should have the same shape as a, got {w.type} and {a.type}"
+    if w.type.ndim != a.type.ndim:
+        raise ValueError(message)
+    same: Any = True
+    for n, m in zip(shape_tuple(w), shape_tuple(a)):
+        if isinstance(n, int) and isinstance(m, int):
+            if n != m:
+                raise ValueError(message)
+            continue
+        same = eq(n, m) if same is True else and_(same, eq(n, m))
+    return check_and_raise(w, [same], "ValueError", message)
 
 
 def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
@@ -380,7 +414,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     from workbench.core.tensor.reshape import flatten
     from workbench.core.tensor.sort import searchsorted
 
-    a = flatten(as_tensor_variable(a))
+    a = as_tensor_variable(a)
+    if weights is not None:
+        weights = _same_shape_weights(as_tensor_variable(weights), a)
+    a = flatten(a)
     edges, n_bins = _edges(a, bins, range, weights)
     first, last = edges[0], edges[-1]
     position = searchsorted(edges, a, side="right") - 1
@@ -392,9 +429,16 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     if weights is None:
         counts = bincount(position)[:n_bins]
     else:
-        w = flatten(as_tensor_variable(weights))
+        w = flatten(weights)
         w = concatenate([w, zeros((1,), w.type.dtype)])
-        counts = cast(bincount(position, w)[:n_bins], w.type.dtype)
+        if w.type.dtype.is_complex:  # NumPy sums complex weights: the two parts apart
+            from workbench.core.tensor.grids import complex_from_parts
+            from workbench.core.tensor.math import imag, real
+
+            re, im = (bincount(position, part(w))[:n_bins] for part in (real, imag))
+            counts = cast(complex_from_parts(re, im), w.type.dtype)
+        else:
+            counts = cast(bincount(position, w)[:n_bins], w.type.dtype)
     if density:
         widths = edges[1:] - edges[:-1]
         counts = counts / sum(counts) / widths

@@ -263,7 +263,7 @@ def _interp_real(x: Variable, xp: Variable, fp: Variable, left: Any, right: Any
     return switch(gt(x, xp[-1]), fp[-1] if right is None else right, y)
 
 
-def _complex_from_parts(re: Variable, im: Variable) -> Variable:
+def complex_from_parts(re: Variable, im: Variable) -> Variable:
     """``re + 1j * im`` as complex128, exact for infinite and NaN `im` too (``inf * 1j``
     is ``nan + inf j`` in complex arithmetic: those parts are added as constants)."""
     from workbench.core.tensor.math import gt, isfinite, isnan, switch
@@ -351,4 +351,4 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
                           None if other is None else part(other))
              for part, edge, other in ((real, left, right), (imag, left, right))]
     # NumPy's complex interp gives NaN + 0j at a NaN x
-    return _complex_from_parts(parts[0], switch(isnan(x), 0.0, parts[1]))
+    return complex_from_parts(parts[0], switch(isnan(x), 0.0, parts[1]))
