@@ -280,6 +280,19 @@ def test_cross_of_2_vectors_warns_and_computes_as_numpy() -> None:
         np.testing.assert_array_equal(got_mixed, np.cross(values[1], values[2]))
 
 
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_linspace_and_logspace_of_complex_endpoints(linker: str) -> None:
+    a, b = wt.zscalar("a"), wt.zmatrix("b")
+    f = wb.function([a, b], [wt.linspace(a, b, 4, endpoint=False, axis=1),
+                             wt.logspace(a, b, 3)], linker=linker)
+    start, stop = np.array(1j), np.array([[2.0 + 0j], [1 - 1j]])
+    for got, want in zip(f(start, stop), [np.linspace(start, stop, 4, endpoint=False, axis=1),
+                                          np.logspace(start, stop, 3)]):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
 def test_interp_with_period_wraps_unsorted_knots() -> None:
     x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.dvector("fp")
     f = wb.function([x, xp, fp], wt.interp(x, xp, fp, period=360))

@@ -46,7 +46,10 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     start, stop = cast(start, work), cast(stop, work)
     delta = stop - start
     div = num - 1 if endpoint else num
-    steps = dimshuffle(arange(num, dtype=work), [0] + ["x"] * delta.type.ndim)
+    from workbench.core.tensor.linalg.base import real_dtype
+
+    # complex endpoints: real step counts (arange has no complex dtype), promoted below
+    steps = dimshuffle(arange(num, dtype=real_dtype(work)), [0] + ["x"] * delta.type.ndim)
     if div > 0:
         step = delta / div
         y = steps * step + start
