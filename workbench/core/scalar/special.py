@@ -75,15 +75,28 @@ def _torch_gamma(torch: Any, x: Any) -> Any:
 
 
 def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
-    """torch's polygamma takes one integer order: one call per distinct order present."""
+    """torch's polygamma takes one integer order: one call per distinct order present.
+    For x < 0 it sums term by term up to x = 0 (for ever at x = -1e15): there, as the
+    NumPy kernel, the reflection (-1)^n psi^(n)(1 - x) - d^n/dx^n pi cot(pi x), and NaN
+    below -ZETA_MOST_STEPS above REFLECT_MAX_ORDER; torch never sees such an x."""
     n, x = torch.broadcast_tensors(n, x)
     out = torch.full_like(x, float("nan"))
+    pole = (x <= 0) & (x == torch.floor(x))
     for order in torch.unique(n).tolist():
-        if order >= 0 and order == int(order):
-            where = n == order
-            out[where] = torch.special.polygamma(int(order), x[where])
+        if not (order >= 0 and order == int(order)):
+            continue
+        where = n == order
+        xs = x[where]
+        reflect = (xs < 0) & (xs != torch.floor(xs)) & (0 < order <= kernels.REFLECT_MAX_ORDER)
+        far = ((xs < -kernels.ZETA_MOST_STEPS) & ~reflect) | (pole[where] & (order > 0))
+        shown = torch.where(reflect, 1 - xs, torch.where(far, torch.ones_like(xs), xs))
+        value = torch.special.polygamma(int(order), shown)
+        if bool(reflect.any()):
+            g = kernels.cot_derivatives(kernels.pi_cot_pi(xs, torch), int(order))[-1]
+            value = torch.where(reflect, (-1) ** int(order) * value - g, value)
+        out[where] = torch.where(far, float("nan"), value)
     # torch's polygamma is finite at the poles: (-1)^(n+1) inf there, as SciPy
-    pole = (n >= 1) & (x <= 0) & (x == torch.floor(x))
+    pole = (n >= 1) & pole
     signed_inf = torch.where(torch.remainder(n, 2) == 1, float("inf"), float("-inf"))
     return torch.where(pole, signed_inf.to(x.dtype), out)
 
@@ -175,7 +188,8 @@ digamma = declare(
     reference="scipy.special.digamma")
 polygamma = declare(
     "PolyGamma", "polygamma", "The n-th derivative of digamma at x (n = 0, 1, 2, ...; "
-    "NaN for other n).", nin=2, numpy=kernels.polygamma, c="wb_polygamma",
+    "NaN for other n); x < 0 by the reflection formula, accurate for any x up to n = 140.",
+    nin=2, numpy=kernels.polygamma, c="wb_polygamma",
     torch=_torch_polygamma,
     derivative=lambda n, x, z: (None, polygamma(n + 1.0, x)),
     domain=((1, 1), (0.5, 5)), reference="scipy.special.polygamma",

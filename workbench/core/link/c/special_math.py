@@ -48,7 +48,8 @@ static inline double wb_pi_cot_pi(double x) {
   /* pi cot(pi x) with pi x reduced exactly (special_kernels.pi_cot_pi) */
   double r = x - round(x);
   if (fabs(r) < WB_COT_SERIES_BELOW) return 1 / r - (WB_PI * WB_PI / 3) * r;
-  return WB_PI / tan(WB_PI * r);
+  if (fabs(r) <= 0.25) return WB_PI / tan(WB_PI * r);
+  return WB_PI * copysign(tan(WB_PI * (0.5 - fabs(r))), r);  /* 0 at the half-integers */
 }
 """)
 
@@ -58,6 +59,27 @@ static inline double wb_gammaln_float64(double x) {
 }
 WB_FLOAT32_OF(wb_gammaln)
 """)
+
+_define("wb_pi_cot_pi_derivative", r"""
+#define WB_REFLECT_MAX_ORDER """ + str(special_kernels.REFLECT_MAX_ORDER) + r"""
+static inline double wb_pi_cot_pi_derivative(int n, double x) {
+  /* g = pi cot(pi x): g' = -(pi^2 + g^2), g^(m+1) = -sum_k C(m, k) g^(k) g^(m-k) */
+  double g[WB_REFLECT_MAX_ORDER + 1];
+  g[0] = wb_pi_cot_pi(x);
+  if (n >= 1) g[1] = -(WB_PI * WB_PI + g[0] * g[0]);
+  for (int m = 1; m < n; m++) {
+    double total = 0, binomial = 1;  /* C(m, k) */
+    int k = 0;
+    for (; 2 * k + 1 <= m; k++) {
+      total += 2 * binomial * g[k] * g[m - k];
+      binomial = binomial * (m - k) / (k + 1);
+    }
+    if (m % 2 == 0) total += binomial * g[k] * g[k];
+    g[m + 1] = -total;
+  }
+  return g[n];
+}
+""", "wb_pi_cot_pi")
 
 _define("wb_digamma", r"""
 static inline double wb_digamma_float64(double x) {
@@ -103,10 +125,13 @@ static inline double wb_polygamma_float64(double n, double x) {
   if (!(n >= 0) || n != floor(n)) return NAN;
   if (n == 0) return wb_digamma_float64(x);
   double sign = fmod(n, 2.0) == 1.0 ? 1.0 : -1.0;
+  if (n <= WB_REFLECT_MAX_ORDER && x < 0 && x != floor(x))  /* the reflection */
+    return -tgamma(n + 1) * wb_hurwitz_zeta_float64(n + 1, 1 - x)  /* (-1)^n psi^(n)(1-x) */
+           - wb_pi_cot_pi_derivative((int)n, x);
   return sign * tgamma(n + 1) * wb_hurwitz_zeta_float64(n + 1, x);
 }
 WB_FLOAT32_OF2(wb_polygamma)
-""", "wb_digamma", "wb_hurwitz_zeta")
+""", "wb_digamma", "wb_hurwitz_zeta", "wb_pi_cot_pi_derivative")
 
 _define("wb_stirling", r"""
 static inline double wb_stirling_float64(double x) {
