@@ -261,3 +261,13 @@ def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str
         f(np.array([-1e308, 1e308]), np.ones(2), np.ones(2, complex), edges)
     with pytest.raises(ValueError, match="weights should have the same shape as a"):
         wt.histogram(x, 3, weights=wt.dmatrix("m"))
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
+    x, w = wt.lvector("x"), wt.dvector("w")
+    f = wb.function([x, w], wt.bincount(x, w), linker=linker)
+    np.testing.assert_array_equal(f(np.array([0, 2]), np.array([1.5, 2.0])), [1.5, 0, 2.0])
+    with pytest.raises(ValueError, match="weights and x must have the same length"):
+        f(np.array([0, 0, 2]), np.ones(2))

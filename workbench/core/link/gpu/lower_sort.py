@@ -148,6 +148,9 @@ def lower_bincount(node: Apply, ctx: LowerContext) -> Kernel:
         if x.numel() and int(x.min()) < 0:
             raise ValueError(f"bincount: x must be non-negative, got the value {int(x.min())}")
         w = astype(weights[0], dtypes.float64) if weights else None
+        if w is not None and len(w) != len(x):  # perform's message, not torch's
+            raise ValueError(f"bincount: weights and x must have the same length, got "
+                             f"{len(w)} and {len(x)}")
         out = torch.bincount(x, w, minlength=minlength)
         return [out.to(torch.float64 if weights else torch.int64)]
 
