@@ -93,10 +93,13 @@ def test_bench_runs_the_suite_and_prints_json_rows():
     assert document["quick"] is True
     rows = document["rows"]
     cases = {row["case"] for row in rows}
-    assert cases == {"call overhead scalar", "call overhead scalar trust_input",
-                     "call overhead vector[10]", "call overhead vector[10] trust_input"}
+    # Every case is measured in both call patterns (issue 22): back-to-back and interleaved.
+    assert cases == {f"call overhead {case} [{pattern}]"
+                     for case in ("scalar", "scalar trust_input", "vector[10]",
+                                  "vector[10] trust_input")
+                     for pattern in ("back-to-back", "interleaved")}
     subject = [row for row in rows if row["impl"] == "workbench c"]
-    assert len(subject) == 4 and all(row["seconds"] > 0 and row["ratio"] == 1.0
+    assert len(subject) == 8 and all(row["seconds"] > 0 and row["ratio"] == 1.0
                                      for row in subject)
     assert any("PyTensor: skipped" in note for note in document["notes"])
 
