@@ -270,6 +270,68 @@ def test_rop_falls_back_per_node_or_raises_when_told() -> None:
         wb.Rop(y, x, v, use_op_rop_implementation=True)
 
 
+class Product(Op):
+    """x * y with a gradient but no R_op: a node with two moving inputs."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any, y: Any) -> Apply:  # type: ignore[override]
+        x, y = wt.as_tensor_variable(x), wt.as_tensor_variable(y)
+        return Apply(self, [x, y], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list[list[Any]]) -> None:
+        out[0][0] = inputs[0] * inputs[1]
+
+    def grad(self, inputs: Sequence[Variable], g: Sequence[Variable]) -> list[Variable]:
+        x, y = inputs
+        return [g[0] * y, g[0] * x]
+
+
+_LA = wt.linalg
+_SPD = RNG.normal(size=(3, 3)) @ RNG.normal(size=(3, 3)).T + 3 * np.eye(3)
+#: graphs in which a node without its own R_op (or with one) has a moving input computed
+#: from another of its moving inputs: the fallback once counted that dependence twice
+DEPENDENT_INPUTS: list[tuple[str, Callable[[Variable, Variable], Variable]]] = [
+    ("product_of_x_and_exp_x", lambda x, b: Product()(x, wt.exp(x))),
+    ("nested_products", lambda x, b: Product()(x, Product()(x, b)) + Product()(x, x)),
+    ("cho_solve", lambda x, b: _LA.cho_solve((_LA.cholesky(x), True), b)),
+    ("solve_triangular_of_x_and_x_b",
+     lambda x, b: _LA.solve_triangular(x, x @ b, lower=True, trans="T")),
+    ("solve_triangular_unit_vector",
+     lambda x, b: _LA.solve_triangular(x, x[:, 0] + b[:, 1], unit_diagonal=True)),
+    ("gp_log_likelihood", lambda x, b: _LA.cho_solve((_LA.cholesky(x), True), b).sum()
+     + 2 * wt.log(_LA.diagonal(_LA.cholesky(x))).sum()),
+]
+
+
+@pytest.mark.parametrize("name,build", DEPENDENT_INPUTS, ids=[n for n, _ in DEPENDENT_INPUTS])
+def test_rop_through_a_node_whose_moving_inputs_depend_on_each_other(
+        name: str, build: Callable[..., Variable]) -> None:
+    x, b, ex = wt.dmatrix("x"), wt.dmatrix("b"), wt.dmatrix("ex")
+    y = build(x, b)
+    xv, bv, dv = _SPD, RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
+    f = fn([x, b], y)
+    numeric = (f(xv + 1e-6 * dv, bv) - f(xv - 1e-6 * dv, bv)) / 2e-6
+    forward = fn([x, b, ex], wb.Rop(y, x, ex))(xv, bv, dv)
+    whole = fn([x, b, ex], wb.Rop(y, x, ex, use_op_rop_implementation=False))(xv, bv, dv)
+    np.testing.assert_allclose(forward, whole, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(forward, numeric, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("trans", ["N", "T"])
+@pytest.mark.parametrize("unit_diagonal", [False, True])
+def test_solve_triangular_has_its_own_r_op(trans: str, unit_diagonal: bool) -> None:
+    x, b, ex, eb = wt.dmatrix("x"), wt.dmatrix("b"), wt.dmatrix("ex"), wt.dmatrix("eb")
+    y = _LA.solve_triangular(x, b, lower=False, trans=trans, unit_diagonal=unit_diagonal)
+    r = wb.Rop(y, [x, b], [ex, eb], use_op_rop_implementation=True)  # no fallback
+    xv, bv, dx, db = (RNG.normal(size=(3, 3)) for _ in "1234")
+    xv = xv + 4 * np.eye(3)
+    f = fn([x, b], y)
+    numeric = (f(xv + 1e-6 * dx, bv + 1e-6 * db) - f(xv - 1e-6 * dx, bv - 1e-6 * db)) / 2e-6
+    np.testing.assert_allclose(fn([x, b, ex, eb], r)(xv, bv, dx, db), numeric, rtol=1e-6,
+                               atol=1e-7)
+
+
 @settings(max_examples=5, deadline=None)
 @given(m=st.integers(1, 3), n=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_lop_and_rop_agree_with_the_jacobian_at_random_shapes(m: int, n: int, seed: int) -> None:

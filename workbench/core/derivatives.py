@@ -105,11 +105,7 @@ def _rop_forward(fs: list[Variable], wrt: list[Variable], vs: list[Variable],
         except MethodNotDefined:
             if not fallback:
                 raise
-            moving: dict[Variable, Variable] = {}
-            for v, p in zip(node.inputs, points):
-                if p is not None:
-                    moving[v] = p
-            results = _rop_double_lop(list(node.outputs), list(moving), list(moving.values()))
+            results = _rop_of_node(node, points)
         if len(results) != len(node.outputs):
             raise TypeError(f"{node.op}.R_op returned {len(results)} results for "
                             f"{len(node.outputs)} outputs")
@@ -117,6 +113,23 @@ def _rop_forward(fs: list[Variable], wrt: list[Variable], vs: list[Variable],
             if r is not None:
                 tangent[out] = r
     return [tangent.get(f_) for f_ in fs]
+
+
+def _rop_of_node(node: Apply, points: list[Variable | None]) -> list[Variable | None]:
+    """The tangents of `node`'s outputs by the double-L_op construction on that node
+    alone: its moving inputs (those with a tangent in `points`) are replaced by
+    stand-ins, so no derivative flows through the graph above the node. (Taken wrt
+    the inputs themselves, a moving input computed from another -- solve_triangular(c,
+    c @ b) -- passed its dependence on the other twice: once through the graph, once
+    through its own tangent.)"""
+    stand_ins = [v.type() if p is not None else v for v, p in zip(node.inputs, points)]
+    local = node.clone_with_new_inputs(stand_ins)
+    moving = [(s, p) for s, p in zip(stand_ins, points) if p is not None]
+    results = _rop_double_lop(list(local.outputs), [s for s, _ in moving],
+                              [p for _, p in moving])
+    back = {s: v for s, v, p in zip(stand_ins, node.inputs, points) if p is not None}
+    back.update(zip(local.outputs, node.outputs))
+    return [None if r is None else clone_replace(r, back) for r in results]
 
 
 def _rop_double_lop(fs: list[Variable], wrt: list[Variable], vs: list[Variable]

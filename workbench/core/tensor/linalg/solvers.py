@@ -322,6 +322,27 @@ class SolveTriangular(_SolveOp):
         ga = triangle(g, self.lower, strict=self.unit_diagonal)
         return [sum_to_input(ga, a, 2), sum_to_input(gb, b, self.b_ndim)]
 
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        """``dx = op(t)^-1 (db - op(dt) x)``, dt the change of the triangle read."""
+        from workbench.core.tensor import math as tm
+
+        (a, b), (ea, eb) = inputs, eval_points
+        if ea is None and eb is None:
+            return [None]
+        x = self(a, b)
+        rhs = eb
+        if ea is not None:
+            dt = triangle(ea, self.lower, strict=self.unit_diagonal)
+            if self.trans:
+                dt = tm.conj(transpose(dt)) if self.conjugate else transpose(dt)
+            if self.b_ndim == 1:
+                prod = drop_axis(matmul(dt, add_axis(x, -1)), -1)
+            else:
+                prod = matmul(dt, x)
+            rhs = tm.neg(prod) if rhs is None else tm.sub(rhs, prod)
+        return [self.unchecked()(a, rhs)]
+
 
 class TriangularMatmul(LinalgOp):
     """``op(t) @ b`` with `t` the lower (or upper) triangle of `a` and op the transpose
