@@ -62,6 +62,10 @@ TABLE = [
     ("svd", lambda a: la.svd(a)[1], lambda a: np.linalg.svd(a)[1], [("nan", (NAN,))]),
     ("pinv", la.pinv, np.linalg.pinv, [("nan", (NAN,))]),
     ("expm", la.expm, sl.expm, [("non_square", (NON_SQUARE,)), ("nan", (NAN,))]),
+    ("matrix_power", lambda a: la.matrix_power(a, 1), lambda a: np.linalg.matrix_power(a, 1),
+     [("non_square", (NON_SQUARE,))]),
+    ("lstsq", lambda a, b: la.lstsq(a, b)[0], lambda a, b: np.linalg.lstsq(a, b)[0],
+     [("mismatched_b", (SQUARE, B3)), ("nan", (NAN, B2))]),
 ]
 
 CASES = [(name, bad, ours, ref, values) for name, ours, ref, rows in TABLE
@@ -81,7 +85,7 @@ def _outcome(call):
 
 def _function_name(name: str) -> str:
     return {"solve_pos": "solve", "solve_unchecked": "solve", "cho_solve": "solve_triangular",
-            "pinv": "svd"}.get(name, name)
+            "pinv": "svd", "lstsq": "svd"}.get(name, name)
 
 
 def _assert_same_outcome(name, expected, got):

@@ -60,7 +60,8 @@ from workbench.core.tensor.type import TensorType, format_shape
 from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = ["MISMATCH_MESSAGE", "SQUARE_MESSAGE", "LinAlgError", "LinAlgWarning", "LinalgOp",
-           "as_lapack_operands", "linalg_error", "real_dtype", "shape_error",
+           "ShapeCheck", "as_lapack_operands", "linalg_error", "real_dtype", "shape_checked",
+           "shape_error",
            "warn_if_ill_conditioned", "warn_ill_conditioned"]
 
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
@@ -388,6 +389,77 @@ def _shape_checked_perform(perform: Any) -> Any:
         perform(self, node, inputs, output_storage)
 
     return checked
+
+
+class ShapeCheck(LinalgOp):
+    """Its first input, unchanged (a view), once the core shapes of all its inputs fit
+    `signature` (`check_core_shapes`: a matrix that must be square, lengths that must
+    agree), raising what `function` raises: numpy's LinAlgError for `matrix_power` and
+    `lstsq`, which are composed of products whose own error would be another. Put in
+    the graph only where the shapes are not known statically (else the function checks
+    them when built); any dtype (matrix_power of integers)."""
+
+    __props__ = ("function", "signature")
+    view_map = {0: [0]}  # noqa: RUF012 (the Op contract's class attribute)
+
+    def __init__(self, function: str, signature: str) -> None:
+        self.function, self.signature = str(function), str(signature)
+
+    @property
+    def function_name(self) -> str:  # type: ignore[override]
+        return self.function
+
+    @property
+    def gufunc_signature(self) -> str:  # type: ignore[override]
+        return self.signature
+
+    def make_node(self, *inputs: Any) -> Apply:
+        inputs = [as_tensor_variable(v) for v in inputs]
+        ins, _ = parse_gufunc_signature(self.signature)
+        for position, (var, core) in enumerate(zip(inputs, ins)):
+            if var.type.ndim < len(core):
+                raise self.shape_error(f"{self.function}: {self.input_name(position)} has "
+                                       f"{var.type.ndim} dimension(s) but needs at least "
+                                       f"{len(core)}")
+        self.check_core_shapes([v.type.shape for v in inputs])
+        return Apply(self, inputs, [inputs[0].type()])
+
+    def pprint_text(self, args: Sequence[str]) -> str:
+        return args[0]
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
+                ) -> None:
+        output_storage[0][0] = inputs[0]  # the checked-perform wrapper checked the shapes
+
+    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
+                    ) -> list[tuple[Any, ...]]:
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True]] + [[False] for _ in node.inputs[1:]]
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             output_grads: Sequence[Variable]) -> list[Variable]:
+        from workbench.core.graph.type import disconnected_type
+
+        return [output_grads[0], *(disconnected_type() for _ in inputs[1:])]
+
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Variable | None]
+             ) -> list[Variable | None]:
+        return [eval_points[0]]
+
+
+def shape_checked(function: str, signature: str, *values: Variable) -> Variable:
+    """`values[0]`, through a `ShapeCheck` when some core length of `values` is not
+    known statically (the check then happens when run); static shapes are checked
+    here, now."""
+    check = ShapeCheck(function, signature)
+    ins, _ = parse_gufunc_signature(signature)
+    core = [v.type.shape[v.type.ndim - len(c):] for v, c in zip(values, ins)]
+    if all(length is not None for lengths in core for length in lengths):
+        check.check_core_shapes([v.type.shape for v in values])
+        return values[0]
+    return check(*values)
 
 
 # -- conversion of user inputs ---------------------------------------------------------

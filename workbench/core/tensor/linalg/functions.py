@@ -21,12 +21,12 @@ import numpy as np
 
 from workbench.core.graph.basic import Variable
 from workbench.core.tensor.linalg.base import (
-    SQUARE_MESSAGE,
     LinAlgError,
     add_axis,
     as_lapack_operands,
     conj_transpose,
     real_dtype,
+    shape_checked,
 )
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -304,10 +304,7 @@ def matrix_power(a: Any, n: int) -> Variable:
     a = as_tensor_variable(a)
     if a.type.ndim < 2:
         raise LinAlgError(f"matrix_power: a must have at least 2 dimensions, got {a.type}")
-    m, k = a.type.shape[-2:]
-    if m is not None and k is not None and m != k:
-        raise LinAlgError(SQUARE_MESSAGE.format(function="matrix_power", what="a", rows=m,
-                                                cols=k))
+    a = shape_checked("matrix_power", "(m,m)->(m,m)", a)  # numpy's LinAlgError, now or run
     n = int(n)
     if n == 0:
         return _tm().add(zeros_like(a), eye(shape_tuple(a)[-1], dtype=a.type.dtype))
@@ -372,10 +369,9 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
     a, b = as_lapack_operands("lstsq", a, b, min_ndims=(2, 1))
     if a.type.ndim != 2 or b.type.ndim > 2:
         raise LinAlgError(f"lstsq: a must be 2-d and b 1-d or 2-d, got {a.type} and {b.type}")
-    rows, b_rows = a.type.shape[0], b.type.shape[0]
-    if rows is not None and b_rows is not None and rows != b_rows:
-        raise LinAlgError(f"lstsq: incompatible dimensions: a has {rows} rows but b has "
-                          f"{b_rows}")
+    # numpy's LinAlgError for b's rows, now or when run (the products would raise another)
+    a = shape_checked("lstsq", "(m,n),(m)->(m,n)" if b.type.ndim == 1 else
+                      "(m,n),(m,k)->(m,n)", a, b)
     m, n = shape_tuple(a)
     u, s, vh = svd(a, full_matrices=False)
     if rcond is None:
