@@ -271,3 +271,27 @@ def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
     np.testing.assert_array_equal(f(np.array([0, 2]), np.array([1.5, 2.0])), [1.5, 0, 2.0])
     with pytest.raises(ValueError, match="weights and x must have the same length"):
         f(np.array([0, 0, 2]), np.ones(2))
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_searchsorted_follows_numpys_nan_order(linker: str, dtype: str) -> None:
+    """NumPy sorts NaN last and searches as if NaN were above +inf (all NaNs equal,
+    -0.0 equal to 0.0): a sorted `a` ending in NaNs, with or without a sorter, on both
+    sides (the gpu linker returned len(a) for values above the last finite entry)."""
+    a, v = wt.TensorType(dtype, (None,))("a"), wt.TensorType(dtype, (None,))("v")
+    outputs = [wt.searchsorted(a, v, side=side, sorter=sorter)
+               for side in ("left", "right") for sorter in (None, wt.argsort(a))]
+    f = wb.function([a, v], outputs, linker=linker)
+    queries = np.array([5.0, np.nan, -np.nan, 2.0, 2.5, 0.0, -0.0, -np.inf, np.inf, 1.0],
+                       dtype)
+    for values in ([1.0, 2.0, np.nan], [3.0, 1.0, np.nan, 2.0, 2.0, -0.0, np.nan],
+                   [-np.inf, -0.0, 0.0, np.inf, np.inf], [np.nan, np.nan], []):
+        unsorted = np.array(values, dtype)
+        got = f(np.sort(unsorted), queries)[0::2] + f(unsorted, queries)[1::2]
+        want = [np.searchsorted(np.sort(unsorted), queries, side) for side in ("left", "right")]
+        want += [np.searchsorted(unsorted, queries, side, sorter=np.argsort(unsorted))
+                 for side in ("left", "right")]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)

@@ -5,7 +5,9 @@ Sorts use ``torch.sort(stable=True)`` (NaN sorts last, as in NumPy). `TopK`
 sorts too rather than calling ``torch.topk``, whose order among equal values is
 unspecified: the linkers must agree on the positions. `Unique` is computed from
 one stable sort (values, first positions, inverse and counts at once; NaNs
-counted as one value, as NumPy's ``equal_nan=True``). Complex values and the
+counted as one value, as NumPy's ``equal_nan=True``). `SearchSorted` of floats
+searches integer keys ordered as NumPy orders floats (NaN above +inf), where
+torch's own comparisons send NaN nowhere. Complex values and the
 unsigned dtypes torch cannot sort run on the host (the lowering declines them).
 """
 
@@ -60,6 +62,19 @@ def lower_topk(node: Apply, ctx: LowerContext) -> Kernel | None:
     return kernel
 
 
+def _ordered_keys(x: Any, torch: Any) -> Any:
+    """Signed integers ordered as NumPy orders the floats `x` when it sorts and
+    searches: -0.0 equal to 0.0, every NaN equal to every other and above +inf.
+    (torch compares NaN as neither below nor above anything, so its binary search
+    goes astray on a sorted array that ends in NaNs.)"""
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+    x = torch.where(x == 0, torch.zeros_like(x), x)  # -0.0 -> +0.0
+    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)  # one positive NaN
+    keys = x.view(bits)
+    sign_bits = torch.iinfo(bits).max  # a negative float: flip all but the sign bit
+    return keys ^ ((keys >> (8 * x.element_size() - 1)) & sign_bits)
+
+
 @register_lowering(SearchSorted)
 def lower_searchsorted(node: Apply, ctx: LowerContext) -> Kernel | None:
     a, v = node.inputs
@@ -72,8 +87,10 @@ def lower_searchsorted(node: Apply, ctx: LowerContext) -> Kernel | None:
 
     def kernel(a: Any, v: Any) -> list[Any]:
         a, v = astype(a, work), astype(v, work)
-        return [torch.searchsorted(a, v.reshape(-1), right=right).reshape(v.shape)
-                .to(torch.int64)]
+        if work.is_float:
+            a, v = _ordered_keys(a, torch), _ordered_keys(v, torch)
+        return [torch.searchsorted(a.contiguous(), v.reshape(-1), right=right)
+                .reshape(v.shape).to(torch.int64)]
 
     return kernel
 
