@@ -261,3 +261,10 @@ def test_rules_are_registered_with_their_pass_tags():
         tags = rewrite_db.tags_of(name)
         assert {pass_name, "fast_run"} <= tags, (name, tags)
         assert "rules" in (rewrite_db[name].source or "")
+
+
+def test_the_diagonal_solve_runs_in_c():
+    if "c" not in LINKERS:
+        pytest.skip("no C linker here")
+    f = wb.function([v, B], la.solve(wt.diag(v), B), linker="c")
+    assert "DiagonalSolve" in {type(n.op).__name__ for n in f.linker.report.c_nodes}

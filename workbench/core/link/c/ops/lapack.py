@@ -21,12 +21,14 @@ from workbench.core.link.c.ops.lapack_base import (
     lapack_available,
     lapack_symbol,
     messages,
+    not_finite_c,
     rows_check,
     typed,
 )
 from workbench.core.tensor.linalg.decompositions import Cholesky
 from workbench.core.tensor.linalg.solvers import (
     Det,
+    DiagonalSolve,
     Inv,
     SLogDet,
     Solve,
@@ -289,6 +291,84 @@ class SolveC(_SolveLikeC):
         return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
                                load_a=load, a_finite="wb_a_finite",
                                work=(*_condition_buffers(), ("wb_colsum", "%(rtype)s", "n")))
+
+
+@register_c_op(DiagonalSolve)
+class DiagonalSolveC(LapackC):
+    """``b / d`` for each matrix of the broadcast stack: `check_finite`'s pass over every
+    d and b first, then one over every d for a zero (the order of `perform`), then the
+    divisions. No LAPACK routine: the C is the loop."""
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        (d, b), (x,), fail, op = inputs, outputs, sub["fail"], self.op
+        nd = op.b_ndim
+        npy = DTYPES[str(node.outputs[0].type.dtype)].npy
+        k = "1" if nd == 1 else f"PyArray_DIM({b}, PyArray_NDIM({b}) - 1)"
+        sb1 = "0" if nd == 1 else f"PyArray_STRIDE({b}, PyArray_NDIM({b}) - 1)"
+        finite = ""
+        if op.check_finite:
+            finite = f"""
+  for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
+    const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
+    const char *pb = wb_la_at({b}, {nd}, wb_bshape, wb_bnd, wb_i);
+    int bad_d = 0, bad_b = 0;
+    for (npy_intp i = 0; i < n; ++i) {{
+      const %(ctype)s v = *(const %(ctype)s*)(pd + i * wb_sd);
+      bad_d |= !((v - v) == 0);
+      for (npy_intp j = 0; j < k; ++j) {{
+        const %(ctype)s w = *(const %(ctype)s*)(pb + i * wb_sb0 + j * wb_sb1);
+        bad_b |= !((w - w) == 0);
+      }}
+    }}
+    if (bad_d) {{ wb_status = -2; wb_pos = 0; }} else if (bad_b) {{ wb_status = -2; wb_pos = 1; }}
+  }}"""
+        code = f"""{{
+  {messages("Singular matrix: the diagonal matrix has a zero at position ")}
+  PyArrayObject *wb_arrs[2] = {{{d}, {b}}};
+  const int wb_cores[2] = {{1, {nd}}};
+  npy_intp wb_bshape[NPY_MAXDIMS]; int wb_bnd = 0;
+  if (wb_la_batch("solve", wb_arrs, wb_cores, 2, wb_bshape, &wb_bnd) < 0) {fail}
+  npy_intp wb_nb = 1;
+  for (int q = 0; q < wb_bnd; ++q) wb_nb *= wb_bshape[q];
+  {rows_check(op, d, b, nd, fail)}
+  const npy_intp n = PyArray_DIM({d}, PyArray_NDIM({d}) - 1), k = {k};
+  const npy_intp wb_sd = PyArray_STRIDE({d}, PyArray_NDIM({d}) - 1);
+  const npy_intp wb_sb0 = PyArray_STRIDE({b}, PyArray_NDIM({b}) - {nd}), wb_sb1 = {sb1};
+  npy_intp wb_dims[NPY_MAXDIMS];
+  for (int q = 0; q < wb_bnd; ++q) wb_dims[q] = wb_bshape[q];
+  wb_dims[wb_bnd] = n;
+  if ({nd} == 2) wb_dims[wb_bnd + 1] = k;
+  if (wb_la_out(&{x}, wb_bnd + {nd}, wb_dims, {npy}) < 0) {fail}
+  int wb_status = 0; long wb_pos = 0; npy_intp wb_where = 0;
+  {finite}
+  for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
+    const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
+    for (npy_intp i = 0; i < n; ++i)
+      if (*(const %(ctype)s*)(pd + i * wb_sd) == 0) {{
+        wb_status = 1; wb_pos = (long)i; wb_where = wb_i; break;
+      }}
+  }}
+  for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
+    const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
+    const char *pb = wb_la_at({b}, {nd}, wb_bshape, wb_bnd, wb_i);
+    %(ctype)s *out = (%(ctype)s*)PyArray_DATA({x}) + wb_i * n * k;
+    for (npy_intp i = 0; i < n; ++i) {{
+      const %(ctype)s v = *(const %(ctype)s*)(pd + i * wb_sd);
+      for (npy_intp j = 0; j < k; ++j)
+        out[i * k + j] = *(const %(ctype)s*)(pb + i * wb_sb0 + j * wb_sb1) / v;
+    }}
+  }}
+  if (wb_status == -2) {{
+    PyErr_Format(PyExc_ValueError, {not_finite_c(op)}, wb_pos == 0 ? "a" : "b");
+    {fail}
+  }}
+  if (wb_status > 0) {{
+    wb_la_raise("solve", wb_messages[0], wb_pos, wb_where, wb_bnd > 0);
+    {fail}
+  }}
+}}"""
+        return typed(code, node.inputs[0].type.dtype)
 
 
 @register_c_op(SolveTriangular)
