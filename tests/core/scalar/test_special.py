@@ -53,6 +53,11 @@ def _mp_digamma(x: np.ndarray) -> np.ndarray:
 # name -> (inputs (arrays broadcast together), reference, max relative error, floor)
 ACCURACY = {
     "gammaln": ((_grid(POSITIVE, NEGATIVE),), sp.gammaln, 1e-12, 1e-14),
+    # relative without a floor next to the zeros at 1 and 2, against mpmath (SciPy's own
+    # gammaln is 3.4e-9 off at 2 - 1.2e-8, the C library's lgamma within an ulp)
+    "gammaln_near_zeros": ((_grid(*(z + s * np.geomspace(1e-15, 0.2, 150)
+                                    for z in (1.0, 2.0) for s in (-1, 1))),),
+                           lambda x: _mp(mpmath.loggamma, x), 1e-15, 0.0),
     "gamma": ((_grid(np.geomspace(1e-8, 170, 2000), -np.geomspace(1e-3, 150, 2000) + 3e-4),),
               sp.gamma, 1e-13, 0.0),
     "digamma": ((_grid(np.geomspace(1e-300, 1e300, 3000)),), _mp_digamma, 1e-13, 1e-15),
@@ -75,6 +80,14 @@ ACCURACY = {
     "betaln_large": ((np.geomspace(1e-3, 1e6, 25)[:, None], np.geomspace(1e-3, 1e6, 25)[None, :]),
                      lambda a, b: _mp(lambda x, y: mpmath.log(mpmath.beta(x, y)), a, b),
                      1e-13, 0.1),
+    # one argument small, the other large, against mpmath: SciPy itself is 4.5e-8 off at
+    # (0.139, 686206) (audit19b F9 measured SciPy's error; ours 2.4e-15 there). Where
+    # |betaln| < 0.01 (B near 1) the bound is absolute (5e-16): the function is itself
+    # ill-conditioned there, a one-ulp change of a moving it by ~1500 ulp at (0.113, 1.5e8)
+    "betaln_small_large": ((np.geomspace(1e-3, 1, 20)[:, None],
+                            np.geomspace(1e3, 1e9, 30)[None, :]),
+                           lambda a, b: _mp(lambda x, y: mpmath.log(mpmath.beta(x, y)), a, b),
+                           5e-14, 0.01),
     "beta": ((np.geomspace(1e-2, 50, 100)[:, None], np.geomspace(1e-2, 50, 100)[None, :]),
              sp.beta, 1e-13, 0.0),
     "erfinv": ((_grid(np.linspace(-1, 1, 4001)[1:-1], 1 - np.geomspace(1e-16, 0.5, 1000),
@@ -121,8 +134,17 @@ ACCURACY = {
 }
 
 
+#: where the gpu linker runs torch.special's own kernel, less accurate than ours (measured
+#: with torch 2.13's CPU build: digamma_negative 7.4e-14, digamma_far_left 2.5e-14,
+#: gammainc 1.6e-9, gammaincc 1.4e-9)
+GPU_BOUND = {"digamma_negative": 1.5e-13, "digamma_far_left": 5e-14, "gammainc": 5e-9,
+             "gammaincc": 5e-9}
+
+
 def _function_name(name: str) -> str:
-    return name.removesuffix("_negative").removesuffix("_large").removesuffix("_far_left")
+    for suffix in ("_negative", "_small_large", "_large", "_far_left", "_near_zeros"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _compiled(name: str, nin: int, linker: str, dtype: str = "float64"):
@@ -162,9 +184,12 @@ def test_accuracy_against_scipy(name: str, linker: str) -> None:
                     reason="the gpu linker (torch) is not available")
 @pytest.mark.parametrize("name", sorted(ACCURACY))
 def test_values_on_the_gpu_linker(name: str) -> None:
-    """torch.special's kernels (or the host, for polygamma): a looser bound, since
-    torch's algorithms are not ours."""
-    arrays, reference, _, floor = ACCURACY[name]
+    """The host's bound wherever torch runs our algorithm (betaln, beta, polygamma n >= 1,
+    erfcx, logit, ...) or torch.special's kernel is as accurate; torch's own kernels that
+    are not, with their measured error (float64, torch 2.13 CPU): digamma left of 0 (its
+    reflection: 7.4e-14), gammainc/gammaincc (Cephes' igam: 1.6e-9 at a = 189, x = 133)."""
+    arrays, reference, bound, floor = ACCURACY[name]
+    bound = GPU_BOUND.get(name, bound)
     values = _inputs(arrays)
     with np.errstate(all="ignore"):
         want = np.asarray(reference(*values), dtype=np.float64)
@@ -172,7 +197,7 @@ def test_values_on_the_gpu_linker(name: str) -> None:
     finite &= np.abs(want) < 1e300  # torch's exp(lgamma) forms overflow earlier
     got = _compiled(name, len(values), "gpu")(*values)
     error = _relative_error(got[finite], want[finite], max(floor, 1e-30))
-    assert error <= 1e-6, f"{name} on gpu: max relative error {error:.3g}"
+    assert error <= bound, f"{name} on gpu: max relative error {error:.3g} > {bound:g}"
 
 
 @pytest.mark.parametrize("linker", HOST_LINKERS)

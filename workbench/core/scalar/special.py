@@ -5,10 +5,11 @@ function (the C library's where it has one, else the backend's own ``wb_*`` of
 `workbench.core.link.c.special_math`), torch function (`torch.special`, or a small
 torch expression), derivative, test domain and SciPy reference (used by tests only).
 
-On torch (the gpu linker), betaln, beta and logit are the NumPy kernels' algorithm
-written once over both namespaces (`special_kernels.betaln_over`: Stirling's series where
-one argument is large, SciPy's values at the poles; `logit_over`: torch's logit loses all
-digits next to 1/2), erfcx below 0 splits x^2 exactly as the NumPy kernel does; betaln,
+On torch (the gpu linker), betaln, beta, logit and polygamma (n >= 1) are the NumPy
+kernels' algorithm written once over both namespaces (`special_kernels.betaln_over`:
+Stirling's series where one argument is large, SciPy's values at the poles; `logit_over`:
+torch's logit loses all digits next to 1/2; `hurwitz_zeta_over`: torch's trigamma is
+5e-10 off), erfcx below 0 splits x^2 exactly as the NumPy kernel does; betaln,
 beta, erfcinv, erfcx, i0, i1, logit, xlogy and xlog1py compute in float64 on torch and
 cast back, so a float32 graph neither overflows an intermediate (i0 near 89, erfcinv near
 1e-45) nor loses float32 digits (torch's float32 erfcx was 15 ulp off at -4).
@@ -75,30 +76,35 @@ def _torch_gamma(torch: Any, x: Any) -> Any:
 
 
 def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
-    """torch's polygamma takes one integer order: one call per distinct order present.
-    For x < 0 it sums term by term up to x = 0 (for ever at x = -1e15): there, as the
-    NumPy kernel, the reflection (-1)^n psi^(n)(1 - x) - d^n/dx^n pi cot(pi x), and NaN
-    below -ZETA_MOST_STEPS above REFLECT_MAX_ORDER; torch never sees such an x."""
+    """digamma for n = 0 (torch's); for n >= 1 the NumPy kernel's algorithm, (-1)^(n+1) n!
+    zeta(n + 1, x) (`special_kernels.hurwitz_zeta_over`: torch's trigamma is 5e-10 off),
+    for x < 0 by the reflection (-1)^n psi^(n)(1 - x) - d^n/dx^n pi cot(pi x) (n <=
+    REFLECT_MAX_ORDER); one pass per distinct order present; in float64 whatever the
+    dtype."""
     n, x = torch.broadcast_tensors(n, x)
+    dtype, n, x = x.dtype, n.double(), x.double()
     out = torch.full_like(x, float("nan"))
-    pole = (x <= 0) & (x == torch.floor(x))
     for order in torch.unique(n).tolist():
         if not (order >= 0 and order == int(order)):
             continue
         where = n == order
         xs = x[where]
-        reflect = (xs < 0) & (xs != torch.floor(xs)) & (0 < order <= kernels.REFLECT_MAX_ORDER)
-        far = ((xs < -kernels.ZETA_MOST_STEPS) & ~reflect) | (pole[where] & (order > 0))
-        shown = torch.where(reflect, 1 - xs, torch.where(far, torch.ones_like(xs), xs))
-        value = torch.special.polygamma(int(order), shown)
+        if order == 0:
+            out[where] = torch.special.digamma(xs)
+            continue
+        reflect = (xs < 0) & (xs != torch.floor(xs)) & (order <= kernels.REFLECT_MAX_ORDER)
+        zeta = kernels.hurwitz_zeta_over(torch, torch.full_like(xs, order + 1.0),
+                                         torch.where(reflect, 1 - xs, xs))
+        factorial = _pymath.inf if order > 170 else float(_pymath.factorial(int(order)))
+        value = (1.0 if int(order) % 2 == 1 else -1.0) * factorial * zeta
         if bool(reflect.any()):
             g = kernels.cot_derivatives(kernels.pi_cot_pi(xs, torch), int(order))[-1]
             value = torch.where(reflect, (-1) ** int(order) * value - g, value)
-        out[where] = torch.where(far, float("nan"), value)
-    # torch's polygamma is finite at the poles: (-1)^(n+1) inf there, as SciPy
-    pole = (n >= 1) & pole
+        out[where] = value
+    # (-1)^(n+1) inf at the poles, as SciPy
+    pole = (n >= 1) & (x <= 0) & (x == torch.floor(x))
     signed_inf = torch.where(torch.remainder(n, 2) == 1, float("inf"), float("-inf"))
-    return torch.where(pole, signed_inf.to(x.dtype), out)
+    return torch.where(pole, signed_inf.to(x.dtype), out).to(dtype)
 
 
 def _torch_gammainc_da(torch: Any, a: Any, x: Any) -> Any:

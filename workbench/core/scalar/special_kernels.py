@@ -47,6 +47,7 @@ import numpy as np
 
 __all__ = [
     "betaln", "betaln_over", "beta", "beta_over", "beta_poles", "digamma", "erfcinv", "erfcx",
+    "hurwitz_zeta", "hurwitz_zeta_over",
     "erfinv", "exp_square", "gamma", "gammainc",
     "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp",
     "logaddexp2", "logit", "logit_over", "cot_derivatives", "pi_cot_pi",
@@ -178,34 +179,42 @@ _EM = tuple(b / math.factorial(2 * j) for j, b in enumerate(
      43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730), start=1))
 
 
-def hurwitz_zeta(s: Any, q: Any) -> np.ndarray:
-    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for s > 1 (integer s also for q < 0).
+def hurwitz_zeta_over(xp: Any, s: Any, q: Any) -> Any:
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for s > 1 (integer s also for q < 0), on
+    float64 arrays of one shape of namespace `xp` (NumPy, or torch for the GPU linker:
+    torch's own trigamma is 5e-10 off): terms while q + k < 10 (at least 9), then the
+    Euler-Maclaurin tail with 12 Bernoulli corrections.
 
     The sum steps q up to 10 term by term, so a q below -ZETA_MOST_STEPS (not a pole)
     gives NaN rather than run for ever; poles (q a non-positive integer, -inf) give inf.
     """
+    pole = (q <= 0) & (q == xp.floor(q))
+    too_far = ~pole & (q < -ZETA_MOST_STEPS)
+    total = s * 0.0
+    w = xp.where(pole | too_far | xp.isnan(q), 10.0, q)  # (their result is set below)
+    for _ in range(9):  # at least 9 terms, then more until q + k >= 10
+        total = total + w ** -s
+        w = w + 1.0
+    while True:
+        low = w < 10.0
+        if not bool(low.any()):
+            break
+        total = total + xp.where(low, w ** -s, 0.0)
+        w = xp.where(low, w + 1.0, w)
+    total = total + w ** (1.0 - s) / (s - 1.0) + 0.5 * w ** -s
+    factor = s * w ** (-s - 1.0)  # s (s+1) ... (s+2j-2) w^(-s-2j+1)
+    for j, coefficient in enumerate(_EM, start=1):
+        total = total + coefficient * factor
+        factor = factor * (s + 2 * j - 1) * (s + 2 * j) / (w * w)
+    total = xp.where(xp.isnan(q) | too_far, math.nan, total)
+    return xp.where(pole, math.inf, total)
+
+
+def hurwitz_zeta(s: Any, q: Any) -> np.ndarray:
+    """zeta(s, q) on NumPy arrays (`hurwitz_zeta_over`)."""
     s, q = np.broadcast_arrays(_f64(s), _f64(q))
     with np.errstate(all="ignore"):
-        pole = (q <= 0) & (q == np.floor(q))
-        too_far = ~pole & (q < -ZETA_MOST_STEPS)
-        total = np.zeros(s.shape)
-        w = np.where(pole | too_far | np.isnan(q), 10.0, q)  # (their result is set below)
-        for _ in range(9):  # at least 9 terms, then more until q + k >= 10
-            total = total + np.power(w, -s)
-            w = w + 1.0
-        while True:
-            low = w < 10.0
-            if not low.any():
-                break
-            total = total + np.where(low, np.power(w, -s), 0.0)
-            w = np.where(low, w + 1.0, w)
-        total = total + np.power(w, 1.0 - s) / (s - 1.0) + 0.5 * np.power(w, -s)
-        factor = s * np.power(w, -s - 1.0)  # s (s+1) ... (s+2j-2) w^(-s-2j+1)
-        for j, coefficient in enumerate(_EM, start=1):
-            total = total + coefficient * factor
-            factor = factor * (s + 2 * j - 1) * (s + 2 * j) / (w * w)
-        total = np.where(np.isnan(q) | too_far, np.nan, total)
-        return np.where(pole, np.inf, total)
+        return np.asarray(hurwitz_zeta_over(np, s, q), dtype=np.float64)
 
 
 #: The highest order polygamma reflects for x < 0: up to it no derivative of pi cot(pi x)
