@@ -139,6 +139,28 @@ def test_lstsq_rank_is_numpys_int32(linker):
 
 
 @pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("rcond", [None, -1, 0, 1e-300, 0.5, 1.0, 2.0, np.nan])
+def test_lstsq_rcond_follows_gelsd_as_numpy(linker, rcond):
+    # gelsd takes rcond <= 0 or >= 1 as the unit roundoff: rcond=-1 (NumPy's default
+    # before 1.14) gave x = [1, 1e17] at rank 2 here, rcond=1 rank 0
+    a, b = wt.dmatrix("a"), wt.dmatrix("b")
+    f = wb.function([a, b], list(la.lstsq(a, b, rcond=rcond)), linker=linker)
+    rng = np.random.default_rng(5)
+    u, _ = np.linalg.qr(rng.standard_normal((5, 3)))
+    v, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    matrices = [np.array([[1.0, 0.0], [0.0, 1e-17], [0.0, 0.0]]),
+                np.array([[1.0, 0.0], [0.0, 1.5e-16], [0.0, 0.0]])]
+    if rcond not in (1e-300,) and not (rcond is not None and np.isnan(rcond)):
+        matrices.append(u @ np.diag([1.0, 0.5, 1e-17]) @ v.T)  # (its 1e-17 is rounding)
+    for matrix in matrices:
+        rhs = np.ones((matrix.shape[0], 1))
+        x, _, rank, _ = f(matrix, rhs)
+        want = np.linalg.lstsq(matrix, rhs, rcond=rcond)
+        assert rank == want[2]
+        np.testing.assert_allclose(x, want[0], rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
 def test_qr_raw_is_numpys_reflectors_and_has_no_gradient(linker):
     a = wt.dmatrix("a")
     h, tau = la.qr(a, mode="raw")

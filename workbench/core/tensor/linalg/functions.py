@@ -359,7 +359,16 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
 def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variable, Variable]:
     """numpy.linalg.lstsq: ``(x, residuals, rank, s)`` for the least-squares solution of
     ``a @ x = b`` (2-d `a`, 1-d or 2-d `b`): the minimum-norm `x` through the SVD,
-    singular values at most ``rcond * largest`` ignored (default ``eps * max(m, n)``)."""
+    singular values at most ``rcond * largest`` ignored (default ``eps * max(m, n)``).
+
+    As LAPACK's gelsd under NumPy, an `rcond` <= 0 or >= 1 means the unit roundoff
+    (eps / 2: ``rcond=-1``, NumPy's default before 1.14, is common) and a NaN one keeps
+    every singular value. (NumPy computes float32 in float64, and so cuts at float64's
+    eps; the float32 SVD here cuts at float32's.) The residuals are ``|b - a x|^2``:
+    for an ill-conditioned full-rank `a` they are ill-conditioned themselves (a's
+    column space moves with a's rounding), and gelsd's ``|b - u u^H b|^2`` is further
+    from the exact value (60-digit mpmath, singular values down to 1e-14: median
+    relative error 6e-6 against 1e-6 here), so this differs from NumPy there."""
     from workbench.core.tensor.basic import cast
     from workbench.core.tensor.linalg.products import matmul
     from workbench.core.tensor.linalg.rectangular import svd
@@ -374,10 +383,13 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
                       "(m,n),(m,k)->(m,n)", a, b)
     m, n = shape_tuple(a)
     u, s, vh = svd(a, full_matrices=False)
+    eps = float(np.finfo(a.type.dtype.numpy).eps)
     if rcond is None:
-        eps = float(np.finfo(a.type.dtype.numpy).eps)
         rcond = tm.mul(eps, cast(tm.maximum(m, n), real_dtype(a.type.dtype)))
-    keep = tm.gt(s, _cutoff(s, rcond))
+    else:  # gelsd's rule
+        rcond = as_tensor_variable(rcond)
+        rcond = tm.switch(tm.or_(tm.le(rcond, 0), tm.ge(rcond, 1)), eps / 2, rcond)
+    keep = tm.invert(tm.le(s, _cutoff(s, rcond)))  # gelsd: s <= tol is zero (NaN tol: none)
     s_inv = tm.switch(keep, tm.true_div(1, tm.switch(keep, s, 1)), 0)
     rank = red.sum(keep, dtype="int32")  # numpy's dtype of the rank
     coef = matmul(conj_transpose(u), b)  # (k,) or (k, nrhs)
