@@ -295,3 +295,32 @@ def test_searchsorted_follows_numpys_nan_order(linker: str, dtype: str) -> None:
                  for side in ("left", "right")]
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_searchsorted_refuses_a_sorter_numpy_refuses(linker: str) -> None:
+    """A sorter of another length than `a`, or with a position outside it, raises
+    NumPy's ValueError (the answer came from ``a[sorter]``, another array, and a
+    negative position wrapped around); when the static shapes already differ, at once."""
+    a, v, s = wt.dvector("a"), wt.dvector("v"), wt.TensorType("int32", (None,))("s")
+    f = wb.function([a, v, s], wt.searchsorted(a, v, side="right", sorter=s), linker=linker)
+    values, queries = np.array([3.0, 1.0, 2.0]), np.array([2.5, 0.5, 2.0])
+    np.testing.assert_array_equal(f(values, queries, np.array([1, 2, 0], np.int32)),
+                                  np.searchsorted(values, queries, "right", [1, 2, 0]))
+    for sorter, message in (([1, 2], "sorter.size must equal a.size"),
+                            ([1, 2, 0, 0], "sorter.size must equal a.size"),
+                            ([1, -1, 0], "Sorter index out of range"),
+                            ([1, 2, 3], "Sorter index out of range")):
+        with pytest.raises(ValueError, match=message):
+            np.searchsorted(values, queries, sorter=sorter)
+        with pytest.raises(ValueError, match=message):
+            f(values, queries, np.array(sorter, np.int32))
+    with pytest.raises(ValueError, match="sorter.size must equal a.size"):
+        wt.searchsorted(wt.TensorType("float64", (4,))("a"), v,
+                        sorter=wt.TensorType("int64", (3,))("s"))
+    with pytest.raises(ValueError, match="sorter and a must be 1-d"):
+        wt.searchsorted(a, v, sorter=wt.lmatrix("s"))
+    # argsort(a) is a valid sorter of a: no check is put in the graph
+    sorted_a = wt.searchsorted(a, v, sorter=wt.argsort(a)).owner.inputs[0]
+    assert str(sorted_a.owner.inputs[1].owner.op) == "Argsort{axis=0}"

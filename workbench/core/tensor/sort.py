@@ -333,15 +333,40 @@ class SearchSorted(Op):
         return [float_zeros_like(inputs[0]), float_zeros_like(inputs[1])]
 
 
+def _checked_sorter(sorter: Any, a: Variable) -> Variable:
+    """searchsorted's `sorter`, refused as NumPy refuses it: not one position per entry
+    of `a` ("sorter.size must equal a.size", when built if the static shapes show it),
+    or a position outside ``[0, len(a))`` ("Sorter index out of range.", when run; NumPy
+    checks the positions its binary search reads, every linker here checks them all, so
+    a negative one never wraps around)."""
+    from workbench.core.tensor.math import and_, eq, ge, lt
+    from workbench.core.tensor.reduction import all as all_
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+
+    sorter = as_tensor_variable(sorter)
+    if not sorter.type.dtype.is_int:
+        raise TypeError(f"searchsorted: sorter must hold integer positions, got {sorter.type}")
+    if sorter.type.ndim != 1 or a.type.ndim != 1:
+        raise ValueError(f"searchsorted: sorter and a must be 1-d, got a sorter {sorter.type} "
+                         f"for a {a.type}")
+    (n,), (m,) = shape_tuple(a), shape_tuple(sorter)
+    sized = n == m if isinstance(n, int) and isinstance(m, int) else eq(m, n)
+    sorter = check_and_raise(sorter, [sized], "ValueError",
+                             f"searchsorted: sorter.size must equal a.size, got a sorter "
+                             f"{sorter.type} for a {a.type}")
+    inside = all_(and_(ge(sorter, 0), lt(sorter, n)))
+    return check_and_raise(sorter, [inside], "ValueError",
+                           "searchsorted: Sorter index out of range. (every entry of sorter "
+                           "must be a position in a, from 0 to len(a) - 1)")
+
+
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Variable:
     """numpy.searchsorted: where the entries of `v` go in the ascending vector `a` (or
     in ``a[sorter]`` when `sorter` gives the order). The result is not checked: an `a`
     that is not sorted gives meaningless positions, as in NumPy."""
     a = as_tensor_variable(a)
     if sorter is not None:
-        sorter = as_tensor_variable(sorter)
-        if not sorter.type.dtype.is_int:
-            raise TypeError(f"searchsorted: sorter must hold integer positions, got "
-                            f"{sorter.type}")
-        a = a[sorter]
+        known_good = getattr(sorter, "owner", None) is not None and isinstance(
+            sorter.owner.op, Argsort) and sorter.owner.inputs[0] is a
+        a = a[sorter if known_good else _checked_sorter(sorter, a)]
     return SearchSorted(side)(a, v)
