@@ -121,6 +121,23 @@ def test_singular_det_and_slogdet_are_numpys(linker):
 
 
 @pytest.mark.parametrize("linker", LINKERS, ids=IDS)
+def test_slogdet_sign_of_a_matrix_with_nan_or_inf_is_numpys(linker):
+    # numpy flips the sign for a negative entry of U's diagonal only (a NaN or +inf
+    # keeps it): c gave NaN (u / |u|), gpu 0 (torch's slogdet)
+    a = wt.dtensor3("a")
+    # (the non-finite entries where no elimination step reads them: LAPACK builds
+    # may pivot differently among NaN rows)
+    value = np.stack([np.diag([-2.0, -2.0, np.nan]), np.diag([np.inf, -2.0, 1.0]),
+                      np.diag([-np.inf, 1.0, 2.0]), np.array([[0.0, 1, 0], [1, 0, 0],
+                                                              [0, 0, np.inf]]),
+                      np.diag([1.0, -np.inf, np.nan]), np.zeros((3, 3))])
+    sign, logdet = wb.function([a], list(la.slogdet(a)), linker=linker)(value)
+    want = np.linalg.slogdet(value)
+    np.testing.assert_array_equal(sign, want[0])
+    np.testing.assert_array_equal(logdet, want[1])
+
+
+@pytest.mark.parametrize("linker", LINKERS, ids=IDS)
 def test_the_other_triangle_is_never_read(linker):
     a = wt.dmatrix("a")
     spd = np.array([[4.0, 1.0], [1.0, 3.0]])

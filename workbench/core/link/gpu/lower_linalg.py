@@ -256,7 +256,23 @@ def lower_slogdet(node: Apply, ctx: LowerContext) -> Kernel:
     torch = ctx.torch
 
     def kernel(a: Any) -> list[Any]:
-        sign, logdet = torch.linalg.slogdet(a)
+        # numpy's sign from getrf's U and pivots (torch's slogdet gives 0 for a NaN):
+        # a real diagonal entry flips it only when negative, a complex one by its phase
+        if a.shape[-1] == 0:
+            return list(torch.linalg.slogdet(a))
+        lu, pivots, info = torch.linalg.lu_factor_ex(a)
+        u = torch.diagonal(lu, dim1=-2, dim2=-1)
+        modulus = u.abs()
+        swaps = (pivots != torch.arange(1, a.shape[-1] + 1, dtype=pivots.dtype)).sum(-1)
+        parity = 1 - 2 * (swaps % 2)
+        if a.is_complex():
+            sign = parity * torch.prod(u / modulus, dim=-1)
+        else:
+            sign = parity * (1 - 2 * ((u < 0).sum(-1) % 2))
+        logdet = torch.log(modulus).sum(-1)
+        singular = info > 0
+        sign = torch.where(singular, torch.zeros_like(sign), sign).to(a.dtype)
+        logdet = torch.where(singular, torch.full_like(logdet, -torch.inf), logdet)
         return [sign, logdet]
 
     return kernel

@@ -433,6 +433,10 @@ class _LogDetC(LapackC):
     def logdet_code(self, node: Any, inputs: list[str], outputs: list[str],
                     sub: dict[str, str], store: str, function: str) -> str:
         decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_ipiv", "wb_laint", "n"))
+        # numpy's sign: the phase of a complex u; a real u flips it only when negative
+        # (a NaN or +inf keeps it, as numpy; u / |u| gave NaN)
+        phase = ("sign *= u / modulus;" if node.inputs[0].type.dtype.is_complex
+                 else "if (u < 0) sign = -sign;")
         body = f"""
     wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
     wb_laint info = 0;
@@ -443,7 +447,7 @@ class _LogDetC(LapackC):
     else for (npy_intp j = 0; j < n; ++j) {{
       const %(ctype)s u = wb_a[j + j * n];
       const %(rtype)s modulus = wb_la_abs_%(t)s(u);
-      sign *= u / modulus;  /* -1 or 1 for real u, the phase of a complex one */
+      {phase}
       if (wb_ipiv[j] != (wb_laint)(j + 1)) sign = -sign;
       logdet += log(modulus);
     }}
