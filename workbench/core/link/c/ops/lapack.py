@@ -296,14 +296,33 @@ class SolveC(_SolveLikeC):
 @register_c_op(DiagonalSolve)
 class DiagonalSolveC(LapackC):
     """``b / d`` for each matrix of the broadcast stack: `check_finite`'s pass over every
-    d and b first, then one over every d for a zero (the order of `perform`), then the
-    divisions. No LAPACK routine: the C is the loop."""
+    d and b first, then (`positive`) one for an entry <= 0, one over every d for a zero
+    (the order of `perform`), then the divisions; `hermitian` reads d's real part. No
+    LAPACK routine: the C is the loop."""
 
     def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
                sub: dict[str, str]) -> str:
         (d, b), (x,), fail, op = inputs, outputs, sub["fail"], self.op
         nd = op.b_ndim
-        npy = DTYPES[str(node.outputs[0].type.dtype)].npy
+        lt = DTYPES[str(node.outputs[0].type.dtype)]
+        npy = lt.npy
+        # the diagonal as the solve read it: its real part for a Hermitian matrix
+        real = "crealf" if lt.t == "c" else "creal"
+        entry = "*(const %(ctype)s*)(pd + i * wb_sd)"
+        if op.hermitian and lt.is_complex:
+            entry = f"(%(ctype)s){real}({entry})"
+        positive = ""
+        if op.positive:  # "pos": a diagonal entry <= 0 is not positive definite
+            positive = f"""
+  for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
+    const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
+    for (npy_intp i = 0; i < n; ++i) {{
+      const %(ctype)s v = {entry};
+      if ({real + "(v)" if lt.is_complex else "v"} <= 0) {{  /* NaN passes, as in perform */
+        wb_status = 3; wb_where = wb_i; break;
+      }}
+    }}
+  }}"""
         k = "1" if nd == 1 else f"PyArray_DIM({b}, PyArray_NDIM({b}) - 1)"
         sb1 = "0" if nd == 1 else f"PyArray_STRIDE({b}, PyArray_NDIM({b}) - 1)"
         finite = ""
@@ -342,10 +361,11 @@ class DiagonalSolveC(LapackC):
   if (wb_la_out(&{x}, wb_bnd + {nd}, wb_dims, {npy}) < 0) {fail}
   int wb_status = 0; long wb_pos = 0; npy_intp wb_where = 0;
   {finite}
+  {positive}
   for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
     const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
     for (npy_intp i = 0; i < n; ++i)
-      if (*(const %(ctype)s*)(pd + i * wb_sd) == 0) {{
+      if ({entry} == 0) {{
         wb_status = 1; wb_pos = (long)i; wb_where = wb_i; break;
       }}
   }}
@@ -354,13 +374,23 @@ class DiagonalSolveC(LapackC):
     const char *pb = wb_la_at({b}, {nd}, wb_bshape, wb_bnd, wb_i);
     %(ctype)s *out = (%(ctype)s*)PyArray_DATA({x}) + wb_i * n * k;
     for (npy_intp i = 0; i < n; ++i) {{
-      const %(ctype)s v = *(const %(ctype)s*)(pd + i * wb_sd);
+      const %(ctype)s v = {entry};
       for (npy_intp j = 0; j < k; ++j)
         out[i * k + j] = *(const %(ctype)s*)(pb + i * wb_sb0 + j * wb_sb1) / v;
     }}
   }}
   if (wb_status == -2) {{
     PyErr_Format(PyExc_ValueError, {not_finite_c(op)}, wb_pos == 0 ? "a" : "b");
+    {fail}
+  }}
+  if (wb_status == 3) {{
+    PyObject *wb_cls = wb_la_error_class(1);
+    if (wb_bnd > 0)
+      PyErr_Format(wb_cls, "solve: Matrix is not positive definite (assume_a='pos') "
+                   "(matrix %ld of the stack)", (long)wb_where);
+    else
+      PyErr_Format(wb_cls, "solve: Matrix is not positive definite (assume_a='pos')");
+    Py_DECREF(wb_cls);
     {fail}
   }}
   if (wb_status > 0) {{
