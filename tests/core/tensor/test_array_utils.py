@@ -335,6 +335,8 @@ def test_interp_refuses_what_numpy_refuses() -> None:
     x, xp = wt.dvector("x"), wt.dvector("xp")
     with pytest.raises(TypeError, match="left must be a real number when fp is real"):
         wt.interp(x, xp, wt.dvector("fp"), left=1j)
+    periodic = wt.interp(x, xp, wt.dvector("fp"), left=1j, period=3.0)  # ignored, as NumPy
+    assert periodic.type.dtype == "float64"
     with pytest.raises(TypeError, match="xp must be real"):
         wt.interp(x, wt.zvector("xp"), wt.zvector("fp"))
     with pytest.raises(ValueError, match="not of the same length"):

@@ -333,8 +333,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     fp = check_and_raise(fp, [same], "ValueError",
                          f"interp: fp and xp are not of the same length ({fp.type} and "
                          f"{xp.type})")
-    left, right = _interp_edge(left, complex_fp, "left"), _interp_edge(right, complex_fp,
-                                                                       "right")
+    if period is None:  # with a period NumPy ignores left and right, unchecked
+        left, right = (_interp_edge(v, complex_fp, arg) for v, arg in ((left, "left"),
+                                                                        (right, "right")))
     if period is not None:
         if isinstance(period, (bool, np.bool_)) or not isinstance(
                 period, (int, float, np.integer, np.floating)):
