@@ -76,6 +76,31 @@ def test_expm_matches_scipy_across_norms(scale):
     np.testing.assert_allclose(got, scipy_linalg.expm(value), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("linker", LINKERS[:2])
+def test_expm_of_a_triangular_matrix_is_exact_on_its_diagonal(linker):
+    # the squarings doubled the rounding errors of the diagonal: the nilpotent N gave
+    # 0.99999976 on py; the diagonal and superdiagonal are now recomputed exactly
+    # (Al-Mohy and Higham 2009), also in float32 (the c linker's lower triangle
+    # reached -2e5 there) and for lower triangular matrices
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    rng = np.random.default_rng(4)
+    upper = np.triu(rng.standard_normal((4, 4))) * 30
+    cases = [np.array([[0.0, 1e10], [0.0, 0.0]]), np.array([[10.0, 1e9], [0.0, 10.0 + 1e-7]]),
+             upper, upper.T.copy(), np.diag([-50.0, 3.0, 80.0])]
+    for dtype, rtol in (("float64", 2e-13), ("float32", 2e-6)):
+        a = wt.matrix("a", dtype=dtype)
+        f = wb.function([a], la.expm(a), linker=linker)
+        for value in cases:
+            value = value.astype(dtype)
+            exact = np.array(mp.expm(mp.matrix(value.astype(np.float64).tolist())).tolist(),
+                             dtype=np.float64)
+            got = f(value)
+            assert got.dtype == dtype
+            assert (got[exact == 0] == 0).all()  # the zero triangle stays zero
+            np.testing.assert_allclose(got, exact, rtol=rtol, atol=0)
+
+
 def test_expm_r_op_is_the_frechet_derivative():
     rng = np.random.default_rng(0)
     a, e = wt.dmatrix("a"), wt.dmatrix("e")

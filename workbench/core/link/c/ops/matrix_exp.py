@@ -15,7 +15,9 @@ scaled powers are formed in the same order as `perform`'s NumPy expressions.
 ``dgesv`` reads its row-major buffers as column-major, i.e. it is handed P^T and Q^T
 (P = V - U, Q = V + U) and returns ``P^-T Q^T = (Q P^-1)^T``; P and Q are polynomials in
 the same matrix, so they commute and ``Q P^-1 = P^-1 Q``: read row-major, the answer
-is r_m itself, with no transposition. A non-finite matrix gives NaN (as `perform`); a
+is r_m itself, with no transposition. A triangular matrix (a lower one through its
+transpose) has its diagonal and first superdiagonal recomputed exactly after the
+approximant and each squaring, as `expm_numpy`. A non-finite matrix gives NaN (as `perform`); a
 singular denominator raises numpy.linalg.LinAlgError as numpy.linalg.solve does.
 Calls follow the C linker's BLAS thread policy (blas_threads.py) and large stacks
 run without the GIL. Graphs compiled where no BLAS/LAPACK is found run `perform`.
@@ -48,6 +50,43 @@ static void wb_ex_mm_%(t)s(wb_blasint n, const %(real)s *a, const %(real)s *b, %
   wb_cblas_%(t)sgemm(WB_ROW_MAJOR, WB_NO_TRANS, WB_NO_TRANS, n, n, n, 1, a, n, b, n, 0, c, n);
 }
 
+#ifndef WB_EXPM_SINCH
+#define WB_EXPM_SINCH
+/* sinh(x) / x, by its series near 0 (no cancellation). */
+static double wb_ex_sinch(double x) {
+  if (fabs(x) < 0.0135) {
+    const double x2 = x * x;
+    return 1 + (x2 / 6.0) * (1 + (x2 / 20.0) * (1 + (x2 / 42.0)));
+  }
+  return sinh(x) / x;
+}
+#endif
+
+/* The diagonal and first superdiagonal of r ~ expm(2^j t), t upper triangular, set to
+   their exact values in double precision (Al-Mohy and Higham 2009, Code Fragment 2.1;
+   Higham's (10.42)), as _exact_triangle in matrix_exp.py; its strict lower triangle to
+   0 (gesv of the transposed denominator pivots, and left rounding errors there that
+   the squarings grew: 2e5 in float32 for [[10, 1e9], [0, 10]]). */
+static void wb_ex_triangle_%(t)s(npy_intp n, const %(real)s *t, %(real)s *r, int j) {
+  for (npy_intp i = 1; i < n; ++i)
+    for (npy_intp k = 0; k < i; ++k) r[i * n + k] = 0;
+  for (npy_intp k = 0; k < n; ++k) r[k * n + k] = (%(real)s)exp(ldexp((double)t[k * n + k], j));
+  for (npy_intp k = 0; k + 1 < n; ++k) {
+    const double l1 = ldexp((double)t[k * n + k], j);
+    const double l2 = ldexp((double)t[(k + 1) * n + k + 1], j);
+    const double t12 = ldexp((double)t[k * n + k + 1], j);
+    r[k * n + k + 1] = (%(real)s)(t12 * exp(0.5 * (l1 + l2)) * wb_ex_sinch(0.5 * (l1 - l2)));
+  }
+}
+
+/* Transpose the n x n matrix m in place. */
+static void wb_ex_transpose_%(t)s(npy_intp n, %(real)s *m) {
+  for (npy_intp i = 0; i < n; ++i)
+    for (npy_intp j = i + 1; j < n; ++j) {
+      const %(real)s x = m[i * n + j]; m[i * n + j] = m[j * n + i]; m[j * n + i] = x;
+    }
+}
+
 /* expm of the n x n row-major matrix `a` (overwritten) into `out`, in %(real)s; `w`
    holds 7 n^2 entries of work, `ipiv` n pivots. Returns 0, or LAPACK's info > 0
    (singular). The Pade coefficients are rounded to %(real)s first, as NumPy rounds a
@@ -61,6 +100,12 @@ static long wb_ex_expm_%(t)s(npy_intp n, %(real)s *a, %(real)s *out, %(real)s *w
       for (npy_intp i = 0; i < nn; ++i) out[i] = NAN;
       return 0;
     }
+  int upper = 1, lower = 1;  /* a triangular matrix: exact diagonal, superdiagonal */
+  for (npy_intp i = 0; i < n; ++i)
+    for (npy_intp j = 0; j < n; ++j)
+      if (a[i * n + j] != 0) { if (i > j) upper = 0; else if (i < j) lower = 0; }
+  const int flip = lower && !upper;  /* expm(a) = expm(a^T)^T */
+  if (flip) { wb_ex_transpose_%(t)s(n, a); upper = 1; }
   for (npy_intp j = 0; j < n; ++j) {
     %(real)s col = 0;
     for (npy_intp i = 0; i < n; ++i) col += fabs(a[i * n + j]);
@@ -125,11 +170,14 @@ static long wb_ex_expm_%(t)s(npy_intp n, %(real)s *a, %(real)s *out, %(real)s *w
   wb_la_%(t)sgesv(&ln, &ln, v, &ln, ipiv, u, &ln, &info);
   if (info != 0) return (long)info;
   %(real)s *r = u, *spare = t;
+  if (upper) wb_ex_triangle_%(t)s(n, a, r, 0);
   for (int k = 0; k < s; ++k) {
     wb_ex_mm_%(t)s(bn, r, r, spare);
     %(real)s *swap = r; r = spare; spare = swap;
+    if (upper) wb_ex_triangle_%(t)s(n, a, r, k + 1);
   }
   memcpy(out, r, sizeof(%(real)s) * (size_t)nn);
+  if (flip) wb_ex_transpose_%(t)s(n, out);
   return 0;
 }
 #endif
@@ -218,4 +266,4 @@ class ExpmC(LapackC):
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (3,)
+        return (5,)
