@@ -118,9 +118,15 @@ def _nonzero(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> An
     return (rng.uniform(0.5, 2, size=shape) * rng.choice([-1, 1], size=shape)).astype(dtype)
 
 
-def _diagonal_solve(b_ndim: int, check_finite: bool = False) -> Callable[..., Any]:
+def _positive(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    """Entries in [0.5, 2): the diagonal of a positive-definite matrix."""
+    return rng.uniform(0.5, 2, size=shape).astype(dtype)
+
+
+def _diagonal_solve(b_ndim: int, check_finite: bool = False,
+                    positive: bool = False) -> Callable[..., Any]:
     def build(d: Any, b: Any) -> Any:
-        return _la().DiagonalSolve(b_ndim, check_finite)(d, b)
+        return _la().DiagonalSolve(b_ndim, check_finite, positive, positive)(d, b)
 
     return build
 
@@ -145,6 +151,8 @@ def _diagonal_cases() -> list[Case]:
              (Arg((3,), sample=_nonzero), Arg((3,)))),
         Case("diagonal_solve_broadcast_batch", _diagonal_solve(1), _diagonal_solve_ref(1),
              (Arg((2, 3), sample=_nonzero), Arg((3,)))),
+        Case("diagonal_solve_positive_definite", _diagonal_solve(2, positive=True),
+             _diagonal_solve_ref(2), (Arg((3,), sample=_positive), Arg((3, 2)))),
         Case("diagonal_solve_empty", _diagonal_solve(2), _diagonal_solve_ref(2),
              (Arg((0,)), Arg((0, 2))), grad=EMPTY),
     ]
