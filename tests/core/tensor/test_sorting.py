@@ -324,3 +324,28 @@ def test_searchsorted_refuses_a_sorter_numpy_refuses(linker: str) -> None:
     # argsort(a) is a valid sorter of a: no check is put in the graph
     sorted_a = wt.searchsorted(a, v, sorter=wt.argsort(a)).owner.inputs[0]
     assert str(sorted_a.owner.inputs[1].owner.op) == "Argsort{axis=0}"
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_unique_along_an_axis_as_numpy(linker: str) -> None:
+    """Distinct slices of a matrix holding NaNs and -0.0 in NumPy's order (NaN last in
+    the lexicographic order; the gpu linker put those slices first, index, inverse and
+    counts permuted alike), and of empty inputs (torch refused an empty dimension
+    other than the axis)."""
+    m, t = wt.dmatrix("m"), wt.dtensor3("t")
+    f = wb.function([m, t], [*wt.unique(m, True, True, True, axis=0),
+                             *wt.unique(m, False, True, True, axis=-1),
+                             *wt.unique(t, False, True, True, axis=1)], linker=linker)
+    rng = np.random.default_rng(0)
+    matrix = rng.integers(0, 3, (7, 40)).astype(float)
+    matrix[rng.random((7, 40)) < 0.1] = np.nan
+    matrix[0, :5] = -0.0
+    for rows, cube in ((matrix, np.zeros((2, 3, 4))), (np.zeros((0, 4)), np.zeros((2, 0, 3))),
+                       (np.zeros((3, 0)), np.zeros((0, 2, 3)))):
+        want = [*np.unique(rows, True, True, True, axis=0),
+                *np.unique(rows, False, True, True, axis=-1),
+                *np.unique(cube, False, True, True, axis=1)]
+        for got, expected in zip(f(rows, cube), want):
+            np.testing.assert_array_equal(got, expected)
+            assert got.shape == expected.shape

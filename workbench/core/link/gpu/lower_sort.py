@@ -135,12 +135,13 @@ def lower_unique(node: Apply, ctx: LowerContext) -> Kernel | None:
 def _unique_slices(node: Apply, ctx: LowerContext) -> Kernel:
     """Unique with an axis: torch.unique(dim=axis), which sorts the slices
     lexicographically as NumPy does, but puts a NaN first, where NumPy puts it last:
-    slices holding a NaN are computed by `perform` on the host."""
+    slices holding a NaN are computed by `perform` on the host, and so is an empty
+    input (torch refuses one with an empty dimension other than `axis`)."""
     torch, op = ctx.torch, node.op
     is_float = node.inputs[0].type.dtype.is_float
 
     def kernel(x: Any) -> list[Any]:
-        if is_float and bool(torch.isnan(x).any()):
+        if x.numel() == 0 or (is_float and bool(torch.isnan(x).any())):
             storage: list[list[Any]] = [[None] for _ in node.outputs]
             op.perform(node, [x.cpu().numpy()], storage)
             return [torch.as_tensor(s[0], device=x.device) for s in storage]
