@@ -197,6 +197,24 @@ def _triangular_matmul(lower: bool, trans: bool) -> Callable[..., Any]:
     return build
 
 
+def _cholesky_grad(low: Any, g: Any) -> Any:
+    from workbench.core.tensor.linalg.decompositions import CholeskyGrad
+
+    return CholeskyGrad()(low, g)
+
+
+def _cholesky_grad_ref(low: Any, g: Any) -> Any:
+    """Murray's formula as written: ``P = L^-T Phi(L^T gL) L^-1``, then
+    ``tril(P + P^T) - diag(P)``."""
+    low = np.tril(low)
+    inner = np.swapaxes(low, -1, -2) @ g
+    eye = np.eye(low.shape[-1])
+    phi = np.tril(inner) - 0.5 * inner * eye
+    lt = np.swapaxes(low, -1, -2)
+    p = np.swapaxes(np.linalg.solve(lt, np.swapaxes(np.linalg.solve(lt, phi), -1, -2)), -1, -2)
+    return np.tril(p + np.swapaxes(p, -1, -2)) - p * eye
+
+
 def _triangular_matmul_ref(lower: bool, trans: bool) -> Callable[..., Any]:
     def reference(a: Any, b: Any) -> Any:
         t = np.tril(a) if lower else np.triu(a)
@@ -242,6 +260,10 @@ def _triangular_cases() -> list[Case]:
              _triangular_matmul_ref(True, True), (matrix((4, 4)), Arg((4, 3)))),
         Case("triangular_matmul_upper_stack", _triangular_matmul(False, False),
              _triangular_matmul_ref(False, False), (matrix((2, 3, 3)), Arg((1, 3, 2)))),
+        Case("cholesky_grad", _cholesky_grad, _cholesky_grad_ref,
+             (Arg((4, 4), sample=_cholesky_factor), Arg((4, 4)))),
+        Case("cholesky_grad_stack", _cholesky_grad, _cholesky_grad_ref,
+             (Arg((2, 3, 3), sample=_cholesky_factor), Arg((1, 3, 3)))),
         Case("cho_factor_then_cho_solve", _cho_factor_solve, _solve_ref(False, "pos"),
              (spd((4, 4)), Arg((4, 2)))),
     ]

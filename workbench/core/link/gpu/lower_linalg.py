@@ -29,7 +29,7 @@ import numpy as np
 from workbench.core.graph.basic import Apply
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
 from workbench.core.tensor.linalg.base import ShapeCheck
-from workbench.core.tensor.linalg.decompositions import Cholesky, Eigh
+from workbench.core.tensor.linalg.decompositions import Cholesky, CholeskyGrad, Eigh
 from workbench.core.tensor.linalg.matrix_exp import Expm
 from workbench.core.tensor.linalg.rectangular import QR, SVD
 from workbench.core.tensor.linalg.solvers import (
@@ -340,5 +340,22 @@ def lower_triangular_matmul(node: Apply, ctx: LowerContext) -> Kernel:
     def kernel(a: Any, b: Any) -> list[Any]:
         t = torch.tril(a) if op.lower else torch.triu(a)
         return [torch.matmul(t.mT if op.trans else t, b)]
+
+    return kernel
+
+
+@register_lowering(CholeskyGrad)
+@_shape_checked
+def lower_cholesky_grad(node: Apply, ctx: LowerContext) -> Kernel:
+    """Murray's formula: ``S = L^-T M L^-1`` by two triangular solves."""
+    torch = ctx.torch
+
+    def kernel(low: Any, g: Any) -> list[Any]:
+        low = torch.tril(low)
+        inner = torch.tril(low.mT @ g)
+        m = inner + torch.tril(inner, -1).mT
+        x = torch.linalg.solve_triangular(low.mT, m, upper=True)  # L^-T M
+        s = torch.linalg.solve_triangular(low, x, upper=False, left=False)  # .. L^-1
+        return [torch.tril(s) - 0.5 * torch.diag_embed(torch.diagonal(s, 0, -2, -1))]
 
     return kernel

@@ -25,7 +25,7 @@ from workbench.core.link.c.ops.lapack_base import (
     rows_check,
     typed,
 )
-from workbench.core.tensor.linalg.decompositions import Cholesky
+from workbench.core.tensor.linalg.decompositions import Cholesky, CholeskyGrad
 from workbench.core.tensor.linalg.solvers import (
     Det,
     DiagonalSolve,
@@ -73,6 +73,45 @@ class CholeskyC(LapackC):
                          "(double)n * n * n / 3")
         msg = messages("Matrix is not positive definite: the leading minor of order ")
         return "{\n" + msg + "\n" + finish(code, free) + "\n}"
+
+
+@register_c_op(CholeskyGrad)
+class CholeskyGradC(LapackC):
+    """Murray's formula: ``W = L^T gL`` (trmm), ``L^-1`` (trtri), ``S = L^-T W L^-1`` on
+    the lower triangle (sygst, itype 3, with L^-1); out = tril(S), diagonal halved."""
+
+    def c_supports(self, node: Any) -> bool:
+        return super().c_supports(node) and not DTYPES[str(node.inputs[0].type.dtype)].is_complex
+
+    def c_code(self, node: Any, name: str, inputs: list[str], outputs: list[str],
+               sub: dict[str, str]) -> str:
+        g = inputs[1]
+        decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * n"))
+        body = f"""
+    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
+    wb_la_load_%(t)s(wb_la_at({g}, 2, wb_bshape, wb_bnd, wb_i), wb_sg0, wb_sg1, n, n, wb_b);
+    const char side = 'L', lo = 'L', tr = 'T', nd = 'N'; const %(ctype)s one = 1;
+    const wb_laint itype = 3; wb_laint info = 0;
+    wb_la_%(t)strmm(&side, &lo, &tr, &nd, &wb_n, &wb_n, &one, wb_a, &wb_ld, wb_b, &wb_ld,
+                    (size_t)1, (size_t)1, (size_t)1, (size_t)1);
+    wb_la_%(t)strtri(&lo, &nd, &wb_n, wb_a, &wb_ld, &info, (size_t)1, (size_t)1);
+    if (info == 0)
+      wb_la_%(t)ssygst(&itype, &lo, &wb_n, wb_b, &wb_ld, wb_a, &wb_ld, &info, (size_t)1);
+    {check_info("(long)info - 1")}
+    else {{
+      %(ctype)s *o = (%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n;
+      for (npy_intp i = 0; i < n; ++i)
+        for (npy_intp j = 0; j < n; ++j)
+          o[i * n + j] = i > j ? wb_b[i + j * n] : (i == j ? 0.5 * wb_b[i + i * n] : 0);
+    }}"""
+        head = (f"const npy_intp wb_sg0 = PyArray_STRIDE({g}, PyArray_NDIM({g}) - 2);\n"
+                f"const npy_intp wb_sg1 = PyArray_STRIDE({g}, PyArray_NDIM({g}) - 1);")
+        checks = (rows_check(self.op, inputs[0], g, 2, sub["fail"])
+                  + rows_check(self.op, inputs[0], g, 1, sub["fail"]))
+        code = self.loop(node, inputs, outputs, sub, body, decl, ["n, n"], "cholesky_grad",
+                         "(double)n * n * n * 7 / 3", checks=checks)
+        msg = messages("singular matrix: resolution failed at diagonal ")
+        return "{\n" + msg + "\n" + head + "\n" + finish(code, free) + "\n}"
 
 
 class _SolveLikeC(LapackC):
