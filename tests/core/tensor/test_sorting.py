@@ -349,3 +349,26 @@ def test_unique_along_an_axis_as_numpy(linker: str) -> None:
         for got, expected in zip(f(rows, cube), want):
             np.testing.assert_array_equal(got, expected)
             assert got.shape == expected.shape
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", ["py"] + (["gpu"] if "gpu" in LINKERS else []))
+def test_bfloat16_sorts_and_searches_with_nan_last(linker: str) -> None:
+    """bfloat16 (ml_dtypes) in NumPy's float order, as its float32 values sort: the py
+    linker's NumPy calls let a NaN scramble the sort (the C linker refuses bfloat16
+    without a casting mode)."""
+    import ml_dtypes
+
+    x = wt.TensorType("bfloat16", (None,))("x")
+    f = wb.function([x], [wt.sort(x), wt.argsort(x), *wt.unique(x, True, True, True),
+                          wt.searchsorted(wt.sort(x), x, side="right"), *wt.TopK(3)(x)],
+                    linker=linker)
+    values = np.array([2, np.nan, -0.0, 1, 0, -np.inf, np.nan, 1], ml_dtypes.bfloat16)
+    wide = values.astype(np.float32)
+    order = np.argsort(wide, kind="stable")
+    want = [np.sort(wide), order, *np.unique(wide, True, True, True),
+            np.searchsorted(np.sort(wide), wide, side="right"), [np.nan, np.nan, 2.0], [1, 6, 0]]
+    got = f(values)
+    assert got[0].dtype == got[2].dtype == got[-2].dtype == values.dtype
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g, np.float64), w)

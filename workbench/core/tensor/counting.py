@@ -103,8 +103,10 @@ class Unique(Op):
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
-        (x,) = inputs
-        results = np.unique(x, return_index=self.return_index,
+        from workbench.core.tensor.sort import numpy_ordered
+
+        x = inputs[0]
+        results = np.unique(numpy_ordered(x), return_index=self.return_index,
                             return_inverse=self.return_inverse,
                             return_counts=self.return_counts, axis=self.axis,
                             equal_nan=self.equal_nan)

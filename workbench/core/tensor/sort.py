@@ -53,8 +53,17 @@ def _non_negative_axis(axis: Any, what: str) -> int:
     return int(axis)
 
 
+_BFLOAT16 = np.dtype("bfloat16")  # ml_dtypes'
+
+
+def numpy_ordered(x: np.ndarray) -> np.ndarray:
+    """`x` in a dtype NumPy sorts and searches with NaN last: bfloat16 as float32 (exact;
+    ml_dtypes' own comparisons let a NaN scramble the sort)."""
+    return x.astype(np.float32) if x.dtype == _BFLOAT16 else x
+
+
 def _stable_argsort(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.argsort(x, axis=axis, kind="stable")
+    return np.argsort(numpy_ordered(x), axis=axis, kind="stable")
 
 
 def _comparisons(shape: tuple[int, ...], axis: int) -> float:
@@ -82,7 +91,9 @@ class Sort(Op):
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
-        output_storage[0][0] = np.sort(inputs[0], axis=self.axis, kind="stable")
+        x = inputs[0]
+        output_storage[0][0] = np.sort(numpy_ordered(x), axis=self.axis,
+                                       kind="stable").astype(x.dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
@@ -314,7 +325,8 @@ class SearchSorted(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
         a, v = inputs
-        output_storage[0][0] = np.asarray(np.searchsorted(a, v, side=self.side), np.int64)
+        output_storage[0][0] = np.asarray(np.searchsorted(
+            numpy_ordered(a), numpy_ordered(np.asarray(v)), side=self.side), np.int64)
 
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: list[tuple[Any, ...]]
                     ) -> list[tuple[Any, ...]]:
