@@ -132,8 +132,9 @@ class CholeskyGrad(LinalgOp):
     factor ``L`` and the gradient ``gL`` of the factor, by Murray's formula in one node:
     with ``M`` the symmetric matrix whose lower triangle is that of ``L^T gL``,
     ``S = L^-T M L^-1`` and the result is ``tril(S)`` with its diagonal halved (equal to
-    `murray_graph`). Its C is trmm, trtri and sygst (``L^-T M L^-1`` as the congruence
-    by ``L^-1``): 7/3 n^3 flops where the graph's trmm and two trsm take 3 n^3.
+    `murray_graph`). Its C is the lower triangle of ``L^T gL`` by blocked gemm, trtri and
+    sygst (``L^-T M L^-1`` as the congruence by ``L^-1``): 5/3 n^3 flops where the graph's
+    trmm and two trsm take 3 n^3.
     Real dtypes (complex gradients are refused before)."""
 
     __props__ = ()
@@ -158,7 +159,7 @@ class CholeskyGrad(LinalgOp):
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
         n = inputs[0][-1]
-        return float(np.prod(outputs[0][:-2])) * 7 * n ** 3 / 3
+        return float(np.prod(outputs[0][:-2])) * 5 * n ** 3 / 3
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              output_grads: Sequence[Variable]) -> list[Variable]:
