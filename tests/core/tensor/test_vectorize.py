@@ -264,3 +264,44 @@ def test_a_batched_run_time_index_is_read_item_by_item(linker):
     a, idx = np.arange(15.0).reshape(3, 5), np.array([1, 3, 4], dtype="int32")
     for _ in range(2):  # the second call goes straight to the loop
         np.testing.assert_array_equal(f(a, idx), a[np.arange(3), idx] * 2)
+
+
+def _needs_real_storage():
+    """Core graphs whose torch kernels are not vmap-safe (numpy, data_ptr, in-place)."""
+    x = wt.dvector("x")
+    xp, fp = np.linspace(0.0, 10.0, 4), np.arange(4.0)
+    return x, {"take": wt.take(x, np.array([3, 0])), "x[idx]": x[np.array([3, 0])],
+               "diag": wt.diag(x), "pad": wt.pad(x, 2, mode="reflect"),
+               "kron": wt.linalg.kron(x, x), "interp": wt.interp(x, xp, fp)}
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("name", list(_needs_real_storage()[1]))
+def test_kernels_that_are_not_vmap_safe_run_item_by_item_on_gpu(name):
+    # torch's batched tensors have no storage: a kernel reading data_ptr or .numpy()
+    # falls back to a loop over the batch and agrees with the py linker
+    from workbench.core.compile.mode import available_linkers
+
+    if "gpu" not in available_linkers():
+        pytest.skip("gpu linker not available")
+    x, graphs = _needs_real_storage()
+    xs = wt.dmatrix("xs")
+    out = wb.vectorize_graph(graphs[name], {x: xs})
+    a = np.arange(12.0).reshape(3, 4) * 1.3
+    want = wb.function([xs], out, linker="py")(a)
+    f = wb.function([xs], out, linker="gpu")
+    for _ in range(2):  # the second call goes straight to the loop
+        np.testing.assert_allclose(f(a), want, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+def test_a_real_error_in_a_looped_kernel_is_raised_on_gpu():
+    from workbench.core.compile.mode import available_linkers
+
+    if "gpu" not in available_linkers():
+        pytest.skip("gpu linker not available")
+    x, xs = wt.dvector("x"), wt.dmatrix("xs")
+    f = wb.function([xs], wb.vectorize_graph(wt.take(x, np.array([3, 0])), {x: xs}),
+                    linker="gpu")
+    with pytest.raises(Exception, match="(?i)index|bounds"):
+        f(np.ones((2, 2)))

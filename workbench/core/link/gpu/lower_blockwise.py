@@ -4,8 +4,9 @@ The inputs' batch dimensions are broadcast to the full batch shape, then the
 core kernel (the core Op's own lowering) is vmapped once per batch dimension:
 one batched torch call, no Python loop per item. Inputs without batch dimensions
 are not mapped (`in_dims=None`): the kernel reads them as they are. A kernel that
-vmap refuses at run time (one reading a batched index as an int) is called item
-by item instead. A core Op without a lowering runs on the host through `perform`.
+is not vmap-safe (one reading a batched index as an int, or needing real storage:
+`data_ptr`, `.numpy()`, in-place writes) is called item by item instead, for every
+core Op alike. A core Op without a lowering runs on the host through `perform`.
 """
 
 from __future__ import annotations
@@ -49,14 +50,18 @@ def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
                                          for x, c in zip(inputs, core_ndims)))
         expanded = [x.expand(*batch, *x.shape[x.dim() - c:]) if b else x
                     for x, c, b in zip(inputs, core_ndims, batched)]
-        if not vmap_refused:
-            try:
-                return list(mapped(*expanded))
-            except RuntimeError as error:  # e.g. the kernel reads a batched index as an int
-                if "vmap" not in str(error):
-                    raise
-                vmap_refused.append(error)
-        return _loop(expanded, tuple(batch))
+        if vmap_refused:
+            return _loop(expanded, tuple(batch))
+        try:
+            return list(mapped(*expanded))
+        except (RuntimeError, TypeError, ValueError, NotImplementedError) as refusal:
+            # the kernel is not vmap-safe: it reads a batched index as an int (`.item()`),
+            # or needs real storage (`data_ptr`, `.numpy()`, in-place or `out=` writes),
+            # which torch's batched tensors lack. Item by item, the kernel sees real
+            # tensors: if it fails there too, that error is the real one and is raised.
+            result = _loop(expanded, tuple(batch))
+            vmap_refused.append(refusal)  # the loop works: use it from now on
+            return result
 
     vmap_refused: list[Exception] = []
 
