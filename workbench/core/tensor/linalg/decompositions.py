@@ -132,9 +132,9 @@ class CholeskyGrad(LinalgOp):
     factor ``L`` and the gradient ``gL`` of the factor, by Murray's formula in one node:
     with ``M`` the symmetric matrix whose lower triangle is that of ``L^T gL``,
     ``S = L^-T M L^-1`` and the result is ``tril(S)`` with its diagonal halved (equal to
-    `murray_graph`). Its C is the lower triangle of ``L^T gL`` by blocked gemm, trtri and
-    sygst (``L^-T M L^-1`` as the congruence by ``L^-1``): 5/3 n^3 flops where the graph's
-    trmm and two trsm take 3 n^3.
+    `murray_graph`). Its C forms only the lower triangles of ``L^T gL`` and of
+    ``Phi L^-1`` (blocked gemm and trsm, n^3/3 each), then one full trsm: 5/3 n^3 flops
+    where the graph's trmm and two trsm take 3 n^3.
     Real dtypes (complex gradients are refused before)."""
 
     __props__ = ()

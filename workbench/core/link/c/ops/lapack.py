@@ -78,8 +78,10 @@ class CholeskyC(LapackC):
 @register_c_op(CholeskyGrad)
 class CholeskyGradC(LapackC):
     """Murray's formula: the lower triangle of ``W = L^T gL`` (a gemm per block row of
-    64: n^3/3 flops where trmm's full W takes n^3), ``L^-1`` (trtri), ``S = L^-T W L^-1``
-    on the lower triangle (sygst, itype 3, with L^-1); out = tril(S), diagonal halved."""
+    64: n^3/3 flops where trmm's full W takes n^3); ``Phi`` its lower triangle with the
+    diagonal halved; ``V = Phi L^-1``, lower triangular, by a trsm per block row (n^3/3);
+    ``Z = L^-T V`` (trsm, n^3); out = tril(Z + Z^T) with diagonal diag(Z) (= tril(S),
+    diagonal halved, for ``S = L^-T (Phi + Phi^T) L^-1``)."""
 
     def c_supports(self, node: Any) -> bool:
         return super().c_supports(node) and not DTYPES[str(node.inputs[0].type.dtype)].is_complex
@@ -104,16 +106,32 @@ class CholeskyGradC(LapackC):
       wb_la_%(t)sgemm(&tr, &nt, &bm, &bn, &bk, &one, wb_a + r0 + r0 * n, &wb_ld,
                       wb_b + r0, &wb_ld, &zero, wb_w + r0, &wb_ld, (size_t)1, (size_t)1);
     }}
-    const wb_laint itype = 3; wb_laint info = 0;
-    wb_la_%(t)strtri(&lo, &nd, &wb_n, wb_a, &wb_ld, &info, (size_t)1, (size_t)1);
-    if (info == 0)
-      wb_la_%(t)ssygst(&itype, &lo, &wb_n, wb_w, &wb_ld, wb_a, &wb_ld, &info, (size_t)1);
+    for (npy_intp j = 0; j < n; ++j) {{  /* Phi: the gemms' upper entries dropped */
+      for (npy_intp i = 0; i < j; ++i) wb_w[i + j * n] = 0;
+      wb_w[j + j * n] *= 0.5;
+    }}
+    wb_laint info = 0;
+    for (npy_intp j = 0; j < n; ++j)  /* trtrs's singularity test, before any solve */
+      if (wb_a[j + j * n] == 0) {{ info = (wb_laint)(j + 1); break; }}
+    if (info == 0) {{
+      const char rs = 'R', ls = 'L';
+      /* V[r0:r1, 0:r1] L[0:r1, 0:r1] = Phi[r0:r1, 0:r1] (V's row i is 0 beyond i) */
+      for (npy_intp r0 = 0; r0 < n; r0 += 64) {{
+        const npy_intp r1 = r0 + 64 < n ? r0 + 64 : n;
+        const wb_laint bm = (wb_laint)(r1 - r0), bn = (wb_laint)r1;
+        wb_la_%(t)strsm(&rs, &lo, &nt, &nd, &bm, &bn, &one, wb_a, &wb_ld, wb_w + r0, &wb_ld,
+                        (size_t)1, (size_t)1, (size_t)1, (size_t)1);
+      }}
+      wb_la_%(t)strsm(&ls, &lo, &tr, &nd, &wb_n, &wb_n, &one, wb_a, &wb_ld, wb_w, &wb_ld,
+                      (size_t)1, (size_t)1, (size_t)1, (size_t)1);
+    }}
     {check_info("(long)info - 1")}
     else {{
       %(ctype)s *o = (%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * n;
       for (npy_intp i = 0; i < n; ++i)
         for (npy_intp j = 0; j < n; ++j)
-          o[i * n + j] = i > j ? wb_w[i + j * n] : (i == j ? 0.5 * wb_w[i + i * n] : 0);
+          o[i * n + j] = i > j ? wb_w[i + j * n] + wb_w[j + i * n]
+                               : (i == j ? wb_w[i + i * n] : 0);
     }}"""
         head = (f"const npy_intp wb_sg0 = PyArray_STRIDE({g}, PyArray_NDIM({g}) - 2);\n"
                 f"const npy_intp wb_sg1 = PyArray_STRIDE({g}, PyArray_NDIM({g}) - 1);")

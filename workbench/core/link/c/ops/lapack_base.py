@@ -89,10 +89,9 @@ LAPACK_ROUTINES: dict[str, tuple[str, int, str]] = {
     "gemm": ("const char *transa, const char *transb, const wb_laint *m, const wb_laint *n, "
              "const wb_laint *k, const T *alpha, const T *a, const wb_laint *lda, const T *b, "
              "const wb_laint *ldb, const T *beta, T *c, const wb_laint *ldc", 2, ALL),
-    "trtri": ("const char *uplo, const char *diag, const wb_laint *n, T *a, "
-              "const wb_laint *lda, wb_laint *info", 2, ALL),
-    "sygst": ("const wb_laint *itype, const char *uplo, const wb_laint *n, T *a, "
-              "const wb_laint *lda, const T *b, const wb_laint *ldb, wb_laint *info", 1, "sd"),
+    "trsm": ("const char *side, const char *uplo, const char *transa, const char *diag, "
+             "const wb_laint *m, const wb_laint *n, const T *alpha, const T *a, "
+             "const wb_laint *lda, T *b, const wb_laint *ldb", 4, ALL),
     "syevd": ("const char *jobz, const char *uplo, const wb_laint *n, T *a, "
               "const wb_laint *lda, T *w, T *work, const wb_laint *lwork, wb_laint *iwork, "
               "const wb_laint *liwork, wb_laint *info", 2, "sd"),
