@@ -7,6 +7,10 @@ Stabilize:
 - ``local_log_det_to_slogdet``: ``log(det(a)) -> log(sign) + logabsdet`` of `slogdet`
   (no overflow of the determinant; ``log(sign)`` keeps log's NaN for a negative
   determinant and -inf for a singular one) and ``log(abs(det(a))) -> logabsdet``.
+- ``local_det_grad_cancel``: ``(n / det(a)) * det(a) -> n``, the factor the gradient
+  of ``log(det(a))`` carries (log's ``g / det`` times Det's ``g det a^-T``): without it
+  the gradient is ``0 * inf = NaN`` whenever the determinant under- or overflows
+  while the value, through `slogdet`, is finite.
 
 Specialize (the structure of a matrix known from how it was built: a Cholesky
 factor or its transpose is triangular; ``diag(v)`` -- a set of the same index pair
@@ -62,6 +66,7 @@ from workbench.core.rewrite.db import (
 from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.rewrite.rules.rule_utils import (
     alloc_operand,
+    broadcast_like,
     constant_data,
     is_constant_value,
     owner_scalar_op,
@@ -87,7 +92,8 @@ from workbench.core.tensor.shape import Shape_i
 __all__ = [
     "diag_vector", "diagonal_matrix", "local_cholesky_outer_product",
     "local_cholesky_outer_product_unchecked", "local_det_from_cholesky",
-    "local_det_of_triangular", "local_inv_dot_to_solve", "local_log_det_to_slogdet",
+    "local_det_grad_cancel", "local_det_of_triangular", "local_inv_dot_to_solve",
+    "local_log_det_to_slogdet",
     "local_solve_diagonal_matrix", "local_solve_triangular_matrix", "masked_triangle",
     "adjoint_of", "symmetric_matrix", "transposed_source", "triangular_structure",
 ]  # fmt: skip
@@ -331,6 +337,46 @@ def local_log_det_to_slogdet(fgraph: Any, node: Apply) -> Any:
     sign, logdet = SLogDet()(inner.owner.inputs[0])
     new = logdet if absolute else tm.add(tm.log(sign), logdet)
     return [_cast_like(new, node.outputs[0])]
+
+
+def _mul_factors(var: Variable) -> list[Variable]:
+    """The factors of a tree of plain Elemwise products ending in `var` (the gradient
+    nests them: ``(g * (1 / d)) * d``)."""
+    if owner_scalar_op(var, smath.Mul) is None:
+        return [var]
+    return [f for v in var.owner.inputs for f in _mul_factors(v)]
+
+
+@register_stabilize
+@node_rewriter([tm.mul.op])
+def local_det_grad_cancel(fgraph: Any, node: Apply) -> Any:
+    """``mul(..., n / det(a), ..., det(a), ...) -> mul(..., n, ...)`` (also for
+    ``reciprocal(det(a))``): the product log's and Det's gradients build for
+    ``grad(log(det(a)))``, which is ``0 * inf = NaN`` once the determinant under- or
+    overflows although the gradient ``n a^-T`` is finite.
+
+    Domain: every `a` whose determinant is nonzero and finite; at a singular `a` the
+    gradient's ``inv(a)`` stays in the graph and raises as before."""
+    from workbench.core.tensor.math import mul
+
+    factors = _mul_factors(node.outputs[0])
+    for i, f in enumerate(factors):
+        if owner_scalar_op(f, smath.TrueDiv) is not None:
+            numerator, det = f.owner.inputs
+        elif owner_scalar_op(f, smath.Reciprocal) is not None:
+            numerator, det = None, f.owner.inputs[0]
+        else:
+            continue
+        if det.owner is None or not isinstance(det.owner.op, Det):
+            continue
+        rest = factors[:i] + factors[i + 1:]
+        if det not in rest:
+            continue
+        rest.remove(det)
+        kept = rest if numerator is None else [numerator, *rest]
+        new = mul(*kept) if len(kept) > 1 else (kept[0] if kept else np.ones((), "int8"))
+        return [broadcast_like(new, node.outputs[0], node, dropped=[f, det], fgraph=fgraph)]
+    return None
 
 
 # -- specialize ------------------------------------------------------------------------------
