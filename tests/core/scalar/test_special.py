@@ -252,6 +252,19 @@ def test_binary_special_values(linker: str) -> None:
 
 ALL_LINKERS = HOST_LINKERS + (["gpu"] if HAS_TORCH and "gpu" in available_linkers() else [])
 
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+def test_incomplete_gamma_of_nan_is_nan(linker: str) -> None:
+    # torch answers x = 0, x = inf and a = inf before reading a NaN other argument
+    a, x = wt.dvector("a"), wt.dvector("x")
+    f = wb.function([a, x], [wt.gammainc(a, x), wt.gammaincc(a, x)], linker=linker)
+    ab = np.array([np.nan, np.inf, np.nan, np.nan, np.nan])
+    xb = np.array([np.inf, np.nan, 0.0, -0.0, 1.0])
+    for got, want in zip(f(ab, xb), (sp.gammainc(ab, xb), sp.gammaincc(ab, xb))):
+        assert np.isnan(want).all()
+        np.testing.assert_array_equal(got, want)
+
 #: name -> argument tuples at poles and limits where SciPy has a convention
 SCIPY_CONVENTIONS = {
     "beta": [(0.0, 1.0), (1.0, 0.0), (0.5, 0.0), (-0.0, 1.0), (np.inf, 1.0)],

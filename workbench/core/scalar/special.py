@@ -107,6 +107,15 @@ def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
     return torch.where(pole, signed_inf.to(x.dtype), out).to(dtype)
 
 
+def _nan_in_nan_out(kernel: Any) -> Any:
+    """A two-argument torch kernel giving NaN wherever an argument is NaN, as SciPy: torch's
+    gammainc / gammaincc answer x = 0, x = inf and a = inf before reading the other one."""
+    def propagating(torch: Any, a: Any, x: Any) -> Any:
+        value = kernel(torch, a, x)
+        return torch.where(torch.isnan(a) | torch.isnan(x), float("nan"), value)
+    return propagating
+
+
 def _torch_gammainc_da(torch: Any, a: Any, x: Any) -> Any:
     a, x = a.double(), x.double()  # differences need float64 whatever the dtype
     h = torch.minimum(1e-3 * torch.clamp(a, min=1.0), 0.25 * a)
@@ -286,7 +295,7 @@ gammainc = declare(
     "GammaInc", "gammainc", "The regularized lower incomplete gamma function P(a, x) "
     "(a >= 0, x >= 0; at a = 0 SciPy's limit, 1 for x > 0).", nin=2,
     numpy=kernels.gammainc, c="wb_gammainc",
-    torch="special.gammainc",
+    torch=_nan_in_nan_out(lambda torch, a, x: torch.special.gammainc(a, x)),
     derivative=lambda a, x, z: (gammainc_da(a, x),
                                 sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),
     domain=((0.5, 5), (0.1, 5)), reference="scipy.special.gammainc")
@@ -294,7 +303,7 @@ gammaincc = declare(
     "GammaIncc", "gammaincc", "The regularized upper incomplete gamma function "
     "Q(a, x) = 1 - P(a, x) (0 at a = 0 for x > 0).", nin=2,
     numpy=kernels.gammaincc, c="wb_gammaincc",
-    torch="special.gammaincc",
+    torch=_nan_in_nan_out(lambda torch, a, x: torch.special.gammaincc(a, x)),
     derivative=lambda a, x, z: (-gammainc_da(a, x),
                                 -sm.exp((a - 1) * sm.log(x) - x - gammaln(a))),
     domain=((0.5, 5), (0.1, 5)), reference="scipy.special.gammaincc")
