@@ -296,3 +296,22 @@ def test_gradient_of_log_det_at_an_overflowing_determinant():
     np.testing.assert_allclose(g(1e120 * np.eye(3)), 1e-120 * np.eye(3), rtol=1e-14)
     np.testing.assert_allclose(g(1e-120 * np.eye(3)), 1e120 * np.eye(3), rtol=1e-14)
     np.testing.assert_allclose(g(VALUES[A]), np.linalg.inv(VALUES[A]).T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("linker", [name for name in LINKERS if name in ("py", "c")])
+def test_det_does_not_reuse_a_cholesky_from_an_untaken_ifelse_branch(linker):
+    # "Cholesky if positive definite, else a fallback": the factor may raise, so only
+    # the taken branch computes it; det/slogdet of the indefinite a = [[2, 3], [3, -2]]
+    # are -13 / (-1, log 13), as without rewrites.
+    s, flag = wt.dmatrix("s"), wt.lscalar("flag")
+    a = s + s.T
+    guarded = wb.ifelse(flag, la.cholesky(a).sum(), wt.constant(0.0))
+    sv = np.array([[1.0, 3.0], [0.0, -1.0]])
+    f = wb.function([s, flag], [la.det(a), *la.slogdet(a), guarded], linker=linker)
+    assert "local_det_from_cholesky" not in f.maker.rewrite_trace.rewrites_used()
+    det, sign, logdet, rest = f(sv, 0)
+    assert np.isclose(det, -13.0) and sign == -1.0 and np.isclose(logdet, np.log(13.0))
+    assert rest == 0.0
+    # Computed on every run (outside the branch too), the factor is reused as before.
+    g = wb.function([s], [la.det(a), la.cholesky(a).sum()], linker=linker)
+    assert "local_det_from_cholesky" in g.maker.rewrite_trace.rewrites_used()

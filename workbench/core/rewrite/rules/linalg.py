@@ -24,7 +24,7 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   ``prod(diag(L))^2`` and ``(1, 2 sum(log(diag(L))))``, no LU. Exact for the
   positive-definite matrices the factorisation accepts (it raises for the others, and
   stays in the graph); declined for any other `a`, whose other triangle the factor
-  never read.
+  never read, and for a factor only a lazy `ifelse` branch computes.
 - ``local_solve_triangular_matrix``: ``solve(t, b)`` with a known triangular `t` (a
   Cholesky factor, ``tril(x)``/``triu(x)``, or their transposes) becomes
   `solve_triangular` (a transposed factor through ``trans``, no copy; ``tril(x)`` is
@@ -67,6 +67,7 @@ from workbench.core.rewrite.engine import node_rewriter
 from workbench.core.rewrite.rules.rule_utils import (
     alloc_operand,
     broadcast_like,
+    computed_unconditionally,
     constant_data,
     is_constant_value,
     owner_scalar_op,
@@ -412,7 +413,9 @@ def local_det_from_cholesky(fgraph: Any, node: Apply) -> Any:
     (`symmetric_matrix`): Cholesky reads one triangle only, so a non-symmetric `a`
     would get the determinant of another matrix.
 
-    Domain: symmetric positive-definite `a` (the graph's Cholesky raises for others)."""
+    Domain: symmetric positive-definite `a` (the graph's Cholesky raises for others).
+    Only a Cholesky every run computes (`computed_unconditionally`): one in an untaken
+    `ifelse` branch would raise where the determinant has a value."""
     from workbench.core.tensor.reduction import prod
     from workbench.core.tensor.reduction import sum as reduce_sum
 
@@ -421,7 +424,8 @@ def local_det_from_cholesky(fgraph: Any, node: Apply) -> Any:
         return None
     factor = None
     for client, _ in (fgraph.clients.get(a, ()) if fgraph is not None else ()):
-        if not isinstance(client, str) and isinstance(client.op, Cholesky):
+        if (not isinstance(client, str) and isinstance(client.op, Cholesky)
+                and computed_unconditionally(fgraph, client)):
             factor = client.outputs[0]
             break
     if factor is None:

@@ -187,3 +187,29 @@ def is_float(var: Variable) -> bool:
     """True for float and complex tensors (where x/1, x**0.5 and friends keep their meaning)."""
     d = var.type.dtype
     return bool(d.is_float or d.is_complex)
+
+
+def computed_unconditionally(fgraph: Any, node: Apply) -> bool:
+    """True if every run of `fgraph` computes `node`: an output needs it along a path
+    that enters no branch of a lazy Op (an `IfElse` evaluates only its condition for
+    sure; other lazy Ops nothing). A rule that reuses a node's result elsewhere (e.g.
+    a Cholesky factor for a determinant) must not move it out of an untaken branch,
+    where it could raise. Walks the graph from its outputs (unlike the helpers above)."""
+    from workbench.core.ifelse import IfElse
+
+    if fgraph is None:
+        return False
+    seen: set[Apply] = set()
+    stack = [v.owner for v in fgraph.outputs if v.owner is not None]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current is node:
+            return True
+        inputs = current.inputs
+        if getattr(current.op, "lazy", False):
+            inputs = inputs[:1] if isinstance(current.op, IfElse) else []
+        stack.extend(v.owner for v in inputs if v.owner is not None and v.owner not in seen)
+    return False
