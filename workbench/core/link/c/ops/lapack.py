@@ -93,18 +93,23 @@ class CholeskyGradC(LapackC):
                              ("wb_w", "%(ctype)s", "n * n"))
         body = f"""
     wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
-    wb_la_load_%(t)s(wb_la_at({g}, 2, wb_bshape, wb_bnd, wb_i), wb_sg0, wb_sg1, n, n, wb_b);
+    /* a C-contiguous gL is read in place as the column-major gL^T (gemm's transb 'T') */
+    const char *wb_pg = wb_la_at({g}, 2, wb_bshape, wb_bnd, wb_i);
+    const int wb_g_rows = wb_sg1 == (npy_intp)sizeof(%(ctype)s)
+                          && wb_sg0 == n * (npy_intp)sizeof(%(ctype)s);
+    if (!wb_g_rows) wb_la_load_%(t)s(wb_pg, wb_sg0, wb_sg1, n, n, wb_b);
     for (npy_intp j = 1; j < n; ++j)  /* tril(L): W's diagonal blocks read L's block */
       for (npy_intp i = 0; i < j; ++i) wb_a[i + j * n] = 0;
-    const char lo = 'L', tr = 'T', nt = 'N', nd = 'N';
+    const char lo = 'L', tr = 'T', nt = 'N', nd = 'N', gt = wb_g_rows ? 'T' : 'N';
     const %(ctype)s one = 1, zero = 0;
     /* W[r0:r1, 0:r1] = L[r0:n, r0:r1]^T gL[r0:n, 0:r1]: with i >= j only k >= i >= j
        count (L lower), so gL's upper triangle is never read */
     for (npy_intp r0 = 0; r0 < n; r0 += 64) {{
       const npy_intp r1 = r0 + 64 < n ? r0 + 64 : n;
       const wb_laint bm = (wb_laint)(r1 - r0), bn = (wb_laint)r1, bk = (wb_laint)(n - r0);
-      wb_la_%(t)sgemm(&tr, &nt, &bm, &bn, &bk, &one, wb_a + r0 + r0 * n, &wb_ld,
-                      wb_b + r0, &wb_ld, &zero, wb_w + r0, &wb_ld, (size_t)1, (size_t)1);
+      const %(ctype)s *gb = wb_g_rows ? (const %(ctype)s*)wb_pg + r0 * n : wb_b + r0;
+      wb_la_%(t)sgemm(&tr, &gt, &bm, &bn, &bk, &one, wb_a + r0 + r0 * n, &wb_ld,
+                      gb, &wb_ld, &zero, wb_w + r0, &wb_ld, (size_t)1, (size_t)1);
     }}
     for (npy_intp j = 0; j < n; ++j) {{  /* Phi: the gemms' upper entries dropped */
       for (npy_intp i = 0; i < j; ++i) wb_w[i + j * n] = 0;
