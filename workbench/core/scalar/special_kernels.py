@@ -30,9 +30,10 @@ agree to rounding:
   below 30, the asymptotic expansion above;
 * the Gauss hypergeometric function 2F1(a, b; c; x): `scalar/hypergeometric.py` (the
   series and its linear transformations, the one that cancels least);
-* the regularized incomplete gamma functions P(a, x), Q(a, x): the series for
-  x < a + 1, the continued fraction (modified Lentz) otherwise; their derivative in a
-  numerically (Richardson-extrapolated central differences, `gammainc_da`).
+* the regularized incomplete gamma functions P(a, x), Q(a, x): Temme's uniform
+  asymptotic expansion for a > 20, |x - a| < 0.3 a (`incomplete_gamma_asymptotic`), else
+  the series for x < a + 1, the continued fraction (modified Lentz) otherwise; their
+  derivative in a numerically (Richardson-extrapolated central differences, `gammainc_da`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from workbench.core.scalar.incomplete_gamma_asymptotic import (
+    TEMME_ABOVE,
+    TEMME_WITHIN,
+    temme_over,
+)
 
 __all__ = [
     "betaln", "betaln_over", "beta", "beta_over", "beta_poles", "digamma", "erfcinv", "erfcx",
@@ -636,13 +643,21 @@ def _gammainc(a: Any, x: Any, upper: bool) -> np.ndarray:
     a, x = np.broadcast_arrays(_f64(a), _f64(x))
     with np.errstate(all="ignore"):
         inside = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
-        p, q = _gammainc_both(np.where(inside, a, 1.0), np.where(inside, x, 1.0))
+        # large a near x = a: Temme's uniform expansion (the series and the continued
+        # fraction need O(sqrt a) terms there, and their prefactor cancels)
+        temme = inside & (a > TEMME_ABOVE) & (np.abs(x - a) < TEMME_WITHIN * a)
+        plain = inside & ~temme
+        p, q = _gammainc_both(np.where(plain, a, 1.0), np.where(plain, x, 1.0))
         value = q if upper else p
+        value = np.where(temme, temme_over(np, _erfc, np.where(temme, a, 100.0),
+                                           np.where(temme, x, 100.0), upper), value)
         at_zero = 1.0 if upper else 0.0
         value = np.where(x == 0, at_zero, value)
         value = np.where(np.isposinf(x), 1.0 - at_zero, value)
         value = np.where((a == 0) & (x > 0), 1.0 - at_zero, value)  # SciPy's limit a -> 0
-        invalid = (a < 0) | ((a == 0) & (x == 0)) | (x < 0) | np.isnan(a) | np.isnan(x)
+        value = np.where(np.isposinf(a), at_zero, value)  # P(inf, x) = 0 for finite x
+        invalid = ((a < 0) | ((a == 0) & (x == 0)) | (x < 0) | np.isnan(a) | np.isnan(x)
+                   | (np.isposinf(a) & np.isposinf(x)))  # (SciPy's NaN at (inf, inf))
         return np.where(invalid, np.nan, value)
 
 
