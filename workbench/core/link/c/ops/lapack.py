@@ -92,15 +92,29 @@ class CholeskyGradC(LapackC):
         decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * n"),
                              ("wb_w", "%(ctype)s", "n * n"))
         body = f"""
-    wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
+    /* a C-contiguous L whose diagonal blocks are lower triangular (a Cholesky factor's)
+       is read in place as the column-major upper U = L^T; else tril(L) is copied */
+    int wb_l_rows = wb_sa1 == (npy_intp)sizeof(%(ctype)s)
+                    && wb_sa0 == n * (npy_intp)sizeof(%(ctype)s);
+    const %(ctype)s *wb_pl = (const %(ctype)s*)wb_pa;
+    for (npy_intp r0 = 0; r0 < n && wb_l_rows; r0 += 64)
+      for (npy_intp i = r0; i < (r0 + 64 < n ? r0 + 64 : n) && wb_l_rows; ++i)
+        for (npy_intp j = i + 1; j < (r0 + 64 < n ? r0 + 64 : n); ++j)
+          if (wb_pl[i * n + j] != 0) {{ wb_l_rows = 0; break; }}
+    if (!wb_l_rows) {{
+      wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);
+      for (npy_intp j = 1; j < n; ++j)  /* tril(L): W's diagonal blocks read L's block */
+        for (npy_intp i = 0; i < j; ++i) wb_a[i + j * n] = 0;
+    }}
+    const %(ctype)s *wb_l = wb_l_rows ? wb_pl : wb_a;
+    const char up = wb_l_rows ? 'U' : 'L', lt = wb_l_rows ? 'N' : 'T',
+               ln = wb_l_rows ? 'T' : 'N';  /* op(A) = L^T and op(A) = L */
     /* a C-contiguous gL is read in place as the column-major gL^T (gemm's transb 'T') */
     const char *wb_pg = wb_la_at({g}, 2, wb_bshape, wb_bnd, wb_i);
     const int wb_g_rows = wb_sg1 == (npy_intp)sizeof(%(ctype)s)
                           && wb_sg0 == n * (npy_intp)sizeof(%(ctype)s);
     if (!wb_g_rows) wb_la_load_%(t)s(wb_pg, wb_sg0, wb_sg1, n, n, wb_b);
-    for (npy_intp j = 1; j < n; ++j)  /* tril(L): W's diagonal blocks read L's block */
-      for (npy_intp i = 0; i < j; ++i) wb_a[i + j * n] = 0;
-    const char lo = 'L', tr = 'T', nt = 'N', nd = 'N', gt = wb_g_rows ? 'T' : 'N';
+    const char nd = 'N', gt = wb_g_rows ? 'T' : 'N';
     const %(ctype)s one = 1, zero = 0;
     /* W[r0:r1, 0:r1] = L[r0:n, r0:r1]^T gL[r0:n, 0:r1]: with i >= j only k >= i >= j
        count (L lower), so gL's upper triangle is never read */
@@ -108,7 +122,7 @@ class CholeskyGradC(LapackC):
       const npy_intp r1 = r0 + 64 < n ? r0 + 64 : n;
       const wb_laint bm = (wb_laint)(r1 - r0), bn = (wb_laint)r1, bk = (wb_laint)(n - r0);
       const %(ctype)s *gb = wb_g_rows ? (const %(ctype)s*)wb_pg + r0 * n : wb_b + r0;
-      wb_la_%(t)sgemm(&tr, &gt, &bm, &bn, &bk, &one, wb_a + r0 + r0 * n, &wb_ld,
+      wb_la_%(t)sgemm(&lt, &gt, &bm, &bn, &bk, &one, wb_l + r0 + r0 * n, &wb_ld,
                       gb, &wb_ld, &zero, wb_w + r0, &wb_ld, (size_t)1, (size_t)1);
     }}
     for (npy_intp j = 0; j < n; ++j) {{  /* Phi: the gemms' upper entries dropped */
@@ -117,17 +131,17 @@ class CholeskyGradC(LapackC):
     }}
     wb_laint info = 0;
     for (npy_intp j = 0; j < n; ++j)  /* trtrs's singularity test, before any solve */
-      if (wb_a[j + j * n] == 0) {{ info = (wb_laint)(j + 1); break; }}
+      if (wb_l[j + j * n] == 0) {{ info = (wb_laint)(j + 1); break; }}
     if (info == 0) {{
       const char rs = 'R', ls = 'L';
       /* V[r0:r1, 0:r1] L[0:r1, 0:r1] = Phi[r0:r1, 0:r1] (V's row i is 0 beyond i) */
       for (npy_intp r0 = 0; r0 < n; r0 += 64) {{
         const npy_intp r1 = r0 + 64 < n ? r0 + 64 : n;
         const wb_laint bm = (wb_laint)(r1 - r0), bn = (wb_laint)r1;
-        wb_la_%(t)strsm(&rs, &lo, &nt, &nd, &bm, &bn, &one, wb_a, &wb_ld, wb_w + r0, &wb_ld,
+        wb_la_%(t)strsm(&rs, &up, &ln, &nd, &bm, &bn, &one, wb_l, &wb_ld, wb_w + r0, &wb_ld,
                         (size_t)1, (size_t)1, (size_t)1, (size_t)1);
       }}
-      wb_la_%(t)strsm(&ls, &lo, &tr, &nd, &wb_n, &wb_n, &one, wb_a, &wb_ld, wb_w, &wb_ld,
+      wb_la_%(t)strsm(&ls, &up, &lt, &nd, &wb_n, &wb_n, &one, wb_l, &wb_ld, wb_w, &wb_ld,
                       (size_t)1, (size_t)1, (size_t)1, (size_t)1);
     }}
     {check_info("(long)info - 1")}
