@@ -359,11 +359,12 @@ def _install_tensor_rules() -> None:
         op = node.op
         name = type(op).__name__.lower()
         axis = getattr(op, "axis", None)
+        initial = "" if op.initial is None else f", initial={op.initial}"
         if axis is None:
-            return f"{name}({args[0][0]})", _ATOM
+            return f"{name}({args[0][0]}{initial})", _ATOM
         if isinstance(axis, tuple) and len(axis) == 1:
             axis = axis[0]
-        return f"{name}({args[0][0]}, axis={axis})", _ATOM
+        return f"{name}({args[0][0]}, axis={axis}{initial})", _ATOM
 
     def matmul_rule(node: Apply, args: list[tuple[str, int]]) -> tuple[str, int]:
         prec = _PRECEDENCE["*"]

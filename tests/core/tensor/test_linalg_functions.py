@@ -8,6 +8,7 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+from workbench.core.gradcheck import verify_grad
 from workbench.core.link.c.compiler import has_compiler
 
 la = wt.linalg
@@ -139,7 +140,8 @@ def test_norms_of_empty_axes_are_numpys(linker: str) -> None:
     x = wt.dmatrix("x")
     orders = [(np.inf, 0), (np.inf, -1), (0, 0), (-1, 0), (2, 0), (None, 0), (3, 0),
               (np.inf, None), (1, None), (2, None), ("fro", None), ("nuc", None)]
-    f = wb.function([x], [la.norm(x, o, axis=a) for o, a in orders], linker=linker)
+    outs = [la.norm(x, o, axis=a) for o, a in orders]
+    f = wb.function([x], outs, linker=linker)
     for shape in ((0, 3), (3, 0), (0, 0)):
         value = np.zeros(shape)
         with np.errstate(divide="ignore"):
@@ -199,3 +201,42 @@ def test_qr_raw_is_numpys_reflectors_and_has_no_gradient(linker):
         wb.grad(h.sum(), a)
     with pytest.raises(ValueError, match="qr: mode must be one of reduced, complete, r, raw"):
         la.qr(a, mode="economic")
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_maximum_norms_are_one_max_from_zero_and_propagate_nan(linker: str) -> None:
+    """Vector inf and matrix 1, 2, inf norms fold their maximum from 0 (numpy's initial),
+    in place: no join of a zero slice however unknown the lengths; the values are
+    numpy's, empty axes included, and a NaN in gives NaN out (order 2 aside: numpy's SVD
+    refuses NaN)."""
+    from workbench.core.tensor.join import Join
+    from workbench.core.tensor.reduction import Max
+
+    x = wt.dmatrix("x")
+    orders = [(np.inf, 0), (np.inf, 1), (1, None), (np.inf, None), (2, None)]
+    outs = [la.norm(x, o, axis=a) for o, a in orders]
+    f = wb.function([x], outs, linker=linker)
+    nodes = f.maker.fgraph.toposort()
+    assert not any(isinstance(n.op, Join) for n in nodes)
+    assert all(n.op.initial == 0 for n in nodes if isinstance(n.op, Max))
+    rng = np.random.default_rng(19)
+    for value in (rng.normal(size=(3, 4)), -np.abs(rng.normal(size=(4, 2))),
+                  np.zeros((0, 3)), np.zeros((2, 0))):
+        want = [np.linalg.norm(value, o, axis=a) for o, a in orders]
+        for got, expected in zip(f(value), want):
+            assert got.shape == expected.shape
+            np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
+    nan = rng.normal(size=(3, 4))
+    nan[1, 2] = np.nan
+    got = wb.function([x], outs[:4], linker=linker)(nan)  # order 2: LinAlgError, as numpy
+    for g, (o, a) in zip(got, orders):
+        np.testing.assert_array_equal(g, np.linalg.norm(nan, o, axis=a))
+    assert np.isnan(got[0][2]) and np.isnan(got[1][1]) and np.isnan(got[2]) and np.isnan(got[3])
+
+
+def test_maximum_norm_gradients() -> None:
+    rng = np.random.default_rng(20)
+    value = rng.normal(size=(3, 4))  # distinct magnitudes and sums: no ties
+    for o, a in [(np.inf, 1), (1, None), (np.inf, None), (2, None)]:
+        verify_grad(lambda m, o=o, a=a: la.norm(m, o, axis=a), [value], rng=rng)

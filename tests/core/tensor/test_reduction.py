@@ -11,7 +11,9 @@ from numpy.exceptions import AxisError
 
 import workbench.core.scalar as ps
 import workbench.core.tensor as wt
+from workbench.core.compile.function import function
 from workbench.core.graph.basic import ancestors
+from workbench.core.link.c.compiler import has_compiler
 from workbench.core.tensor import (
     All,
     Any,
@@ -343,7 +345,9 @@ def test_careduce_ops_identity_and_printing():
     assert str(All((0,))) == "All{axes=(0,)}" and str(Any(None)) == "Any{axes=None}"
     assert str(CAReduce(ps.or_, (0,))) == "CAReduce{or_, axes=(0,)}"
     assert isinstance(Prod(), CAReduce) and Prod().scalar_op == ps.mul
-    assert Sum.__props__ == ("axis", "dtype", "acc_dtype") and Max.__props__ == ("axis",)
+    assert Sum.__props__ == ("axis", "dtype", "acc_dtype")
+    assert Max.__props__ == ("axis", "initial")
+    assert Max(**Max((1,), initial=0)._props_dict()) == Max((1,), initial=0)
     assert Sum(**Sum((1,), dtype="float32")._props_dict()) == Sum((1,), dtype="float32")
 
 
@@ -442,3 +446,52 @@ def test_argmax_argmin_and_max_and_argmax_take_a_tuple_or_list_of_axes(axes, kee
                                                             keepdims=keepdims))
     np.testing.assert_array_equal(where.eval({t: a}), _arg_over_axes(np.argmax, a, axes,
                                                                      keepdims))
+
+
+# -- max/min with numpy's `initial` ---------------------------------------------------------
+
+_LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
+                                                              reason="needs a C compiler"))]
+try:
+    import torch  # noqa: F401
+
+    _LINKERS.append("gpu")
+except ImportError:  # pragma: no cover - torch is optional
+    pass
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", _LINKERS)
+def test_max_min_initial_are_numpys_on_every_linker(linker):
+    """`initial` is folded in first: it gives the value of an empty axis, bounds the
+    result, and a NaN of the input still propagates (numpy.max(..., initial=...))."""
+    x = wt.dmatrix("x")
+    outs = [wt.max(x, 0, initial=0), wt.max(x, 1, initial=0.5), wt.min(x, None, initial=1),
+            wt.max(x, (0, 1), keepdims=True, initial=-np.inf)]
+    f = function([x], outs, linker=linker)
+    rng = np.random.default_rng(3)
+    values = [np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((0, 0)), rng.normal(size=(3, 4)),
+              -np.abs(rng.normal(size=(4, 3))), np.array([[1.0, np.nan], [-2.0, 3.0]]),
+              rng.normal(size=(5, 6))[::2, ::-1]]
+    for value in values:
+        want = [np.max(value, 0, initial=0), np.max(value, 1, initial=0.5),
+                np.min(value, None, initial=1),
+                np.max(value, (0, 1), keepdims=True, initial=-np.inf)]
+        for got, expected in zip(f(value), want):
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+    ints = wt.lvector("i")
+    g = function([ints], wt.max(ints, initial=2), linker=linker)
+    assert g(np.array([-5, 1], dtype=np.int64)) == 2 and g(np.array([7, 1])) == 7
+    assert g(np.zeros(0, dtype=np.int64)) == 2
+
+
+def test_initial_is_a_prop_checked_against_the_dtype():
+    assert Max((0,), initial=0) != Max((0,)) and Max((0,), initial=0) == Max((0,), initial=0.0)
+    assert str(Max((0,), initial=0)) == "Max{axes=(0,), initial=0}"
+    x = wt.dmatrix("x")
+    assert wt.max(x, 0, initial=0).type.shape == (None,)
+    with pytest.raises(TypeError, match="Max initial must be None or a real number, got 'a'"):
+        Max((0,), initial="a")
+    with pytest.raises(TypeError, match="initial 0.5 is not a value of the input's dtype int64"):
+        wt.max(wt.lvector("i"), initial=0.5)

@@ -271,3 +271,15 @@ def test_cumsum_r_op(rng):
     (r,) = out.owner.op.R_op([x], [v])
     vv = rng.normal(size=(3, 2))
     np.testing.assert_allclose(_eval(r, [x, v], vv, vv), np.cumsum(vv, axis=0))
+
+
+def test_max_with_initial_grad(rng):
+    """Where `initial` is the maximum the gradient is zero; elsewhere it is max's."""
+    x = rng.permutation(12).reshape(3, 4) / 7.0 - 1.0  # distinct, no value equal to 0.3
+    x[0] = -np.abs(x[0]) - 0.5  # row 0 wholly below the initial value
+    x[1:, 1] = [1.2, 1.7]  # rows 1 and 2 above it
+    verify_grad(lambda a: wt.max(a, axis=1, initial=0.3), [x], rng=rng)
+    a = wt.dmatrix("a")
+    g = _eval(grad(wt.sum(wt.max(a, axis=1, initial=0.3)), a), [a], x)
+    np.testing.assert_array_equal(g[0], np.zeros(4))
+    np.testing.assert_array_equal(g[1:].sum(axis=1), [1.0, 1.0])

@@ -266,6 +266,8 @@ class CAReduce(Op):
     """
 
     __props__ = ("scalar_op", "axis", "dtype", "acc_dtype")
+    #: numpy's ``initial`` of the reduce: None, or the value folded in first (`Max`/`Min`)
+    initial: int | float | None = None
 
     def __init__(self, scalar_op: ScalarOp, axis: AxisLike = None, dtype: _Any = None,
                  acc_dtype: _Any = None) -> None:
@@ -298,6 +300,8 @@ class CAReduce(Op):
             parts.append(f"dtype={self.dtype}")
         if self.acc_dtype is not None:
             parts.append(f"acc_dtype={self.acc_dtype}")
+        if self.initial is not None:
+            parts.append(f"initial={self.initial}")
         return f"{type(self).__name__}{{{', '.join(parts)}}}"
 
     # -- dtypes (subclasses override the defaults) -------------------------------
@@ -320,6 +324,8 @@ class CAReduce(Op):
             out_dtype = self.output_dtype(x.type.dtype)
         except TypeError as exc:
             raise TypeError(f"{self}: {exc}") from None
+        if self.initial is not None:
+            _check_initial(self, self.acc_dtype or out_dtype)
         out = TensorType(out_dtype, reduced_shape(x.type.shape, axes))()
         return Apply(self, [x], [out])
 
@@ -329,7 +335,8 @@ class CAReduce(Op):
         out_dtype = node.outputs[0].type.dtype.numpy
         acc = self.acc_dtype.numpy if self.acc_dtype is not None else out_dtype
         with np.errstate(over="ignore", invalid="ignore"):
-            result = np.asarray(self.ufunc.reduce(x, axis=self.axis, dtype=acc))
+            extra = {} if self.initial is None else {"initial": self.initial}
+            result = np.asarray(self.ufunc.reduce(x, axis=self.axis, dtype=acc, **extra))
         if result.dtype != out_dtype:
             result = result.astype(out_dtype)
         elif np.may_share_memory(result, inputs[0]):
@@ -401,14 +408,35 @@ class Prod(CAReduce):
         return accumulate_dtype(dtype)
 
 
+def _initial_value(initial: _Any, op: str) -> int | float | None:
+    """`initial` of a Max/Min as a plain Python int or float (None: no initial value)."""
+    if initial is None:
+        return None
+    if isinstance(initial, (bool, np.bool_)) or not isinstance(
+            initial, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op} initial must be None or a real number, got {initial!r}")
+    return initial.item() if isinstance(initial, np.generic) else initial
+
+
+def _check_initial(op: CAReduce, dtype: Dtype) -> None:
+    """A TypeError unless `op.initial` is a value of `dtype` (0.5 is no int64)."""
+    with np.errstate(all="ignore"):
+        held = np.array(op.initial).astype(dtype.numpy)
+    if not (held == op.initial or np.isnan(op.initial)):
+        raise TypeError(f"{op}: initial {op.initial!r} is not a value of the input's "
+                        f"dtype {dtype}")
+
+
 class Max(CAReduce):
     """Maximum over `axis` (NaN propagates); keeps the dtype. An empty reduced axis
-    raises numpy's ValueError at run time (maximum has no identity)."""
+    raises numpy's ValueError at run time (maximum has no identity), unless `initial`
+    is given: numpy's ``initial``, the value folded in first (an empty axis gives it)."""
 
-    __props__ = ("axis",)
+    __props__ = ("axis", "initial")
 
-    def __init__(self, axis: AxisLike = None) -> None:
+    def __init__(self, axis: AxisLike = None, initial: int | float | None = None) -> None:
         super().__init__(smath.maximum, axis)
+        self.initial = _initial_value(initial, "Max")
 
     def default_dtype(self, dtype: Dtype) -> Dtype:
         return dtype
@@ -417,10 +445,11 @@ class Max(CAReduce):
 class Min(CAReduce):
     """Minimum over `axis` (NaN propagates); keeps the dtype. See `Max`."""
 
-    __props__ = ("axis",)
+    __props__ = ("axis", "initial")
 
-    def __init__(self, axis: AxisLike = None) -> None:
+    def __init__(self, axis: AxisLike = None, initial: int | float | None = None) -> None:
         super().__init__(smath.minimum, axis)
+        self.initial = _initial_value(initial, "Min")
 
     def default_dtype(self, dtype: Dtype) -> Dtype:
         return dtype
@@ -593,14 +622,18 @@ def prod(x: TensorLike, axis: AxisLike = None, keepdims: bool = False, dtype: _A
     return _reduce(Prod, x, axis, keepdims, dtype=dtype, acc_dtype=acc_dtype)
 
 
-def max(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Variable:
-    """Largest element over `axis`, as ``numpy.max`` (error at run time if the axis is empty)."""
-    return _reduce(Max, x, axis, keepdims)
+def max(x: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+        initial: int | float | None = None) -> Variable:
+    """Largest element over `axis`, as ``numpy.max``: an empty axis gives `initial`, or an
+    error at run time when there is none."""
+    return _reduce(Max, x, axis, keepdims, initial=initial)
 
 
-def min(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Variable:
-    """Smallest element over `axis`, as ``numpy.min`` (error at run time if the axis is empty)."""
-    return _reduce(Min, x, axis, keepdims)
+def min(x: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+        initial: int | float | None = None) -> Variable:
+    """Smallest element over `axis`, as ``numpy.min``: an empty axis gives `initial`, or an
+    error at run time when there is none."""
+    return _reduce(Min, x, axis, keepdims, initial=initial)
 
 
 def all(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Variable:

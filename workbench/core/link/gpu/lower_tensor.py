@@ -69,13 +69,24 @@ def lower_careduce(node: Apply, ctx: LowerContext) -> Kernel | None:
     elif isinstance(scalar, (sm.Maximum, sm.Minimum)):
         if acc.is_complex:
             return None  # torch does not order complex numbers
-        fn = torch.amax if isinstance(scalar, sm.Maximum) else torch.amin
+        is_max = isinstance(scalar, sm.Maximum)
+        fn = torch.amax if is_max else torch.amin
+        initial = op.initial
 
         def reduce(x: Any, dims: tuple[int, ...]) -> Any:
             if any(x.shape[d] == 0 for d in dims):
+                if initial is not None:  # numpy's `initial`: the value of an empty fold
+                    kept = [n for d, n in enumerate(x.shape) if d not in dims]
+                    return torch.full(kept, initial, dtype=x.dtype, device=x.device)
                 raise ValueError(f"{op}: zero-size array to reduction operation which has "
                                  "no identity")
-            return fn(x, dim=dims)
+            result = fn(x, dim=dims)
+            if initial is None:
+                return result
+            # fmax/fmin would drop a NaN of x; where() keeps it (x's NaN propagates)
+            bound = torch.tensor(initial, dtype=result.dtype, device=result.device)
+            past = (result < bound if is_max else result > bound) | torch.isnan(bound)
+            return torch.where(past, bound, result)
     elif isinstance(scalar, (sm.AND, sm.OR)):
         fn = torch.all if isinstance(scalar, sm.AND) else torch.any
 

@@ -80,24 +80,11 @@ def _max_magnitude(v: Variable, axis: Any) -> Variable:
     """The maximum of the non-negative `v` over `axis` (an int, a tuple or None), 0 over
     an empty axis: numpy.linalg's norms reduce with 0 as the initial value (``inf``,
     matrix 1, 2 and ``inf`` norms of empty inputs are 0; ``-inf``, -1, -2 still raise).
-    A zero slice is joined along a reduced axis unless the static lengths show none is
-    empty."""
-    from workbench.core.tensor.join import concatenate
-    from workbench.core.tensor.reshape import broadcast_to
-    from workbench.core.tensor.shape import shape_tuple
-
-    red = _red()
+    Starting the fold at 0 rather than -inf changes no other result, as ``v >= 0``, and
+    a NaN still propagates."""
     if v.type.ndim == 0:
         return v
-    axes = tuple(range(v.type.ndim)) if axis is None else (
-        (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis))
-    axes = tuple(a % v.type.ndim for a in axes)
-    if all(v.type.shape[a] not in (None, 0) for a in axes):
-        return red.max(v, axis=axis)
-    lengths = list(shape_tuple(v))
-    lengths[axes[0]] = 1
-    zero = broadcast_to(as_tensor_variable(np.zeros((), v.type.dtype.numpy)), lengths)
-    return red.max(concatenate([v, zero], axes[0]), axis=axis)
+    return _red().max(v, axis=axis, initial=0)
 
 
 def vector_norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False) -> Variable:  # noqa: A002

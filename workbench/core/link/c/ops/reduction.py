@@ -13,7 +13,8 @@ the output dtype. The generated loop
   otherwise; max/min track NaN separately so it propagates;
 - when the innermost dimension is kept, combines a whole row of inputs into a row of
   accumulators (a vectorised elementwise loop when both are contiguous).
-An empty reduction gives the ufunc's identity, or NumPy's ValueError for max/min.
+An empty reduction gives the Op's `initial`, the ufunc's identity, or NumPy's
+ValueError for max/min.
 
 Argmax/Argmin move the axis last and make rows contiguous (as NumPy does), then
 per row: the extreme and whether a NaN occurs in one vectorised pass, the first
@@ -138,9 +139,12 @@ class CAReduceC(COpAdapter):
         return c_cast(c_cast(expr, in_dt, prep), prep, acc)
 
     def _start(self, node: Any) -> str:
-        """The value a fold starts from: the identity, or the dtype's extreme for max/min."""
+        """The value a fold starts from: the Op's `initial`, the identity, or the dtype's
+        extreme for max/min."""
         acc = self._dtypes(node)[2]
         sop = self.op.scalar_op
+        if self.op.initial is not None:
+            return scalar_literal(self.op.initial, acc)
         if isinstance(sop, smath.Maximum):
             return _extreme_literal(acc, lowest=True)
         if isinstance(sop, smath.Minimum):
@@ -168,7 +172,7 @@ class CAReduceC(COpAdapter):
         return ["m"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (3,)
+        return (4,)
 
     def _helpers_name(self, node: Any) -> str:
         """The suffix of the fold helpers' names: a hash of their text, so that nodes
@@ -274,7 +278,11 @@ ${row}
             red = (f"static const int red[{ndl}] = "
                    f"{{{', '.join(self._reduced(node))}}};")
         ufunc = self.op.ufunc
-        if ufunc.identity is None:  # NumPy raises even when the output is empty
+        if self.op.initial is not None:
+            empty = (f"{out_t} *w = ({out_t}*)PyArray_DATA({o}); const {out_t} e = "
+                     f"{c_cast(self._start(node), acc, out_dt)};\n"
+                     "  for (npy_intp j = 0; j < n_out; j++) w[j] = e;")
+        elif ufunc.identity is None:  # NumPy raises even when the output is empty
             empty = (f"PyErr_SetString(PyExc_ValueError, \"zero-size array to reduction "
                      f"operation {ufunc.__name__} which has no identity\"); {fail}")
         else:
