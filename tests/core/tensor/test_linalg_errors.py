@@ -144,3 +144,30 @@ def test_a_stack_names_the_failing_check_and_check_finite_can_be_turned_off(link
     g = wb.function([a, b], la.solve(a, b, check_finite=False), linker=linker)
     got = g(values, np.ones((2, 2)))
     np.testing.assert_allclose(got[0], np.linalg.solve(SQUARE, np.ones((2, 2))))
+
+
+def _with(value, where):
+    m = np.tril(np.random.default_rng(5).uniform(1, 2, (4, 4))) + 3 * np.eye(4)
+    m[where] = value
+    return m
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_unchecked_triangular_solve_of_non_finite_entries_gives_scipys_values(linker, value):
+    # scipy (check_finite=False) runs trtrs/trsm: a substitution, so an inf or a NaN
+    # reaches only the entries that depend on it, and a zero of b skips its column
+    # (audit19b F15b: py's LU gave NaN everywhere, or a singular-matrix error for inf).
+    a, b = wt.dtensor3("a"), wt.dmatrix("b")
+    stack = np.stack([_with(value, (2, 1)), _with(value, (3, 3)), _with(value, (1, 1))])
+    rhs = np.array([[1.0, 0.0], [2.0, 0.0], [-1.0, 1.0], [0.5, 2.0]])
+    for lower, trans in ((True, False), (True, True), (False, False), (False, True)):
+        mats = stack if lower else np.swapaxes(stack, -1, -2)
+        f = wb.function([a, b], la.solve_triangular(a, b, lower=lower, trans=trans,
+                                                    check_finite=False), linker=linker)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np.stack([sl.solve_triangular(m, rhs, lower=lower, trans=trans,
+                                                 check_finite=False) for m in mats])
+            np.testing.assert_allclose(f(mats, rhs), want, rtol=1e-13, equal_nan=True,
+                                       err_msg=f"lower={lower} trans={trans}")

@@ -116,7 +116,28 @@ def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool
         t = np.swapaxes(t, -1, -2)
         if conjugate:
             t = np.conj(t)
-    return np.linalg.solve(t, b)
+    if np.isfinite(t).all():
+        return np.linalg.solve(t, b)
+    return _substitution(t, b, lower != trans)
+
+
+def _substitution(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """``t^-1 b`` for a triangular `t` holding an inf or a NaN, by substitution (what
+    scipy's trtrs and the C linker run), so such entries reach the result as there
+    (``[[2, 0], [inf, 3]]`` gives ``[0.5, -inf]``) and not as LU's NaN everywhere or a
+    singular-matrix error."""
+    shape = np.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t = np.broadcast_to(t, (*shape, *t.shape[-2:]))
+    x = np.array(np.broadcast_to(b, (*shape, *b.shape[-2:])),
+                 dtype=np.result_type(t, b), copy=True)
+    n = t.shape[-1]
+    with np.errstate(all="ignore"):
+        for j in (range(n) if lower else range(n - 1, -1, -1)):
+            done = slice(0, j) if lower else slice(j + 1, n)
+            rest = x[..., j, :] - np.einsum("...k,...kc->...c", t[..., j, done],
+                                             x[..., done, :])
+            x[..., j, :] = rest / t[..., j, j, None]
+    return x
 
 
 def not_finite_message(function: str, what: str) -> str:
