@@ -12,6 +12,7 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
+from workbench.core.compile.mode import available_linkers
 from workbench.core.graph.basic import ancestors
 
 
@@ -110,3 +111,35 @@ def test_einsum_gradient_of_a_chain() -> None:
 def test_bad_input_names_the_argument(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call(wt.dmatrix("a"))
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", available_linkers())
+@pytest.mark.parametrize("subscripts, shapes", [
+    ("ij,j->i", ((3, 1), (4,))),
+    ("ij,jk->ik", ((2, 1), (3, 4))),
+    ("ij,jk->ik", ((2, 3), (1, 4))),
+    ("bij,bjk->bik", ((1, 2, 1), (5, 3, 4))),
+    ("ij,j->i", ((3, 0), (1,))),
+])
+def test_a_summed_index_of_length_one_broadcasts_as_numpy(linker, subscripts, shapes) -> None:
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=s) for s in shapes]
+    want = np.einsum(subscripts, *values)
+    for static in (False, True):
+        xs = [wt.TensorType("float64", s if static else (None,) * len(s))() for s in shapes]
+        got = wb.function(xs, wt.einsum(subscripts, *xs), linker=linker)(*values)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_broadcast_summed_index_has_the_gradient_of_numpy_broadcasting() -> None:
+    rng = np.random.default_rng(4)
+    wb.verify_grad(lambda a, b: wt.einsum("ij,jk->ik", a, b),
+                   [rng.normal(size=(2, 1)), rng.normal(size=(3, 4))])
+
+
+def test_summed_lengths_that_cannot_broadcast_name_the_index() -> None:
+    a, b = wt.TensorType("float64", (3, 2))(), wt.TensorType("float64", (4,))()
+    with pytest.raises(ValueError, match="index 'j' has length 2 in one operand and 4"):
+        wt.einsum("ij,j->i", a, b)

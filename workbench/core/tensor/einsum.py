@@ -239,6 +239,7 @@ def _contract(a: Variable, ta: str, b: Variable, tb: str, keep: set[str]
         xa = dimshuffle(a, [ta.index(c) if c in ta else "x" for c in out])
         xb = dimshuffle(b, [tb.index(c) if c in tb else "x" for c in out])
         return mul(xa, xb), "".join(out)
+    a, b = _broadcast_summed(a, ta, b, tb, summed)
     if not batch:
         axes = ([ta.index(c) for c in summed], [tb.index(c) for c in summed])
         return tensordot(a, b, axes), "".join(a_only + b_only)
@@ -254,6 +255,34 @@ def _contract(a: Variable, ta: str, b: Variable, tb: str, keep: set[str]
     out_batch = list(shape_tuple(product))[:len(batch)]
     lengths = out_batch + [la[ta.index(c)] for c in a_only] + [lb[tb.index(c)] for c in b_only]
     return reshape(product, tuple(lengths)), "".join(batch + a_only + b_only)
+
+
+def _broadcast_summed(a: Variable, ta: str, b: Variable, tb: str, summed: list[str]
+                      ) -> tuple[Variable, Variable]:
+    """`a` and `b` with the axes of each summed index broadcast to one length: NumPy's einsum
+    lets a length-1 axis stand for any length (``"ij,j->i"`` on (3, 1) and (4,)), which the
+    products (`tensordot`, `matmul`) do not. Nothing is added where the static lengths
+    are known and equal."""
+    from workbench.core.tensor.elemwise import broadcast_length
+    from workbench.core.tensor.reshape import broadcast_to
+    from workbench.core.tensor.shape import shape_tuple
+
+    unproven = []
+    for c in summed:
+        sa, sb = a.type.shape[ta.index(c)], b.type.shape[tb.index(c)]
+        if sa is not None and sa == sb:
+            continue
+        if sa is not None and sb is not None and 1 not in (sa, sb):
+            raise ValueError(f"einsum: index {c!r} has length {sa} in one operand and {sb} "
+                             f"in another (only a length of 1 broadcasts)")
+        unproven.append(c)
+    if not unproven:
+        return a, b
+    la, lb = list(shape_tuple(a)), list(shape_tuple(b))
+    for c in unproven:
+        ia, ib = ta.index(c), tb.index(c)
+        la[ia] = lb[ib] = broadcast_length([la[ia], lb[ib]])
+    return broadcast_to(a, la), broadcast_to(b, lb)
 
 
 def _product(lengths: Sequence[Any]) -> Any:
