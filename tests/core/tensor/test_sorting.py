@@ -255,12 +255,16 @@ def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str
         np.testing.assert_allclose(g, expected, rtol=1e-15)
     with pytest.raises(ValueError, match="bins must increase monotonically"):
         f(a, weights, complex_weights, np.array([0.0, 2.0, 1.0]))
-    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+    with pytest.raises(ValueError, match=r"weights should have the same shape as a; they "
+                       r"differ when run \(weights of shape \(\?,\) and a of shape \(\?,\)"):
         f(a, weights[:3], complex_weights, edges)
     with pytest.raises(ValueError, match="cannot create 3 finite-sized bins"):
         f(np.array([-1e308, 1e308]), np.ones(2), np.ones(2, complex), edges)
-    with pytest.raises(ValueError, match="weights should have the same shape as a"):
+    with pytest.raises(ValueError, match=r"same shape as a, got weights of shape \(\?,\?\) "
+                       r"and a of shape \(\?,\)"):
         wt.histogram(x, 3, weights=wt.dmatrix("m"))
+    with pytest.raises(ValueError, match=r"got weights of shape \(3,\) and a of shape \(4,\)"):
+        wt.histogram(wt.TensorType("float64", (4,))(), 3, weights=wt.TensorType("float64", (3,))())
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")

@@ -382,19 +382,23 @@ def _finite_sized(edges: Variable, n_bins: Any) -> Variable:
 def _same_shape_weights(w: Variable, a: Variable) -> Variable:
     """histogram's `weights`, which NumPy requires of a's shape (checked when run)."""
     from workbench.core.tensor.math import and_, eq
-    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+    from workbench.core.tensor.shape import check_and_raise, format_numpy_shape, shape_tuple
 
-    message = f"histogram: weights should have the same shape as a, got {w.type} and {a.type}"
+    shapes = (f"weights of shape {format_numpy_shape(w.type.shape)} and a of shape "
+              f"{format_numpy_shape(a.type.shape)}")
+    refusal = f"histogram: weights should have the same shape as a, got {shapes}"
     if w.type.ndim != a.type.ndim:
-        raise ValueError(message)
+        raise ValueError(refusal)
     same: Any = True
     for n, m in zip(shape_tuple(w), shape_tuple(a)):
         if isinstance(n, int) and isinstance(m, int):
             if n != m:
-                raise ValueError(message)
+                raise ValueError(refusal)
             continue
         same = eq(n, m) if same is True else and_(same, eq(n, m))
-    return check_and_raise(w, [same], "ValueError", message)
+    # the lengths are known only when run (a check's message is fixed when built)
+    return check_and_raise(w, [same], "ValueError", "histogram: weights should have the same "
+                           f"shape as a; they differ when run ({shapes} as built)")
 
 
 def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
