@@ -44,6 +44,18 @@ def _mp(fn, *arrays):
     return out.astype(np.float64)
 
 
+SMALL_A = _grid(5e-324, 10.0 ** np.linspace(-323, 0.5, 25))
+SMALL_A_X = _grid(0.0, np.geomspace(1e-300, 1e300, 30), np.linspace(0.05, 1.1, 10))
+
+
+def _mp_gammainc(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
+    """Q(a, x) (or P) at 40 digits, as gamma(a, x) / Gamma(a): mpmath's regularized form
+    takes seconds per value for tiny a."""
+    def one(s, t):
+        return (mpmath.gammainc(s, t) if upper else mpmath.gammainc(s, 0, t)) / mpmath.gamma(s)
+    return _mp(one, a, x)
+
+
 def _mp_digamma(x: np.ndarray) -> np.ndarray:
     """40-digit digamma, NaN at the poles (the non-positive integers) as SciPy."""
     pole = (x <= 0) & (x == np.floor(x))
@@ -129,6 +141,20 @@ ACCURACY = {
                     lambda a, x: _mp(lambda s, t: mpmath.diff(
                         lambda u: mpmath.gammainc(u, 0, t, regularized=True), s), a, x),
                     5e-8, 1e-12),
+    # a from the smallest subnormal (Q by its own series for x <= 1.1: gammaincc(1e-300, 0.5)
+    # was negative), x from 0 to 1e300, against 40-digit mpmath; the bound is the rounding
+    # of the exponent of x^a e^-x (hundreds where x is)
+    "gammainc_small_a": ((SMALL_A[:, None], SMALL_A_X[None, :]),
+                         lambda a, x: _mp_gammainc(a, x, upper=False), 5e-14, 1e-290),
+    "gammaincc_small_a": ((SMALL_A[:, None], SMALL_A_X[None, :]),
+                          lambda a, x: _mp_gammainc(a, x, upper=True), 5e-14, 1e-290),
+    # dP/da for small a: its limit -E1(x) below a = 1e-20 (it moves by a (ln x)^2 / 2)
+    "gammainc_da_small_a": ((np.array([5e-324, 1e-300, 1e-100, 1e-10, 1e-5, 0.05])[:, None],
+                             np.geomspace(1e-300, 300, 12)[None, :]),
+                            lambda a, x: _mp(lambda s, t: -mpmath.e1(t) if s < 1e-20
+                                             else mpmath.diff(lambda u: mpmath.gammainc(
+                                                 u, 0, t, regularized=True), s), a, x),
+                            5e-8, 1e-12),
     "gammaincc": ((np.geomspace(1e-3, 1e3, 100)[:, None],
                    np.geomspace(1e-3, 1e3, 100)[None, :]), sp.gammaincc, 2e-11, 1e-290),
 }
@@ -140,7 +166,8 @@ GPU_BOUND = {"digamma_negative": 1.5e-13, "digamma_far_left": 5e-14}
 
 
 def _function_name(name: str) -> str:
-    for suffix in ("_negative", "_small_large", "_large", "_far_left", "_near_zeros"):
+    for suffix in ("_negative", "_small_large", "_large", "_far_left", "_near_zeros",
+                   "_small_a"):
         name = name.removesuffix(suffix)
     return name
 
@@ -268,8 +295,8 @@ def test_incomplete_gamma_of_nan_is_nan(linker: str) -> None:
 SCIPY_CONVENTIONS = {
     "beta": [(0.0, 1.0), (1.0, 0.0), (0.5, 0.0), (-0.0, 1.0), (np.inf, 1.0)],
     "betaln": [(np.inf, 1.0), (1.0, np.inf), (0.0, 1.0)],
-    "gammainc": [(0.0, 1.0), (0.0, 0.0), (0.0, np.inf)],
-    "gammaincc": [(0.0, 1.0), (0.0, 0.0)],
+    "gammainc": [(0.0, 1.0), (0.0, 0.0), (0.0, np.inf), (5e-324, 0.0)],
+    "gammaincc": [(0.0, 1.0), (0.0, 0.0), (0.0, np.inf), (5e-324, 0.0)],
     "gamma": [(0.0,), (-0.0,), (-1.0,), (-np.inf,), (np.inf,)],
     "i0": [(np.inf,), (-np.inf,)],
     "i1": [(np.inf,), (-np.inf,)],
@@ -331,7 +358,8 @@ def test_binary_gradients(name: str, domains) -> None:
 
 
 @pytest.mark.parametrize(("name", "fixed"), [("polygamma", 0.0), ("polygamma", 2.0),
-                                             ("gammainc", 2.5), ("gammaincc", 0.7)])
+                                             ("gammainc", 2.5), ("gammaincc", 0.7),
+                                             ("gammainc", 1e-5), ("gammaincc", 1e-300)])
 def test_gradients_in_x_with_a_fixed_first_argument(name: str, fixed: float) -> None:
     verify_grad(lambda x: getattr(wt, name)(fixed, x), [RNG.uniform(0.2, 6, (4, 3))], rng=RNG)
 

@@ -17,8 +17,10 @@ cast back, so a float32 graph neither overflows an intermediate (i0 near 89, erf
 Gradients: every function of x has its derivative; polygamma is not differentiable in
 its integer order n; betaln/beta in both arguments; gammainc/gammaincc in x by the
 closed form and in a numerically (`gammainc_da`: Richardson-extrapolated central
-differences, 2e-8 relative at worst), which is differentiable in x only (so the second
-derivative of gammainc in a is undefined).
+differences, 5e-8 relative at worst, a down to the smallest subnormal), which is
+differentiable in x only (so the second derivative of gammainc in a is undefined). On
+torch, gammainc/gammaincc are torch.special's except for small a and x <= 1.1, where
+torch's are wrong and the NumPy kernel's series of Q runs on torch.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def _nan_in_nan_out(kernel: Any) -> Any:
 def _torch_gammainc(upper: bool) -> Any:
     """torch.special's gammainc / gammaincc, with the NumPy kernel's Temme expansion for
     large a near x = a (`incomplete_gamma_asymptotic.temme_over`: torch's own is 7e-12 off
-    at a = x = 3e5) and SciPy's NaN at a = x = inf."""
+    at a = x = 3e5), its series of Q for small a and SciPy's NaN at a = x = inf."""
     def incomplete(torch: Any, a: Any, x: Any) -> Any:
         dtype, a, x = a.dtype, a.double(), x.double()
         own = (torch.special.gammaincc if upper else torch.special.gammainc)(a, x)
@@ -133,18 +135,26 @@ def _torch_gammainc(upper: bool) -> Any:
         by_temme = temme_over(torch, torch.special.erfc, torch.where(temme, a, 100.0),
                               torch.where(temme, x, 100.0), upper)
         value = torch.where(temme, by_temme, own)
+        # small a, x <= 1.1 (`q_series_region`): torch's are wrong there (gammaincc(1.2e-209,
+        # 1.02) 2.7 times too large, gammainc of a subnormal a 0): the kernel's series of Q
+        small = kernels.q_series_region(a, x, torch) & (a > 0) & (x > 0)
+        if bool(small.any()):
+            q = kernels.gammaincc_small_a(torch.where(small, a, 0.5), torch.where(small, x, 0.5),
+                                          torch, torch.lgamma)
+            value = torch.where(small, q if upper else 1 - q, value)
         return torch.where(torch.isposinf(a) & torch.isposinf(x), float("nan"), value).to(dtype)
     return incomplete
 
 
 def _torch_gammainc_da(torch: Any, a: Any, x: Any) -> Any:
     a, x = a.double(), x.double()  # differences need float64 whatever the dtype
-    h = torch.minimum(1e-3 * torch.clamp(a, min=1.0), 0.25 * a)
-    lower = x < a + 1
+    a = torch.clamp(a, min=kernels.GAMMAINC_DA_SMALLEST_A)
+    h = kernels.gammainc_step(a, x, torch)
+    p, q = _torch_gammainc(upper=False), _torch_gammainc(upper=True)
+    lower = p(torch, a, x) < 0.5
 
-    def f(shifted: Any) -> Any:  # the smaller of P and Q, as the NumPy kernel does
-        return torch.where(lower, torch.special.gammainc(shifted, x),
-                           -torch.special.gammaincc(shifted, x))
+    def f(shifted: Any) -> Any:  # the smaller of P and -Q, as the NumPy kernel does
+        return torch.where(lower, p(torch, shifted, x), -q(torch, shifted, x))
 
     wide = (f(a + h) - f(a - h)) / (2 * h)
     narrow = (f(a + h / 2) - f(a - h / 2)) / h
@@ -305,7 +315,7 @@ i1e = declare(
     domain=(-5, 5), reference="scipy.special.i1e")
 gammainc_da = declare(
     "GammaIncDa", "gammainc_da", "dP(a, x) / da, numerically: Richardson-extrapolated "
-    "central differences of gammainc in a (2e-8 relative at worst; the gradient of "
+    "central differences of gammainc in a (5e-8 relative at worst; the gradient of "
     "gammainc and gammaincc in a).", nin=2, numpy=kernels.gammainc_da, c="wb_gammainc_da",
     torch=_torch_gammainc_da, domain=((0.5, 5), (0.1, 5)),
     derivative=lambda a, x, z: (None, sm.exp((a - 1) * sm.log(x) - x - gammaln(a))

@@ -31,9 +31,12 @@ agree to rounding:
 * the Gauss hypergeometric function 2F1(a, b; c; x): `scalar/hypergeometric.py` (the
   series and its linear transformations, the one that cancels least);
 * the regularized incomplete gamma functions P(a, x), Q(a, x): Temme's uniform
-  asymptotic expansion for a > 20, |x - a| < 0.3 a (`incomplete_gamma_asymptotic`), else
-  the series for x < a + 1, the continued fraction (modified Lentz) otherwise; their
-  derivative in a numerically (Richardson-extrapolated central differences, `gammainc_da`).
+  asymptotic expansion for a > 20, |x - a| < 0.3 a (`incomplete_gamma_asymptotic`); for
+  small a and x <= 1.1 the series of Q, -expm1(a ln x - lgamma(1 + a)) - x^a / Gamma(a)
+  sum (-x)^n / (n! (a + n)) (lgamma(1 + a) by its Taylor series: accurate down to the
+  smallest subnormal a); else the series of P for x < a + 1, the continued fraction
+  (modified Lentz) of Q otherwise; their derivative in a numerically
+  (Richardson-extrapolated central differences, `gammainc_da`).
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ __all__ = [
     "betaln", "betaln_over", "beta", "beta_over", "beta_poles", "digamma", "erfcinv", "erfcx",
     "hurwitz_zeta", "hurwitz_zeta_over",
     "erfinv", "exp_square", "gamma", "gammainc",
-    "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp",
+    "gammainc_da", "gammaincc", "gammaln", "gammaincc_small_a", "gammainc_step", "lgamma1p",
+    "GAMMAINC_DA_SMALLEST_A", "q_series_region", "EULER_GAMMA", "LGAMMA1P_SERIES",
+    "LGAMMA1P_SERIES_BELOW", "Q_SERIES_TERMS", "i0", "i0e", "i1", "i1e", "log1mexp",
     "logaddexp2", "logit", "logit_over", "cot_derivatives", "pi_cot_pi",
     "pi_cot_pi_derivative", "polygamma", "xlog1py", "xlogy", "COT_SERIES_BELOW", "LN_SQRT_2PI",
     "REFLECT_MAX_ORDER", "stirling_correction",
@@ -594,13 +599,63 @@ def i1e(x: Any) -> np.ndarray:
 
 _GAMMAINC_ITERATIONS = 2000
 _TINY = 1e-300
+EULER_GAMMA = 0.5772156649015329
+
+#: (-1)^k zeta(k) / k for k = 2..25: the Taylor series of lgamma(1 + a) = -gamma a + sum c_k a^k,
+#: used for |a| < LGAMMA1P_SERIES_BELOW (where its last term is below 1e-19)
+LGAMMA1P_SERIES = tuple((-1) ** k * z / k for k, z in enumerate((
+    1.6449340668482264, 1.2020569031595942, 1.0823232337111381, 1.03692775514337,
+    1.0173430619844492, 1.008349277381923, 1.0040773561979444, 1.0020083928260821,
+    1.000994575127818, 1.0004941886041194, 1.000246086553308, 1.0001227133475785,
+    1.0000612481350588, 1.000030588236307, 1.0000152822594086, 1.0000076371976379,
+    1.000003817293265, 1.0000019082127165, 1.0000009539620338, 1.0000004769329869,
+    1.0000002384505027, 1.000000119219926, 1.000000059608189, 1.0000000298035034), start=2))
+LGAMMA1P_SERIES_BELOW = 0.2
+
+#: Terms of the series of Q for small a (x <= 1.1: the 40th is below 1e-45)
+Q_SERIES_TERMS = 40
+
+
+def lgamma1p(a: Any, xp: Any = np, lgamma: Any = None) -> Any:
+    """lgamma(1 + a), accurate for small |a| where 1 + a would round (its Taylor series);
+    `xp`, `lgamma`: the array module and its lgamma (NumPy's by default, or torch's)."""
+    lgamma = _lgamma if lgamma is None else lgamma
+    small = xp.abs(a) < LGAMMA1P_SERIES_BELOW
+    t = xp.where(small, a, 0.0)
+    poly = t * 0.0
+    for coefficient in reversed(LGAMMA1P_SERIES):
+        poly = poly * t + coefficient
+    return xp.where(small, -EULER_GAMMA * t + poly * t * t, lgamma(xp.where(small, 1.0, 1.0 + a)))
+
+
+def q_series_region(a: Any, x: Any, xp: Any = np) -> Any:
+    """Where Q comes from its small-a series: x <= 1.1 and a < max(x, -1/(2 ln x)), where
+    P >= about 1/2 (so 1 - Q keeps P's accuracy) and Q may be tiny (1 - P would lose it:
+    gammaincc(1e-300, 0.5) was negative)."""
+    return (x <= 1.1) & (a < xp.maximum(x, -0.5 / xp.log(x)))
+
+
+def gammaincc_small_a(a: Any, x: Any, xp: Any = np, lgamma: Any = None) -> Any:
+    """Q(a, x) = -expm1(e) - a e^e S, e = a ln x - lgamma(1 + a), S = sum over n >= 1 of
+    (-x)^n / (n! (a + n)) (from gamma(a, x) = x^a sum (-x)^n / (n! (a + n))): no 1 - P,
+    and no 1 / a (a may be the smallest subnormal). For x <= 1.1 (`q_series_region`)."""
+    e = a * xp.log(x) - lgamma1p(a, xp, lgamma)
+    term = x * 0.0 + 1.0
+    total = x * 0.0
+    for n in range(1, Q_SERIES_TERMS):
+        term = term * -x / n
+        total = total + term / (a + n)
+    return -xp.expm1(e) - a * xp.exp(e) * total
 
 
 def _gammainc_both(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(P, Q) for a > 0, x > 0: the series gives P where x < a + 1, the continued
-    fraction Q elsewhere; the other is 1 minus it."""
-    log_prefactor = a * np.log(x) - x - _lgamma(a)
-    use_series = x < a + 1.0
+    """(P, Q) for a > 0, x > 0: the series of Q for small a (`q_series_region`), else the
+    series gives P where x < a + 1, the continued fraction Q elsewhere; the other is 1
+    minus it."""
+    # below a = 1, Gamma(a) = Gamma(1 + a) / a: no large lgamma(a) to round in the exponent
+    prefactor = np.where(a < 1.0, a * np.power(x, a) * np.exp(-x - lgamma1p(a)),
+                         np.exp(a * np.log(x) - x - _lgamma(a)))  # x^a e^-x / Gamma(a)
+    use_series = (x < a + 1.0) & ~q_series_region(a, x)  # (no 1 / a for a tiny a)
     # series: P = x^a e^-x / Gamma(a + 1) * sum x^n / ((a + 1) ... (a + n))
     sa = np.where(use_series, a, 1.0)
     sx = np.where(use_series, x, 0.5)
@@ -613,7 +668,7 @@ def _gammainc_both(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
         total = total + term
         if np.all(np.abs(term) <= np.abs(total) * 1e-17):
             break
-    p_series = np.exp(np.where(use_series, log_prefactor, 0.0)) * total
+    p_series = np.where(use_series, prefactor, 1.0) * total
     # continued fraction for Q (modified Lentz): Q = x^a e^-x / Gamma(a) * 1 / (x + 1 - a - ...)
     ca = np.where(use_series, 1.0, a)
     cx = np.where(use_series, 2.0, x)
@@ -621,6 +676,7 @@ def _gammainc_both(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
     c = np.full_like(b, 1.0 / _TINY)
     d = 1.0 / b
     h = d.copy()
+    done = np.zeros(h.shape, dtype=bool)  # converged elements keep their h (as the C)
     for i in range(1, _GAMMAINC_ITERATIONS):
         an = -i * (i - ca)
         b = b + 2.0
@@ -630,12 +686,17 @@ def _gammainc_both(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1.0 / d
         delta = d * c
-        h = h * delta
-        if np.all(np.abs(delta - 1.0) <= 1e-16):
+        h = np.where(done, h, h * delta)
+        done = done | (np.abs(delta - 1.0) <= 1e-16)
+        if np.all(done):
             break
-    q_fraction = np.exp(np.where(use_series, 0.0, log_prefactor)) * h
+    q_fraction = np.where(use_series, 1.0, prefactor) * h
     p = np.where(use_series, p_series, 1.0 - q_fraction)
     q = np.where(use_series, 1.0 - p_series, q_fraction)
+    small_a = q_series_region(a, x)
+    if small_a.any():
+        q_small = gammaincc_small_a(np.where(small_a, a, 0.5), np.where(small_a, x, 0.5))
+        p, q = np.where(small_a, 1.0 - q_small, p), np.where(small_a, q_small, q)
     return p, q
 
 
@@ -673,20 +734,31 @@ def gammaincc(a: Any, x: Any) -> np.ndarray:
     return _gammainc(a, x, upper=True)
 
 
-def gammainc_step(a: np.ndarray) -> np.ndarray:
-    """The step h in a of `gammainc_da`: 1e-3 max(a, 1), at most a / 4 (a - h > 0)."""
-    return np.minimum(1e-3 * np.maximum(a, 1.0), 0.25 * a)
+#: Below it gammainc_da takes its value at it: dP/da is continuous at 0 (-E1(x) there) and
+#: changes by about a (ln x)^2 / 2 relative, nothing at 1e-300; the steps stay normal.
+GAMMAINC_DA_SMALLEST_A = 1e-300
+
+
+def gammainc_step(a: Any, x: Any, xp: Any = np) -> Any:
+    """The step h in a of `gammainc_da`: 1e-3 max(a, 1), at most a / 4 (a - h > 0) and
+    1e-2 / |ln x| (x^a varies on the scale 1 / |ln x| in a: 4e-7 off at a = 0.05, x = 1e-50
+    with a / 4)."""
+    scale = xp.clamp(xp.abs(xp.log(x)), min=1.0, max=1e3) if xp is not np else np.clip(
+        np.abs(np.log(x)), 1.0, 1e3)
+    return xp.minimum(xp.minimum(1e-3 * xp.maximum(a, a * 0 + 1.0), 0.25 * a), 1e-2 / scale)
 
 
 def gammainc_da(a: Any, x: Any) -> np.ndarray:
     """dP(a, x) / da, numerically: central differences in a with steps h and h/2,
-    combined by Richardson extrapolation (error O(h^4); 2e-8 relative at worst, measured).
-    The differences are of P where x < a + 1 and of -Q elsewhere: of the smaller of the
-    two, so that the tail where the other is near 1 keeps its relative accuracy."""
+    combined by Richardson extrapolation (error O(h^4); 5e-8 relative at worst, measured
+    from a = 0 (the smallest subnormal) to 100 and x from 1e-300 to 300). The differences
+    are of the smaller of P and -Q, so that the tail where the other is near 1 keeps its
+    relative accuracy (for a small, Q: P is 1 - O(a))."""
     a, x = np.broadcast_arrays(_f64(a), _f64(x))
     with np.errstate(all="ignore"):
-        h = gammainc_step(a)
-        lower = x < a + 1.0
+        a = np.maximum(a, GAMMAINC_DA_SMALLEST_A)
+        h = gammainc_step(a, x)
+        lower = gammainc(a, x) < 0.5
         sign = np.where(lower, 1.0, -1.0)
 
         def f(shifted: np.ndarray) -> np.ndarray:

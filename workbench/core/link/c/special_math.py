@@ -381,6 +381,16 @@ static inline double wb_gammainc_temme(double a, double x, int upper) {
 }
 """)
 
+_define("wb_lgamma1p", r"""
+static inline double wb_lgamma1p(double a) {  /* lgamma(1 + a), its Taylor series near 0 */
+  static const double c[] = {""" + ", ".join(map(repr, special_kernels.LGAMMA1P_SERIES)) + r"""};
+  if (!(fabs(a) < """ + repr(special_kernels.LGAMMA1P_SERIES_BELOW) + r""")) return lgamma(1 + a);
+  double poly = 0;
+  for (int k = (int)(sizeof c / sizeof c[0]) - 1; k >= 0; k--) poly = poly * a + c[k];
+  return -""" + repr(special_kernels.EULER_GAMMA) + r""" * a + poly * a * a;
+}
+""")
+
 _define("wb_gammainc_both", r"""
 /* P(a, x) (upper = 0) or Q(a, x) (upper = 1): series for x < a + 1, else the continued
    fraction for Q by the modified Lentz method */
@@ -392,14 +402,24 @@ static inline double wb_gammainc_both(double a, double x, int upper) {
   if (isinf(x)) return upper ? 0.0 : 1.0;
   if (a > WB_TEMME_ABOVE && fabs(x - a) < WB_TEMME_WITHIN * a)  /* large a near x = a */
     return wb_gammainc_temme(a, x, upper);
-  double log_prefactor = a * log(x) - x - lgamma(a);
+  if (x <= 1.1 && a < fmax(x, -0.5 / log(x))) {  /* special_kernels.q_series_region */
+    double e = a * log(x) - wb_lgamma1p(a), term = 1, total = 0;
+    for (int n = 1; n < """ + str(special_kernels.Q_SERIES_TERMS) + r"""; n++) {
+      term *= -x / n; total += term / (a + n);
+    }
+    double q = -expm1(e) - a * exp(e) * total;
+    return upper ? q : 1 - q;
+  }
+  /* x^a e^-x / Gamma(a); below a = 1 as a x^a e^-x / Gamma(1 + a): no large lgamma(a) */
+  double prefactor = a < 1 ? a * pow(x, a) * exp(-x - wb_lgamma1p(a))
+                           : exp(a * log(x) - x - lgamma(a));
   if (x < a + 1) {
     double term = 1 / a, total = term, denominator = a;
     for (int i = 0; i < 2000; i++) {
       denominator += 1; term *= x / denominator; total += term;
       if (fabs(term) <= fabs(total) * 1e-17) break;
     }
-    double p = exp(log_prefactor) * total;
+    double p = prefactor * total;
     return upper ? 1 - p : p;
   }
   const double tiny = 1e-300;
@@ -414,7 +434,7 @@ static inline double wb_gammainc_both(double a, double x, int upper) {
     h *= delta;
     if (fabs(delta - 1) <= 1e-16) break;
   }
-  double q = exp(log_prefactor) * h;
+  double q = prefactor * h;
   return upper ? q : 1 - q;
 }
 static inline double wb_gammainc_float64(double a, double x) {
@@ -425,14 +445,19 @@ static inline double wb_gammaincc_float64(double a, double x) {
 }
 WB_FLOAT32_OF2(wb_gammainc)
 WB_FLOAT32_OF2(wb_gammaincc)
-""", "wb_gammainc_temme")
+""", "wb_gammainc_temme", "wb_lgamma1p")
 _define("wb_gammainc_da", r"""
 static inline double wb_gammainc_da_float64(double a, double x) {
   /* dP/da: central differences with steps h and h/2, Richardson-extrapolated */
-  double h = 1e-3 * (a > 1 ? a : 1.0);
+  /* (special_kernels.gammainc_da and gammainc_step) */
+  const double smallest = """ + repr(special_kernels.GAMMAINC_DA_SMALLEST_A) + r""";
+  if (a < smallest) a = smallest;
+  double h = 1e-3 * (a > 1 ? a : 1.0), scale = fabs(log(x));
+  scale = scale < 1 ? 1 : (scale > 1e3 ? 1e3 : scale);
   if (h > 0.25 * a) h = 0.25 * a;
-  /* differences of P where x < a + 1, of -Q elsewhere (the smaller one) */
-  int upper = !(x < a + 1);
+  if (h > 1e-2 / scale) h = 1e-2 / scale;
+  /* differences of the smaller of P and -Q */
+  int upper = !(wb_gammainc_both(a, x, 0) < 0.5);
   double wide = (wb_gammainc_both(a + h, x, upper) - wb_gammainc_both(a - h, x, upper))
                 / (2 * h);
   double narrow = (wb_gammainc_both(a + h / 2, x, upper)
