@@ -26,6 +26,7 @@ SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
 NEGATIVE_DEFINITE = -SQUARE
 NAN = np.array([[np.nan, 1.0], [1.0, 3.0]])
 INF_B = np.array([1.0, np.inf])
+INF = np.array([[2.0, np.inf], [np.inf, 3.0]])
 ZERO_DIAGONAL = np.array([[0.0, 0.0], [1.0, 1.0]])
 B2, B3, VECTOR = np.ones(2), np.ones(3), np.ones(3)
 
@@ -65,7 +66,7 @@ TABLE = [
     ("matrix_power", lambda a: la.matrix_power(a, 1), lambda a: np.linalg.matrix_power(a, 1),
      [("non_square", (NON_SQUARE,))]),
     ("lstsq", lambda a, b: la.lstsq(a, b)[0], lambda a, b: np.linalg.lstsq(a, b)[0],
-     [("mismatched_b", (SQUARE, B3)), ("nan", (NAN, B2))]),
+     [("mismatched_b", (SQUARE, B3)), ("nan", (NAN, B2)), ("inf", (INF, B2))]),
 ]
 
 CASES = [(name, bad, ours, ref, values) for name, ours, ref, rows in TABLE

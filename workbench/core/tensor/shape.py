@@ -285,7 +285,7 @@ def specify_shape(x: Any, shape: int | None | Iterable[Any]) -> Variable:
 #: The exceptions `CheckAndRaise` may raise, by name (a graph file stores the name).
 CHECK_ERRORS: dict[str, type[Exception]] = {
     "ValueError": ValueError, "IndexError": IndexError, "TypeError": TypeError,
-    "AssertionError": AssertionError,
+    "AssertionError": AssertionError, "LinAlgError": np.linalg.LinAlgError,
 }
 
 

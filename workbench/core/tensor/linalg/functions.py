@@ -359,7 +359,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
     from workbench.core.tensor.basic import cast
     from workbench.core.tensor.linalg.products import matmul
     from workbench.core.tensor.linalg.rectangular import svd
-    from workbench.core.tensor.shape import shape_tuple
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
 
     tm, red = _tm(), _red()
     a, b = as_lapack_operands("lstsq", a, b, min_ndims=(2, 1))
@@ -368,6 +368,10 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Variable, Variable, Variab
     # numpy's LinAlgError for b's rows, now or when run (the products would raise another)
     a = shape_checked("lstsq", "(m,n),(m)->(m,n)" if b.type.ndim == 1 else
                       "(m,n),(m,k)->(m,n)", a, b)
+    # gelsd fails on an inf as on a NaN in a (numpy's svd gives NaN for an inf)
+    a = check_and_raise(a, [red.all(tm.isfinite(a))], "LinAlgError",
+                        "lstsq: SVD did not converge in Linear Least Squares (a holds an "
+                        "inf or a NaN)")
     m, n = shape_tuple(a)
     u, s, vh = svd(a, full_matrices=False)
     eps = float(np.finfo(a.type.dtype.numpy).eps)

@@ -276,11 +276,20 @@ class CheckAndRaiseC(ViewCBase):
                sub: dict[str, str]) -> str:
         x, *conditions = inputs
         (z,) = outputs
-        error = f"PyExc_{node.op.error}"
+        message = c_string_literal(node.op.message)
         held = " && ".join(f"*(const npy_bool *)PyArray_DATA({c})" for c in conditions) or "1"
+        if node.op.error == "LinAlgError":  # numpy's class, looked up when raised
+            set_error = f"""{{
+  PyObject *mod = PyImport_ImportModule("numpy.linalg");
+  PyObject *cls = mod ? PyObject_GetAttrString(mod, "LinAlgError") : NULL;
+  Py_XDECREF(mod);
+  if (cls) {{ PyErr_SetString(cls, {message}); Py_DECREF(cls); }}
+}}"""
+        else:
+            set_error = f"PyErr_SetString(PyExc_{node.op.error}, {message});"
         return f"""
 if (!({held})) {{
-  PyErr_SetString({error}, {c_string_literal(node.op.message)});
+  {set_error}
   {sub["fail"]}
 }}
 Py_XDECREF({z});
