@@ -127,3 +127,23 @@ def test_full_svd_gradient_of_a_vectorized_graph() -> None:
         thin_u, thin_s, _ = la.svd(x, full_matrices=False)
         one = wb.function([x], wb.grad((thin_u ** 4).sum() + thin_s.sum(), x))
         np.testing.assert_allclose(got, one(item), rtol=1e-10, atol=1e-12)
+
+
+def test_full_svd_gradient_of_a_matrix_of_unknown_shape_is_checked_when_run() -> None:
+    # NumPy's default full_matrices=True on a dmatrix: the gradient is built, and the
+    # extra columns of U / rows of Vh (none for a square matrix) must get no gradient.
+    a = wt.dmatrix("a")
+    u, s, vh = la.svd(a)
+    everything = wb.function([a], wb.grad(u.sum() + s.sum() + vh.sum(), a))
+    thin = wb.function([a], wb.grad((u[:, :2] ** 4).sum() + (vh[:2] ** 2).sum(), a))
+    x = wt.dmatrix("x")
+    tu, _, tvh = la.svd(x, full_matrices=False)
+    for shape in [(3, 3), (4, 2), (2, 4)]:
+        value = np.random.default_rng(7).normal(size=shape)
+        t = wb.function([x], wb.grad((tu[:, :2] ** 4).sum() + (tvh[:2] ** 2).sum(), x))
+        np.testing.assert_allclose(thin(value), t(value), rtol=1e-10, atol=1e-12)
+    wb.verify_grad(lambda m: sum(o.sum() for o in la.svd(m)),
+                   [np.random.default_rng(8).normal(size=(3, 3))],
+                   rng=np.random.default_rng(9))
+    with pytest.raises(ValueError, match="extra columns of U .* full_matrices=False"):
+        everything(np.random.default_rng(7).normal(size=(4, 2)))

@@ -22,7 +22,9 @@ basis of the complement: a loss that reads them is not a function of `a`, so the
 gradient is given only when the graph shows they are unused (the output gradient of
 U is zero beyond column k, as when only ``U[..., :k]`` is used; likewise Vh's rows),
 computed from the thin factors; otherwise it is refused naming the case (PyTorch
-instead drops those columns' gradient silently).
+instead drops those columns' gradient silently). Where the shape is known only when
+run, the gradient is built and checks then that those columns get no gradient (a
+ValueError naming the case where they do; none for a square matrix).
 
 QR, ``M = R gR^T - gQ^T Q``, ``ga = (gQ + Q copyltu(M)) R^-T`` (Walter and Lehmann;
 Seeger et al.) for m >= n, ``copyltu(M)`` the symmetric matrix of M's lower triangle.
@@ -155,19 +157,28 @@ class SVD(_RectangularOp):
             # the thin factors: U[..., :k] and Vh[..., :k, :], k = min(m, n)
             nd = a.type.ndim
             k = None if m is None or n is None else min(m, n)
-            if (u_on or v_on) and (k is None or (u_on and not zero_beyond(gu, 1, k)) or (
+            if k is not None and ((u_on and not zero_beyond(gu, 1, k)) or (
                     v_on and not zero_beyond(gvh, 2, k))):
                 return [grad_not_implemented(
                     self, 0, a, "through the extra columns of U (rows of Vh) of "
-                    "full_matrices=True of a non-square matrix (or of one whose shape is "
-                    "not known statically): they are an arbitrary basis of the "
+                    "full_matrices=True of a non-square matrix: they are an arbitrary "
+                    "basis of the "
                     "complement; use full_matrices=False, or only U[..., :k] and "
                     "Vh[..., :k, :] with k = min(m, n)")]
-            if k is None:
-                from workbench.core.tensor.shape import shape_tuple
+            batch = (slice(None),) * (nd - 2)
+            if k is None:  # known when run: the extra columns must get no gradient then
+                from workbench.core.tensor.reduction import all as reduce_all
+                from workbench.core.tensor.shape import check_and_raise, shape_tuple
 
                 k = tm.minimum(shape_tuple(a)[-2], shape_tuple(a)[-1])
-            batch = (slice(None),) * (nd - 2)
+                if u_on:
+                    extra = gu[(*batch, slice(None), slice(k, None))]
+                    gu = check_and_raise(gu, [reduce_all(tm.eq(extra, 0))], "ValueError",
+                                         _EXTRA_COLUMNS)
+                if v_on:
+                    extra = gvh[(*batch, slice(k, None))]
+                    gvh = check_and_raise(gvh, [reduce_all(tm.eq(extra, 0))], "ValueError",
+                                          _EXTRA_COLUMNS)
             columns, rows = (*batch, slice(None), slice(None, k)), (*batch, slice(None, k))
             u, vh = u[columns], vh[rows]
             gu = gu[columns] if u_on else gu
@@ -308,6 +319,13 @@ def _qr_grad_split(a: Variable, q: Variable, r: Variable, gq: Variable | None,
     if g_right is None:
         return concatenate([gx, zeros_like(y)], axis=nd - 1)
     return concatenate([gx, matmul(q, g_right)], axis=nd - 1)
+
+
+_EXTRA_COLUMNS = (
+    "svd: the gradient reaches the extra columns of U (or rows of Vh) that "
+    "full_matrices=True gives a non-square matrix: they are an arbitrary basis of the "
+    "complement, with no gradient; use full_matrices=False, or only U[..., :k] and "
+    "Vh[..., :k, :] with k = min(m, n)")
 
 
 def zero_beyond(g: Variable, from_end: int, k: int) -> bool:
