@@ -315,3 +315,13 @@ def test_det_does_not_reuse_a_cholesky_from_an_untaken_ifelse_branch(linker):
     # Computed on every run (outside the branch too), the factor is reused as before.
     g = wb.function([s], [la.det(a), la.cholesky(a).sum()], linker=linker)
     assert "local_det_from_cholesky" in g.maker.rewrite_trace.rewrites_used()
+
+
+def test_gradient_of_log_abs_det_and_of_a_stack_where_determinants_overflow():
+    g = wb.function([A], wb.grad(wt.log(abs(la.det(A))), A))
+    assert "local_det_grad_cancel" in g.maker.rewrite_trace.rewrites_used()
+    np.testing.assert_allclose(g(-1e-120 * np.eye(3)), -1e120 * np.eye(3), rtol=1e-14)
+    stack = np.stack([1e-120 * np.eye(4), 1e80 * VALUES[A]])
+    h = wb.function([K], wb.grad(wt.log(la.det(K)).sum(), K))
+    np.testing.assert_allclose(h(stack), np.swapaxes(np.linalg.inv(stack), -1, -2),
+                               rtol=1e-12)

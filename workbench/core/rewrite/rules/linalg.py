@@ -352,7 +352,8 @@ def _mul_factors(var: Variable) -> list[Variable]:
 @node_rewriter([tm.mul.op])
 def local_det_grad_cancel(fgraph: Any, node: Apply) -> Any:
     """``mul(..., n / det(a), ..., det(a), ...) -> mul(..., n, ...)`` (also for
-    ``reciprocal(det(a))``): the product log's and Det's gradients build for
+    ``reciprocal(det(a))``, and ``(n / |det(a)|) sign(det(a)) det(a)`` of a real
+    ``log(|det(a)|)``): the product log's and Det's gradients build for
     ``grad(log(det(a)))``, which is ``0 * inf = NaN`` once the determinant under- or
     overflows although the gradient ``n a^-T`` is finite.
 
@@ -368,15 +369,25 @@ def local_det_grad_cancel(fgraph: Any, node: Apply) -> Any:
             numerator, det = None, f.owner.inputs[0]
         else:
             continue
+        rest = factors[:i] + factors[i + 1:]
+        cancelled = [det]
+        if owner_scalar_op(det, smath.Abs) is not None:  # log|det|: (n / |d|) sign(d) d
+            det = det.owner.inputs[0]
+            signs = [v for v in rest if owner_scalar_op(v, smath.Sign) is not None
+                     and v.owner.inputs[0] is det]
+            if not signs or det.type.dtype.is_complex:
+                continue
+            cancelled = [signs[0], det]
         if det.owner is None or not isinstance(det.owner.op, Det):
             continue
-        rest = factors[:i] + factors[i + 1:]
-        if det not in rest:
+        if not all(any(v is r for r in rest) for v in cancelled):
             continue
-        rest.remove(det)
+        for v in cancelled:
+            del rest[next(j for j, r in enumerate(rest) if r is v)]
         kept = rest if numerator is None else [numerator, *rest]
         new = mul(*kept) if len(kept) > 1 else (kept[0] if kept else np.ones((), "int8"))
-        return [broadcast_like(new, node.outputs[0], node, dropped=[f, det], fgraph=fgraph)]
+        return [broadcast_like(new, node.outputs[0], node, dropped=[f, *cancelled],
+                               fgraph=fgraph)]
     return None
 
 
