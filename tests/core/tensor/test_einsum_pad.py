@@ -143,3 +143,27 @@ def test_summed_lengths_that_cannot_broadcast_name_the_index() -> None:
     a, b = wt.TensorType("float64", (3, 2))(), wt.TensorType("float64", (4,))()
     with pytest.raises(ValueError, match="index 'j' has length 2 in one operand and 4"):
         wt.einsum("ij,j->i", a, b)
+
+
+@pytest.mark.parametrize("linker", available_linkers())
+@pytest.mark.parametrize(("dtype_a", "dtype_b"), [
+    ("int8", "int8"), ("int16", "int16"), ("uint8", "uint8"), ("bool", "bool"),
+    ("int8", "int16"), ("uint8", "int8"), ("bool", "int8"), ("int8", "float32"),
+])
+def test_small_integer_and_boolean_operands_keep_numpys_dtype_and_wrapping(
+        linker, dtype_a, dtype_b) -> None:
+    rng = np.random.default_rng(7)
+    high_a, high_b = (2 if d == "bool" else 120 for d in (dtype_a, dtype_b))
+    a_value = rng.integers(0, high_a, (30, 30)).astype(dtype_a)  # sums overflow 8 bits
+    b_value = rng.integers(0, high_b, 30).astype(dtype_b)
+    a = wt.TensorType(dtype_a, (None, None))("a")
+    b = wt.TensorType(dtype_b, (None,))("b")
+    forms = [("ij->", [a]), ("ij,jk->ik", [a, a]), ("ij,j->i", [a, b]), ("ii->i", [a]),
+             ("ij,j->", [a, b])]
+    f = wb.function([a, b], [wt.einsum(s, *xs) for s, xs in forms], linker=linker,
+                    on_unused_input="ignore")
+    values = {a: a_value, b: b_value}
+    for (subscripts, xs), got in zip(forms, f(a_value, b_value), strict=True):
+        want = np.einsum(subscripts, *(values[x] for x in xs))
+        assert got.dtype == want.dtype, subscripts
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=subscripts)

@@ -30,7 +30,9 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.core.dtypes.promotion import result_type
 from workbench.core.graph.basic import Variable
+from workbench.core.tensor.basic import cast
 from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = ["einsum", "einsum_path"]
@@ -336,6 +338,13 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Variable:
 
     xs, terms, output, sizes = _prepare(subscripts, operands)
     steps = _order(optimize, terms, output, sizes)
+    # NumPy's einsum keeps the operands' common dtype (int8 stays int8, bool stays bool).
+    # Small integers and booleans are contracted in int64 and cast back at the end: the
+    # same value modulo 2**bits as NumPy's wrapping (and "any" for booleans), where the
+    # lowered sums alone would widen the result to int64.
+    want = result_type(*(x.type.dtype for x in xs))
+    if want.is_bool or (want.is_int and want.itemsize < 8):
+        xs = [cast(x, "int64") for x in xs]
 
     def needed(skip: Sequence[int]) -> set[str]:
         return set(output).union(*(set(t) for k, t in enumerate(terms) if k not in skip))
@@ -354,4 +363,4 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Variable:
     x, term = _reduce_own(x, term, set(output))
     if term != output:
         x = dimshuffle(x, [term.index(c) for c in output])
-    return x
+    return x if x.type.dtype == want else cast(x, want)
