@@ -127,10 +127,22 @@ PATTERN_LABELS = {"blocks": "back-to-back", "calls": "interleaved"}
 PROBE_CPU_SECONDS, PROBE_CALLS, PROBE_WALL_SECONDS = 0.1, 2000, 2.0
 
 
+def finish_background_builds() -> None:
+    """Wait for workbench's background `-O3` builds (c/tiers.py) started so far. A graph
+    compiled on a cold cache first runs its quick `-O1` build while a thread of this
+    process compiles and loads the `-O3` one: measured meanwhile, the rows would time
+    the `-O1` code, share the pinned CPU with the compiler and count that thread in
+    "threads run" (the GP case's workbench row read 2 threads on one pinned CPU)."""
+    tiers = sys.modules.get("workbench.core.link.c.tiers")
+    if tiers is not None:
+        tiers.wait_for_upgrades()
+
+
 class Case:
     """The implementations of one benchmark case, timed together.
 
-    `add(impl, fn)` registers a callable; `measure(ctx)` warms each one up, then runs
+    `add(impl, fn)` registers a callable; `measure(ctx)` waits for workbench's background
+    builds (`finish_background_builds`), warms each one up, then runs
     the repeats round-robin, so a load spike on a shared machine hits every
     implementation alike, in each of `ctx.patterns`: "blocks" (back-to-back: each repeat
     calls one implementation `number` times, by default enough calls to last
@@ -157,6 +169,7 @@ class Case:
         return f"{self.name} [{PATTERN_LABELS[pattern]}]"
 
     def measure(self, ctx: Context) -> list[Row]:
+        finish_background_builds()
         live = []
         for entry in self.entries:
             entry.samples = {pattern: _Samples() for pattern in ctx.patterns}

@@ -131,6 +131,28 @@ def test_one_run_measures_both_call_patterns_with_threads_and_cpu_ratios():
         assert row.threads_run is None or 1 <= row.threads_run <= len(threads.thread_ticks())
 
 
+def test_measuring_waits_for_workbenchs_background_builds_first():
+    # a graph compiled on a cold cache runs its -O1 build while a thread builds -O3
+    # (c/tiers.py): measured meanwhile, its row timed -O1 code, shared the pinned CPU
+    # with the compiler and counted that thread ("threads run: 2" on one CPU)
+    import time
+
+    from workbench.core.link.c import tiers
+
+    events = []
+
+    def build():
+        time.sleep(0.2)
+        events.append("built")
+
+    tiers.in_background(build)
+    case = Case("after the build")
+    case.add(SUBJECT, lambda: events.append("called"))
+    case.measure(Context(repeats=1, min_seconds=0.001, patterns=("calls",)))
+    assert events[0] == "built" and "called" in events
+    assert tiers.pending_upgrades() == 0
+
+
 def test_a_single_pattern_keeps_the_case_name():
     ctx = Context(repeats=1, min_seconds=0.001, patterns=("calls",))
     case = Case("noop")

@@ -215,3 +215,34 @@ def test_blas_own_threads_drops_the_policy_for_a_block_and_keeps_its_back_off(po
     assert blas_threads.policy()["busy_until"] == busy_until
     f(a, b)
     assert blas_threads.last_threads() == 1  # still backing off
+
+
+def _gp_nll_and_gradient(profile: bool):
+    """A Gaussian-process negative log likelihood and its gradient (Cholesky, CholeskyGrad,
+    triangular solves, products): the graph of benchmarks' GP case."""
+    x, y, p = wt.dvector("x"), wt.dvector("y"), wt.dvector("p")
+    k = wt.exp(p[1]) * wt.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / wt.exp(2 * p[0]))
+    factor = wt.linalg.cholesky(k + wt.exp(p[2]) * wt.eye(x.shape[0]))
+    nll = 0.5 * (y * wt.linalg.cho_solve((factor, True), y)).sum() + wt.log(
+        wt.diagonal(factor)).sum()
+    return wb.function([x, y, p], [nll, wb.grad(nll, p)], linker="c", profile=profile)
+
+
+@needs_threads_api
+def test_a_cap_of_one_puts_every_lapack_and_blas_call_of_a_gp_gradient_on_one_thread(policy):
+    # work_per_thread 1: without the cap every call of these 40x40 matrices would ask for
+    # every core; the cap (WORKBENCH_NUM_THREADS=1 / --threads 1) must hold for each one
+    wb.config.blas_threads = 1
+    policy.set_policy(work_per_thread=1, adaptive=False)
+    f = _gp_nll_and_gradient(profile=True)
+    rng = np.random.default_rng(1)
+    xs = np.sort(rng.uniform(-3, 3, 40))
+    f(xs, np.sin(xs), np.array([0.3, 0.1, np.log(0.05)]))
+    counted = {row.op_class: row.threads for row in f.profile.by_node() if row.threads}
+    assert {"Cholesky", "CholeskyGrad"} <= set(counted), counted
+    assert set(counted.values()) == {"1"}, counted
+    # uncapped, no call gets more threads than the cores this process may run on
+    wb.config.blas_threads = None
+    f(xs, np.sin(xs), np.array([0.3, 0.1, np.log(0.05)]))
+    most = max(int(row.threads.split("-")[-1]) for row in f.profile.by_node() if row.threads)
+    assert 1 <= most <= _cores()
