@@ -305,3 +305,50 @@ def test_a_real_error_in_a_looped_kernel_is_raised_on_gpu():
                     linker="gpu")
     with pytest.raises(Exception, match="(?i)index|bounds"):
         f(np.ones((2, 2)))
+
+
+EMPTY_BATCH_CASES = {
+    # name: (workbench function, NumPy function, signature, number of inputs)
+    "diag": (wt.diag, np.diag, "(n)->(n,n)", 1),
+    "pad": (lambda v: wt.pad(v, 2, mode="reflect"), lambda v: np.pad(v, 2, mode="reflect"),
+            "(n)->(m)", 1),
+    "kron": (wt.kron, np.kron, "(n),(n)->(m)", 2),
+    "take": (lambda v: wt.take(v, np.array([0, 2, 3])), lambda v: np.take(v, [0, 2, 3]),
+             "(n)->(m)", 1),
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+@pytest.mark.parametrize("name", sorted(EMPTY_BATCH_CASES))
+def test_an_empty_batch_has_the_core_shape_numpy_gives(name, linker):
+    # the shape NumPy gives a batch of 2, sliced to none: (0, 4) vectors give diag
+    # (0, 4, 4), reflect-pad by 2 (0, 8), kron (0, 16), not zeros in the core
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    fn, np_fn, signature, n_inputs = EMPTY_BATCH_CASES[name]
+    xs = [wt.dmatrix(f"x{k}") for k in range(n_inputs)]
+    f = wb.function(xs, wb.vectorize(fn, signature=signature)(*xs), linker=linker)
+    items = np.arange(8.0).reshape(2, 4)
+    expected = np.stack([np_fn(*[row] * n_inputs) for row in items])[:0]
+    got = f(*[items[:0]] * n_inputs)
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(f(*[items] * n_inputs)[:0], expected)
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", ["py", "c", "gpu"])
+def test_an_empty_batch_of_a_value_dependent_core_length_is_refused(linker):
+    # unique's length depends on each item's values: with no item there is none to read
+    from workbench.core.compile.mode import available_linkers
+
+    if linker not in available_linkers():
+        pytest.skip(f"{linker} linker not available")
+    xs = wt.dmatrix("xs")
+    f = wb.function([xs], wb.vectorize(wt.unique, signature="(n)->(m)")(xs), linker=linker)
+    np.testing.assert_array_equal(f(np.array([[1.0, 1.0, 2.0]])), [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="batch is empty.*values of a batched input"):
+        f(np.ones((0, 3)))

@@ -148,18 +148,24 @@ class Blockwise(Op):
                     results[k] = np.empty(batch + value.shape, dtype=out.type.dtype.numpy)
                 results[k][idx] = value
         if any(r is None for r in results):  # an empty batch: no item to run
-            core_shapes = [tuple(d if isinstance(d, int) else np.shape(inputs[d[0]])[d[1]]
-                                 for d in shape) for shape in self.empty_batch_core_shapes(node)]
-            results = [np.empty(batch + shape, dtype=out.type.dtype.numpy)
-                       for shape, out in zip(core_shapes, node.outputs)]
+            shapes = self.empty_batch_output_shapes(node, [a.shape for a in inputs], inputs)
+            results = [np.empty(shape, dtype=out.type.dtype.numpy)
+                       for shape, out in zip(shapes, node.outputs)]
         for k in range(len(node.outputs)):
             output_storage[k][0] = results[k]
 
-    def empty_batch_core_shapes(self, node: Apply) -> list[tuple[int | tuple[int, int], ...]]:
+    def empty_batch_core_shapes(self, node: Apply) -> list[tuple[Any, ...]]:
         """The core lengths of each output when the batch is empty and no item runs, as
         NumPy's gufuncs find them: per dimension a static length, or ``(k, axis)`` - the
         length of axis `axis` of input `k` - from the signature's names or the core Op's
-        infer_shape on the inputs' core lengths; 0 where neither determines it."""
+        infer_shape on the inputs' core lengths; else that infer_shape's expression (a
+        Variable of the lengths and the core inputs, see `empty_batch_output_shapes`), or
+        None where the core Op cannot say."""
+        return self._empty_batch_lengths(node)[0]
+
+    def _empty_batch_lengths(self, node: Apply) -> tuple[list[tuple[Any, ...]],
+                                                         dict[Variable, tuple[int, int]]]:
+        """empty_batch_core_shapes, and the placeholder length of each `(k, axis)`."""
         from workbench.core.graph.basic import Constant
 
         batch_ndims = [v.type.ndim - len(c) for v, c in zip(node.inputs, self.core_inputs)]
@@ -196,9 +202,51 @@ class Blockwise(Op):
                     dims.append(int(length.data))
                 elif isinstance(length, Variable) and length in placeholders:
                     dims.append(placeholders[length])
+                elif isinstance(length, Variable):
+                    dims.append(length)
                 else:
-                    dims.append(0)
+                    dims.append(None)
             result.append(tuple(dims))
+        return result, placeholders
+
+    def empty_batch_output_shapes(self, node: Apply, shapes: Sequence[tuple[int, ...]],
+                                  values: Sequence[Any]) -> list[tuple[int, ...]]:
+        """The full shapes of the outputs for an empty batch, from the inputs' `shapes` and,
+        where a core length is computed from an input's values (a Reshape's shape), the
+        `values` of inputs without batch dimensions (the same for every item). A length that
+        depends on the values of a batched input (unique, nonzero) is unknowable without an
+        item: a ValueError says so rather than a wrong shape. One place for every linker."""
+        from workbench.core.graph.basic import Constant, graph_inputs
+
+        core_shapes, placeholders = self._empty_batch_lengths(node)
+        core = self._core_node_of(node)
+        batch_ndims = [len(s) - len(c) for s, c in zip(shapes, self.core_inputs)]
+        batch = tuple(np.broadcast_shapes(*(s[:b] for s, b in zip(shapes, batch_ndims))))
+        known: dict[Variable, Any] = {p: np.int64(shapes[k][axis])
+                                      for p, (k, axis) in placeholders.items()}
+        for k, (var, b) in enumerate(zip(core.inputs, batch_ndims)):
+            if b == 0 and var.type.ndim == len(self.core_inputs[k]):
+                known[var] = np.asarray(values[k])
+        result = []
+        for j, core_shape in enumerate(core_shapes):
+            dims = []
+            for d, length in enumerate(core_shape):
+                if isinstance(length, int):
+                    dims.append(length)
+                elif isinstance(length, tuple):
+                    dims.append(int(shapes[length[0]][length[1]]))
+                else:
+                    needed = [] if length is None else [
+                        v for v in graph_inputs([length])
+                        if v not in known and not isinstance(v, Constant)]
+                    if length is None or needed:
+                        raise ValueError(
+                            f"{self}: the batch is empty (shape {batch}) and dimension {d} of "
+                            f"output {j}'s core depends on the values of a batched input "
+                            f"({self.core_op} cannot tell it from the inputs' shapes): there "
+                            "is no item to take it from")
+                    dims.append(int(_evaluate(length, known)))
+            result.append(batch + tuple(dims))
         return result
 
     # -- differentiation ----------------------------------------------------------------
@@ -266,3 +314,17 @@ class Blockwise(Op):
     def gufunc_signature(self) -> str:
         """A Blockwise batches natively over more leading dimensions (vectorize_graph)."""
         return self.signature
+
+
+def _evaluate(output: Variable, given: dict[Variable, Any]) -> Any:
+    """`output` computed in Python (each node's `perform`) from the values `given` of its
+    graph's inputs (constants read as they are): a small shape expression, run rarely."""
+    from workbench.core.graph.basic import Constant, io_toposort
+
+    values = dict(given)
+    for node in io_toposort([v for v in given], [output]):
+        cells: list[list[Any]] = [[None] for _ in node.outputs]
+        node.op.perform(node, [values[v] if v in values else v.data  # type: ignore[union-attr]
+                               for v in node.inputs], cells)
+        values.update(zip(node.outputs, (c[0] for c in cells)))
+    return output.data if isinstance(output, Constant) else values[output]

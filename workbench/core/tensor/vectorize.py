@@ -28,6 +28,7 @@ from workbench.core.tensor.blockwise import Blockwise, core_signature_of, parse_
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise
 from workbench.core.tensor.linalg.products import Dot, MatMul
 from workbench.core.tensor.reduction import CAReduce
+from workbench.core.tensor.shape import Shape, Shape_i
 from workbench.core.tensor.type import TensorType
 from workbench.core.tensor.variable import as_tensor_variable
 
@@ -133,6 +134,17 @@ def _vectorize_careduce(op: Any, node: Apply, new_inputs: list[Variable],
     batched = copy.copy(op)
     batched.axis = tuple(a + nb for a in axes)
     return [batched(new_inputs[0])]
+
+
+@register_vectorizer(Shape, Shape_i)
+def _vectorize_shape(op: Any, node: Apply, new_inputs: list[Variable],
+                     batch_ndims: list[int]) -> list[Variable]:
+    """Every item of a batch has the same core shape: the batched input's shape past its
+    batch dimensions, with no Blockwise (so lengths stay known for an empty batch)."""
+    (nb,) = batch_ndims
+    if isinstance(op, Shape_i):
+        return [Shape_i(op.i + nb)(new_inputs[0])]
+    return [Shape()(new_inputs[0])[nb:]]
 
 
 @register_vectorizer(Dot)

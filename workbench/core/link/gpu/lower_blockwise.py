@@ -48,6 +48,8 @@ def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
     def kernel(*inputs: Any) -> list[Any]:
         batch = torch.broadcast_shapes(*(x.shape[:x.dim() - c]
                                          for x, c in zip(inputs, core_ndims)))
+        if batch.numel() == 0:  # no item to map: the core lengths from the inputs' shapes
+            return _empty(inputs)
         expanded = [x.expand(*batch, *x.shape[x.dim() - c:]) if b else x
                     for x, c, b in zip(inputs, core_ndims, batched)]
         if vmap_refused:
@@ -64,14 +66,34 @@ def lower_blockwise(node: Apply, ctx: LowerContext) -> Kernel | None:
             return result
 
     vmap_refused: list[Exception] = []
+    out_dtypes = [ctx.dtype(out) for out in node.outputs]
+
+    def _empty(inputs: tuple[Any, ...]) -> list[Any]:
+        """The outputs of an empty batch, shaped as on every linker (the values of
+        unbatched inputs are read on the host only where a core length is computed)."""
+        shapes = [tuple(x.shape) for x in inputs]
+        values = _HostValues(inputs, batched)
+        return [torch.empty(shape, dtype=dtype, device=ctx.device)
+                for shape, dtype in zip(op.empty_batch_output_shapes(node, shapes, values),
+                                        out_dtypes)]
 
     def _loop(expanded: list[Any], batch: tuple[int, ...]) -> list[Any]:
         """The core kernel item by item, for a kernel that torch.vmap cannot map."""
         items = [core_kernel(*(x[idx] if b else x for x, b in zip(expanded, batched)))
                  for idx in product(*map(range, batch))]
-        if not items:  # an empty batch: vmap's own answer is what there is
-            return list(mapped(*expanded))
         return [torch.stack([item[j] for item in items]).reshape(*batch, *items[0][j].shape)
                 for j in range(len(items[0]))]
 
     return kernel
+
+
+class _HostValues:
+    """The inputs' values on the host, copied there only when asked for (an unbatched input
+    whose value gives a core length); a batched input's value is never read."""
+
+    def __init__(self, inputs: tuple[Any, ...], batched: tuple[bool, ...]) -> None:
+        self.inputs, self.batched = inputs, batched
+
+    def __getitem__(self, k: int) -> Any:
+        x = self.inputs[k]
+        return None if self.batched[k] else x.detach().cpu().numpy() if hasattr(x, "detach") else x

@@ -7,7 +7,8 @@ item (no copies), and copies each item's result into the batched output,
 allocated once the first item's core shape is known (an empty batch takes the
 core lengths from `Blockwise.empty_batch_core_shapes`: static lengths, or input
 lengths named by the signature or the core Op's infer_shape, as NumPy's gufuncs).
-A core Op without C leaves the Blockwise to its Python `perform`.
+A core Op without C, or one whose empty-batch core lengths are computed from input
+values, leaves the Blockwise to its Python `perform`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def _core_parts(node: Apply, name: str) -> Any:
 class BlockwiseC(COpAdapter):
     def c_supports(self, node: Any) -> bool:
         if not tensor_dtypes_have_c(node):
+            return False
+        # an empty batch's core length computed from values (a Reshape's shape) or unknown:
+        # Python's perform finds it (Blockwise.empty_batch_output_shapes)
+        if not all(isinstance(d, (int, tuple)) for shape in
+                   node.op.empty_batch_core_shapes(node) for d in shape):
             return False
         try:
             _core_parts(node, "probe")
