@@ -352,3 +352,15 @@ def test_an_empty_batch_of_a_value_dependent_core_length_is_refused(linker):
     np.testing.assert_array_equal(f(np.array([[1.0, 1.0, 2.0]])), [[1.0, 2.0]])
     with pytest.raises(ValueError, match="batch is empty.*values of a batched input"):
         f(np.ones((0, 3)))
+
+
+def test_a_vectorized_shape_is_read_once_and_stacked_as_a_loop_would():
+    # every item has the batched input's core shape: no Blockwise, yet one row per item
+    x, xs = wt.dmatrix("x"), wt.TensorType("float64", (None, None, None))("xs")
+    out = wb.vectorize_graph([x.shape, x.shape[1] * 2], {x: xs})
+    f = wb.function([xs], out)
+    assert not any(isinstance(n.op, Blockwise) for n in f.maker.fgraph.apply_nodes)
+    shapes, doubled = f(np.ones((3, 4, 5)))
+    np.testing.assert_array_equal(shapes, [[4, 5]] * 3)
+    np.testing.assert_array_equal(doubled, [10] * 3)
+    assert f(np.ones((0, 4, 5)))[0].shape == (0, 2)

@@ -23,7 +23,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.core.graph.basic import Apply, Variable, graph_inputs, io_toposort
+from workbench.core.graph.basic import Apply, Variable, ancestors, graph_inputs, io_toposort
 from workbench.core.tensor.blockwise import Blockwise, core_signature_of, parse_gufunc_signature
 from workbench.core.tensor.elemwise import DimShuffle, Elemwise
 from workbench.core.tensor.linalg.products import Dot, MatMul
@@ -181,8 +181,29 @@ def vectorize_graph(outputs: Variable | Sequence[Variable],
         if all(a is b for a, b in zip(new_inputs, node.inputs)):
             continue
         mapping.update(zip(node.outputs, vectorize_node(node, new_inputs)))
-    result = [mapping.get(o, o) for o in outs]
+    replaced = [(old, mapping[old]) for old in replace]
+    result = [_keep_batch(o, mapping[o], replaced) if o in mapping and o not in replace
+              else mapping.get(o, o) for o in outs]
     return result[0] if single else result
+
+
+def _keep_batch(old: Variable, new: Variable, replaced: list[tuple[Variable, Variable]]
+                ) -> Variable:
+    """`new` with the batch dimensions of the batched inputs `old` depends on, broadcast in
+    where its value is the same for every item (a shape, read once from the batched input):
+    as a loop of calls stacks it."""
+    from workbench.core.tensor.reshape import broadcast_to
+
+    if not isinstance(old.type, TensorType):
+        return new
+    upstream = set(ancestors([old]))
+    extra = [(n.type.ndim - o.type.ndim, n) for o, n in replaced if o in upstream]
+    nb, source = max(extra, key=lambda p: p[0], default=(0, None))
+    if source is None or new.type.ndim - old.type.ndim >= nb:
+        return new
+    shape = ([Shape_i(i)(source) for i in range(nb)]
+             + [Shape_i(i)(new) for i in range(new.type.ndim - old.type.ndim, new.type.ndim)])
+    return broadcast_to(new, shape)
 
 
 def vectorize(fn: Callable[..., Any], signature: str | None = None) -> Callable[..., Any]:
