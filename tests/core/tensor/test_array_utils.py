@@ -293,6 +293,25 @@ def test_linspace_and_logspace_of_complex_endpoints(linker: str) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize(("start", "stop", "base", "axis"), [
+    (0.0, 3.0, [2.0, 10.0], 0),
+    ([0.0, 1.0], 2.0, [2.0, 10.0], -1),
+    ([[0.0], [1.0]], 3.0, [2.0, 3.0, 10.0], 1),
+    (1.0, 2.0, [[2.0], [3.0]], 0),
+    (1.0, 2.0, [2, 4], -1),
+])
+def test_logspace_broadcasts_an_array_base_as_numpy(linker: str, start: Any, stop: Any,
+                                                     base: Any, axis: int) -> None:
+    base = np.array(base)
+    b = wt.TensorType(str(base.dtype), (None,) * base.ndim)("b")
+    f = wb.function([b], wt.logspace(start, stop, 5, base=b, axis=axis), linker=linker)
+    got, want = f(base), np.logspace(start, stop, 5, base=base, axis=axis)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
 def test_interp_with_period_wraps_unsorted_knots() -> None:
     x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.dvector("fp")
     f = wb.function([x, xp, fp], wt.interp(x, xp, fp, period=360))

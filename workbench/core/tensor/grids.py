@@ -72,9 +72,25 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              base: float = 10.0, dtype: Any = None, axis: int = 0) -> Variable:
-    """numpy.logspace: ``base ** linspace(start, stop, num, endpoint)``."""
+    """numpy.logspace: ``base ** linspace(start, stop, num, endpoint)``.
+
+    An array `base` (NumPy >= 1.25) broadcasts against `start` and `stop`: all three
+    are padded on the left to a common rank, and `base` gets the new axis at `axis`.
+    """
+    if isinstance(base, (int, float, np.number)) or np.ndim(base) == 0 and not isinstance(
+            base, Variable):
+        exponents = linspace(start, stop, num, endpoint, axis=axis)
+        y = base ** exponents  # a Python float base is weak: float32 exponents stay float32
+        return y if dtype is None else cast(y, dtype)
+    from workbench.core.tensor.elemwise import dimshuffle
+    from workbench.core.tensor.reshape import expand_dims
+
+    parts = [as_tensor_variable(v) for v in (start, stop, base)]
+    rank = max(v.type.ndim for v in parts)
+    start, stop, base = (dimshuffle(v, ["x"] * (rank - v.type.ndim) + list(range(v.type.ndim)))
+                         for v in parts)
     exponents = linspace(start, stop, num, endpoint, axis=axis)
-    y = base ** exponents  # a Python float base is weak: float32 exponents stay float32
+    y = expand_dims(base, normalize_axis(axis, rank + 1, "axis")) ** exponents
     return y if dtype is None else cast(y, dtype)
 
 
