@@ -17,7 +17,9 @@ Python loop of the same draws.
 
 Implementations take turns call by call in one process (a load spike hits all alike);
 each row gives the median wall and process-CPU microseconds per call over the repeats,
-and the per-draw overhead `copy - inplace`.
+and the per-draw overhead `copy - inplace`. The C rows are of the final -O3 code:
+workbench's background builds are waited for before timing
+(wb_bench.common.finish_background_builds).
 
     python benchmarks/bench_random.py [--calls 2000] [--repeats 7] [--no-pytensor]
 """
@@ -31,9 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+for _path in (Path(__file__).resolve().parent.parent, Path(__file__).resolve().parent):
+    sys.path.insert(0, str(_path))  # workbench, and wb_bench
 
 import numpy as np  # noqa: E402
+from wb_bench.common import finish_background_builds  # noqa: E402
 
 
 def _workbench(size: tuple[int, ...], linker: str, inplace: bool) -> Callable[[], object]:
@@ -99,6 +103,7 @@ def measure(fns: dict[str, Callable[[], object]], calls: int, repeats: int
     """name -> (median wall µs, median CPU µs) per call, the functions taking turns."""
     wall: dict[str, list[float]] = {k: [] for k in fns}
     cpu: dict[str, list[float]] = {k: [] for k in fns}
+    finish_background_builds()  # time workbench's final -O3 code
     for fn in fns.values():  # warm up
         for _ in range(50):
             fn()
@@ -122,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-pytensor", action="store_true")
     args = parser.parse_args(argv)
+    print("c rows: workbench's final -O3 code (its background builds waited for)\n")
     print("| draw | linker | implementation | wall µs/call | CPU µs/call |")
     print("|---|---|---|---|---|")
     for size in ((), (1000,)):

@@ -172,6 +172,7 @@ def child(config: str, steps: int, repeats: int, pytensor: bool, jax: bool) -> N
     for note in notes:
         ctx.note(note)
     ctx.note(threads_note(1 if config == "one-core" else 0))
+    ctx.note("workbench: the final -O3 code (Case.measure waits for its background builds)")
     makers = {"workbench c": (workbench_rnn, workbench_scalar)}
     if pytensor:
         makers["pytensor default"] = (pytensor_rnn, pytensor_scalar)

@@ -153,6 +153,33 @@ def test_measuring_waits_for_workbenchs_background_builds_first():
     assert tiers.pending_upgrades() == 0
 
 
+@pytest.mark.parametrize("script", ["bench_contention", "bench_random"])
+def test_standalone_timing_loops_wait_for_the_background_builds_too(script):
+    # the scripts that time calls with their own loops use the suite's helper as well
+    import importlib
+    import time
+
+    from workbench.core.link.c import tiers
+
+    events = []
+
+    def build():
+        time.sleep(0.2)
+        events.append("built")
+
+    def call():
+        events.append("called")
+
+    bench = importlib.import_module(script)
+    tiers.in_background(build)
+    if script == "bench_contention":
+        bench.run_phase({SUBJECT: call}, seconds=0.001, block=1)
+    else:
+        bench.measure({SUBJECT: call}, calls=1, repeats=1)
+    assert events[0] == "built" and "called" in events
+    assert tiers.pending_upgrades() == 0
+
+
 def test_a_single_pattern_keeps_the_case_name():
     ctx = Context(repeats=1, min_seconds=0.001, patterns=("calls",))
     case = Case("noop")
