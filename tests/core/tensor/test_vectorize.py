@@ -364,3 +364,22 @@ def test_a_vectorized_shape_is_read_once_and_stacked_as_a_loop_would():
     np.testing.assert_array_equal(shapes, [[4, 5]] * 3)
     np.testing.assert_array_equal(doubled, [10] * 3)
     assert f(np.ones((0, 4, 5)))[0].shape == (0, 2)
+
+
+def test_a_value_computed_core_length_stays_in_c_and_an_empty_batch_still_has_its_shape():
+    # kron's Reshape takes its length from the unbatched input's value: the C loop runs a
+    # non-empty batch, and only an empty one asks Python for the shape (no Python perform)
+    from unittest import mock
+
+    from workbench.core.compile.mode import available_linkers
+
+    if "c" not in available_linkers():
+        pytest.skip("c linker not available")
+    a, b, batch = wt.dvector("a"), wt.dvector("b"), wt.dmatrix("batch")
+    with mock.patch.object(Blockwise, "perform", side_effect=AssertionError("Python perform")):
+        f = wb.function([batch, b], wb.vectorize_graph(wt.kron(a, b), {a: batch}), linker="c")
+        rows, other = np.arange(24.0).reshape(3, 8), np.linspace(-1.0, 1.0, 8)
+        np.testing.assert_array_equal(f(rows, other), np.stack([np.kron(r, other) for r in rows]))
+        empty = f(rows[:0], other)
+    assert empty.shape == (0, 64)
+    assert empty.dtype == np.float64

@@ -7,22 +7,57 @@ item (no copies), and copies each item's result into the batched output,
 allocated once the first item's core shape is known (an empty batch takes the
 core lengths from `Blockwise.empty_batch_core_shapes`: static lengths, or input
 lengths named by the signature or the core Op's infer_shape, as NumPy's gufuncs).
-A core Op without C, or one whose empty-batch core lengths are computed from input
-values, leaves the Blockwise to its Python `perform`.
+A core length computed from input values (a Reshape's shape) is found for an empty
+batch only, by a call back into Python (`empty_batch_outputs`); a non-empty batch
+stays in C. A core Op without C, or a length no one can tell, leaves the Blockwise
+to its Python `perform`.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import pickle
 from typing import Any
 
-from workbench.core.graph.basic import Apply
+import numpy as np
+
+from workbench.core.graph.basic import Apply, Constant
 from workbench.core.link.c.codegen import NoCCode, node_parts
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.ops.shape import VIEW_SUPPORT, tensor_dtypes_have_c
 from workbench.core.link.c.types import type_num
 from workbench.core.tensor.blockwise import Blockwise
 
-__all__ = ["BlockwiseC"]
+__all__ = ["BlockwiseC", "empty_batch_outputs"]
+
+
+def _node_key(node: Apply) -> str:
+    """The core Op, signature and inputs' dtypes and static shapes (constants kept), pickled:
+    what the C code hands back to `empty_batch_outputs` to rebuild the node (the same bytes
+    in every process, so the C source and its cache key are too)."""
+    inputs = [("constant", v) if isinstance(v, Constant) else
+              (str(v.type.dtype), tuple(v.type.shape)) for v in node.inputs]
+    spec = (node.op.core_op, node.op.signature, inputs)
+    return base64.b64encode(pickle.dumps(spec)).decode("ascii")
+
+
+@functools.lru_cache(maxsize=64)
+def _node_of_key(key: str) -> Apply:
+    from workbench.core.tensor.type import TensorType
+
+    core_op, signature, inputs = pickle.loads(base64.b64decode(key))
+    return Blockwise(core_op, signature).make_node(
+        *[v if dtype == "constant" else TensorType(dtype, v)() for dtype, v in inputs])
+
+
+def empty_batch_outputs(key: str, *inputs: Any) -> list[Any]:
+    """The outputs of an empty batch whose core lengths are computed from input values,
+    called by the C code (only then): shapes from `Blockwise.empty_batch_output_shapes`."""
+    node = _node_of_key(key)
+    shapes = node.op.empty_batch_output_shapes(node, [np.shape(x) for x in inputs], inputs)
+    return [np.empty(shape, dtype=out.type.dtype.numpy)
+            for shape, out in zip(shapes, node.outputs)]
 
 
 def _core_parts(node: Apply, name: str) -> Any:
@@ -37,10 +72,8 @@ class BlockwiseC(COpAdapter):
     def c_supports(self, node: Any) -> bool:
         if not tensor_dtypes_have_c(node):
             return False
-        # an empty batch's core length computed from values (a Reshape's shape) or unknown:
-        # Python's perform finds it (Blockwise.empty_batch_output_shapes)
-        if not all(isinstance(d, (int, tuple)) for shape in
-                   node.op.empty_batch_core_shapes(node) for d in shape):
+        # an empty batch's core length no one can tell (unique's): Python's perform says so
+        if any(d is None for shape in node.op.empty_batch_core_shapes(node) for d in shape):
             return False
         try:
             _core_parts(node, "probe")
@@ -161,7 +194,23 @@ class BlockwiseC(COpAdapter):
         lines.append("  }")
         # an empty batch: no item runs; the core lengths from the inputs' (as NumPy's gufuncs)
         lines.append("  if (wb_total == 0) {")
-        for j, (var, core_shape) in enumerate(zip(outputs, op.empty_batch_core_shapes(node))):
+        core_shapes = op.empty_batch_core_shapes(node)
+        if not all(isinstance(d, (int, tuple)) for shape in core_shapes for d in shape):
+            # a length computed from values (a Reshape's shape): Python computes the shapes
+            args = "".join(f", (PyObject*){v}" for v in inputs)
+            lines.append(
+                "    PyObject *wb_m = PyImport_ImportModule(\n"
+                '      "workbench.core.link.c.ops.blockwise");\n'
+                f'    PyObject *wb_res = wb_m ? PyObject_CallMethod(wb_m, "empty_batch_outputs", '
+                f'"s{"O" * n_in}", "{_node_key(node)}"{args}) : NULL;\n'
+                "    Py_XDECREF(wb_m);\n"
+                f"    if (!wb_res) {fail}")
+            for j, var in enumerate(outputs):
+                lines.append(f"    Py_XDECREF({var}); {var} = (PyArrayObject*)PyList_GET_ITEM("
+                             f"wb_res, {j}); Py_INCREF({var});")
+            lines.append("    Py_DECREF(wb_res);")
+            core_shapes = []
+        for j, (var, core_shape) in enumerate(zip(outputs, core_shapes)):
             num = type_num(node.outputs[j].type.dtype)
             dims = ", ".join([f"wb_b[{d}]" for d in range(nb)] +
                              [str(s) if isinstance(s, int) else
@@ -176,7 +225,7 @@ class BlockwiseC(COpAdapter):
         return "\n".join(lines)
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (2,)
+        return (3,)
 
 
 register_c_op(Blockwise, BlockwiseC)
