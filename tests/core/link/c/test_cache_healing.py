@@ -241,3 +241,26 @@ def test_cache_clear_removes_preludes_and_probes_and_counts_them(tmp_path, monke
     assert any("probes.json" in line for line in lines)
     assert not (tmp_path / "probes.json").exists() and not (tmp_path / "prelude").exists()
     assert ModuleCache(tmp_path / "c").entries() == []
+
+
+def test_answers_probed_at_once_by_several_threads_are_all_kept(tmp_path, monkeypatch):
+    # A cold cache probes the compiler's version, shared-library support and
+    # -march=native in three threads at once; each adds its answer to probes.json.
+    # Written without taking turns, one thread's file replaced another's answer.
+    import threading
+
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
+    command = ("no-such-compiler",)
+    start = threading.Barrier(8)
+
+    def ask(k: int) -> None:
+        start.wait()
+        cc._probed(command, ("question", k), lambda: f"answer {k}", str)
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = json.loads((tmp_path / "probes.json").read_text())
+    assert sorted(kept.values()) == sorted(f"answer {k}" for k in range(8))

@@ -599,6 +599,7 @@ def clear_all(cache: ModuleCache) -> list[str]:
         if problem:
             raise OSError(f"could not remove {probes}: {problem}")
         lines.append(f"removed {probes} (remembered compiler probes)")
+    cc.probe_lock_file().unlink(missing_ok=True)
     return lines
 
 

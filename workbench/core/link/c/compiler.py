@@ -41,6 +41,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import filelock
+
 from workbench.core.link import settings as link_settings
 from workbench.core.link.c import compile_progress, spawn
 
@@ -153,6 +155,11 @@ def probe_file() -> Path:
     return Path(link_settings.cache_dir) / "probes.json"
 
 
+def probe_lock_file() -> Path:
+    """The file lock writers of probes.json take (beside it, hidden)."""
+    return probe_file().with_name(".probes.json.lock")
+
+
 # -- a cache directory this process cannot write -------------------------------------
 # Shared lab machines and containers mount caches read-only. What is there is still
 # used; what must be built goes to one private temporary directory per process
@@ -258,22 +265,35 @@ def _probed_locked(key: str, compute: Any, expected: type) -> Any:
     answer = compute()
     if not answer or not _keep_probes.get():
         return answer  # (a negative answer may change once a toolchain is installed)
-    known = _probe_load()  # another process may have written meanwhile
-    known[key] = answer
+    _probe_keep(key, answer)
+    return answer
+
+
+#: Threads keeping answers to different questions at once (the concurrent probes of a
+#: cold cache) take turns: each reads probes.json, adds its answer and replaces the
+#: file, so two at once would lose one answer.
+_probe_write_lock = threading.Lock()
+
+
+def _probe_keep(key: str, answer: Any) -> None:
+    """Add `key: answer` to probes.json, under a thread lock and a file lock (other
+    processes write it too); a read-only cache keeps nothing (probed again next time)."""
     path = probe_file()
     if not can_write(path.parent):
-        return answer  # a read-only cache: probe again next time
+        return
     try:
-        fd, tmp = tempfile.mkstemp(prefix="probes-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(known, fh)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-    except OSError:  # a read-only cache, or probes.json is not a file: probe next time
+        with _probe_write_lock, filelock.FileLock(str(probe_lock_file()), timeout=30):
+            known = _probe_load()  # another thread or process may have written meanwhile
+            known[key] = answer
+            fd, tmp = tempfile.mkstemp(prefix="probes-", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(known, fh)
+                os.replace(tmp, path)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+    except (OSError, filelock.Timeout):  # read-only, or probes.json is not a file
         pass
-    return answer
 
 
 def _link_flags() -> tuple[str, ...]:
