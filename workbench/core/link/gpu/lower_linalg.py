@@ -115,6 +115,13 @@ def _check_triangular_diagonal(torch: Any, t: Any, function: str) -> None:
         f"{function}: singular matrix: resolution failed at diagonal {column}{where}")
 
 
+def _common_batch(torch: Any, *stacks: Any) -> list[Any]:
+    """Stacks of matrices expanded (not copied) to their common batch shape: torch's
+    solvers broadcast some operands themselves and read others differently."""
+    batch = torch.broadcast_shapes(*(s.shape[:-2] for s in stacks))
+    return [s.expand(*batch, *s.shape[-2:]) for s in stacks]
+
+
 def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool,
                 function: str, conjugate: bool = False) -> Any:
     t = torch.tril(a) if lower else torch.triu(a)
@@ -122,9 +129,7 @@ def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool
         _check_triangular_diagonal(torch, t, function)
     if trans:
         t, lower = (t.mH if conjugate else t.mT), not lower
-    a_b = torch.broadcast_shapes(t.shape[:-2], b.shape[:-2])
-    t = t.expand(*a_b, *t.shape[-2:])
-    b = b.expand(*a_b, *b.shape[-2:])
+    t, b = _common_batch(torch, t, b)
     return torch.linalg.solve_triangular(t, b, upper=not lower, unitriangular=unit)
 
 
@@ -144,16 +149,15 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
             _raise_if_failed(torch, info, "solve", "Matrix is not positive definite "
                              "(assume_a='pos'): the leading minor of order ",
                              nan_passes=_has_nan(torch, full))
-            shape = torch.broadcast_shapes(low.shape[:-2], b2.shape[:-2])
-            x = torch.cholesky_solve(b2.expand(*shape, *b2.shape[-2:]),
-                                     low.expand(*shape, *low.shape[-2:]))
+            low, b2 = _common_batch(torch, low, b2)
+            x = torch.cholesky_solve(b2, low)
         else:
             m = a if op.assume_a == "gen" else _symmetrized(torch, a, op.lower,
                                                             op.assume_a == "her")
             # b as a stack of matrices of the broadcast batch (torch reads a b of one
             # dimension less than a as a stack of vectors)
-            shape = torch.broadcast_shapes(m.shape[:-2], b2.shape[:-2])
-            x, info = torch.linalg.solve_ex(m, b2.expand(*shape, *b2.shape[-2:]))
+            _, b2 = _common_batch(torch, m, b2)
+            x, info = torch.linalg.solve_ex(m, b2)
             _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
                              "pivot ")
         return [x.squeeze(-1) if op.b_ndim == 1 else x]
