@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     for phase in ("idle", "busy", "idle again"):
         before = blas_threads.busy_events()
         still_before = blas_threads.still_busy_events()
+        forgiven_before = blas_threads.forgiven_events()
         procs = start_load(args.seconds + 5) if phase == "busy" else []
         try:
             if procs:
@@ -209,9 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             stop_load(procs)
         events[phase] = blas_threads.busy_events() - before
         still = blas_threads.still_busy_events() - still_before
-        print(f"[{phase}: {loads[phase]}; workbench: {events[phase]} threaded call(s) slower "
-              f"than one thread, {still} back-off(s) renewed for want of idle cores]",
-              file=sys.stderr, flush=True)
+        forgiven = blas_threads.forgiven_events() - forgiven_before
+        print(f"[{phase}: {loads[phase]}; workbench: {events[phase]} back-off(s) begun (a "
+              f"second slow threaded call), {forgiven} lone slow call(s) forgiven, {still} "
+              f"check(s) at a back-off's end found no spare core]", file=sys.stderr,
+              flush=True)
     print()
     print("| implementation | phase | steps | mean ms | median ms | p90 ms | slowdown "
           "(mean busy / mean idle) |")

@@ -40,8 +40,9 @@ class Policy:
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
         self.block = (ctypes.c_double * len(blas_threads.SLOTS))(*blas_threads.POLICY)
-        for name in ("busy_until", "backoff", "busy_events", "still_busy"):
+        for name in ("busy_until", "backoff", "busy_events", "still_busy", "forgiven"):
             self[name] = 0.0
+        self["since_slow"] = float("inf")
         self.site = Site()
 
     def __getitem__(self, name: str) -> float:
@@ -66,6 +67,12 @@ class Policy:
         self.judge("calibrate", now, wall=one_thread, cpu=one_thread)
         return self
 
+    def busy(self, now: float) -> None:
+        """Two threaded calls in a row 30x slower than one thread (helpers that did not
+        run): the second begins a back-off at `now`."""
+        assert not self.judge("threaded", now - 1e-3, wall=30e-3)
+        assert self.judge("threaded", now, wall=30e-3)
+
 
 def test_a_sites_first_call_measures_one_thread_then_calls_are_threaded(logic):
     p = Policy(logic).calibrated(1e-3, now=1.0)
@@ -84,62 +91,157 @@ def test_threads_that_beat_one_thread_keep_threads_whatever_the_cpu_time_says(lo
     assert p["busy_events"] == 0 and p["backoff"] == 0
 
 
-def test_a_threaded_call_slower_than_one_thread_backs_off_doubling_up_to_the_most(logic):
+def test_a_lone_slow_threaded_call_is_noise_and_keeps_threads(logic):
+    # an idle machine: 1 call in 500 slower than one thread (a page fault, a timer tick,
+    # another process's short burst), never two within `evidence` calls
+    p = Policy(logic).calibrated(1e-3)
+    now = 1.01
+    for k in range(5000):
+        now += 0.3e-3
+        assert p.plan(now) == "threaded"
+        slow = k % 500 == 499
+        assert not p.judge("threaded", now, wall=5e-3 if slow else 0.6e-3)
+    assert p["busy_events"] == 0 and p["forgiven"] == 10 and p["busy_until"] == 0
+
+
+def test_a_second_slow_call_within_the_evidence_window_backs_off(logic):
+    p = Policy(logic).calibrated(1e-3)
+    evidence = int(p["evidence"])
+    assert not p.judge("threaded", 2.0, wall=30e-3)  # alone so far: forgiven
+    for k in range(evidence - 1):  # fast calls, fewer than `evidence`
+        assert not p.judge("threaded", 2.0 + (k + 1) * 1e-3, wall=0.6e-3)
+    assert p.judge("threaded", 2.1, wall=30e-3)  # a second: the machine is busy
+    assert p["busy_events"] == 1 and p["forgiven"] == 1
+    assert p["backoff"] == p["backoff_min"] and p["busy_until"] == 2.1 + p["backoff_min"]
+    assert p.plan(2.1 + p["backoff_min"] / 2) == "backoff"
+
+
+def test_slow_calls_farther_apart_than_the_evidence_window_are_each_forgiven(logic):
+    p = Policy(logic).calibrated(1e-3)
+    evidence = int(p["evidence"])
+    now = 2.0
+    for _ in range(3):
+        assert not p.judge("threaded", now, wall=30e-3)
+        for _ in range(evidence):
+            now += 1e-3
+            assert not p.judge("threaded", now, wall=0.6e-3)
+    assert p["busy_events"] == 0 and p["forgiven"] == 3
+
+
+def test_sustained_slowness_backs_off_at_the_second_slow_call(logic):
+    # a busy machine: one threaded call in ten waits for a helper the scheduler did not run
+    p = Policy(logic).calibrated(1e-3)
+    now, calls, slow_calls = 2.0, 0, 0
+    while p.plan(now) == "threaded":
+        calls += 1
+        slow = calls % 10 == 0
+        p.judge("threaded", now, wall=40e-3 if slow else 0.6e-3)
+        slow_calls += slow
+        now += 40e-3 if slow else 0.6e-3
+    assert slow_calls == 2 and calls == 20 and p["busy_events"] == 1 and p["forgiven"] == 1
+    assert p.plan(now) == "backoff"
+
+
+def test_a_slow_probe_after_a_back_off_doubles_it_up_to_the_most(logic):
     p = Policy(logic).calibrated(1e-3)
     low, high = p["backoff_min"], p["backoff_max"]
-    assert p.judge("threaded", 2.0, wall=30e-3)  # a helper that did not run
-    assert p["busy_events"] == 1 and p["backoff"] == low and p["busy_until"] == 2.0 + low
-    assert p.plan(2.0 + low / 2) == "backoff"
-    now, expected = 2.0, low
-    for _ in range(12):  # each probe slow again: the back-off doubles, up to the most
+    p.busy(2.0)
+    assert p["backoff"] == low
+    expected = low
+    for _ in range(12):  # the spare-core check says yes, but each probe is slow again
         now = p["busy_until"]
         p.judge("backoff", now - 1e-3, wall=1e-3, cpu=1e-3)  # the back-off's calls measure
         assert p.plan(now) == "ask"
-        assert p.answer(idle=1.0, now=now) == "threaded"
-        assert p.judge("threaded", now, wall=30e-3)
+        assert p.answer(1.0, now=now) == "threaded"
+        assert p.judge("threaded", now, wall=30e-3)  # within `evidence` of the back-off
         expected = min(2 * expected, high)
         assert p["backoff"] == expected
     assert p["backoff"] == high and p["busy_events"] == 13
 
 
-def test_a_back_off_without_idle_cores_starts_over_without_trying_threads(logic):
+def test_the_back_off_length_is_forgotten_after_evidence_calls_none_slow(logic):
     p = Policy(logic).calibrated(1e-3)
-    p.judge("threaded", 2.0, wall=30e-3)
+    p.busy(2.0)
+    now = p["busy_until"]
+    assert p.answer(1.0, now=now) == "threaded"
+    assert p.judge("threaded", now, wall=30e-3)  # slow probe: doubled
+    assert p["backoff"] == 2 * p["backoff_min"]
+    now = p["busy_until"]
+    assert p.answer(1.0, now=now) == "threaded"
+    for k in range(int(p["evidence"])):
+        assert not p.judge("threaded", now + k * 1e-3, wall=0.6e-3)
+    assert p["backoff"] == 0
+    p.busy(now + 1.0)  # a later busy spell starts from the least again
+    assert p["backoff"] == p["backoff_min"]
+
+
+def test_a_back_off_without_spare_cores_asks_again_after_the_least_without_trying(logic):
+    p = Policy(logic).calibrated(1e-3)
+    p.busy(2.0)
     now = p["busy_until"]
     assert p.plan(now) == "ask"
-    assert p.answer(idle=0.1, now=now) == "backoff"  # other processes kept the cores
+    assert p.answer(0.1, now=now) == "backoff"  # other processes kept the cores
     assert p["still_busy"] == 1 and p["busy_events"] == 1
-    assert p["backoff"] == 2 * p["backoff_min"] and p["busy_until"] == now + p["backoff"]
+    # nothing was tried: the length is kept, the next check comes after the least
+    assert p["backoff"] == p["backoff_min"] and p["busy_until"] == now + p["backoff_min"]
     assert p.plan(now + 1e-3) == "backoff"
+    assert p.plan(now + p["backoff_min"]) == "ask"
 
 
-def test_idle_cores_after_a_back_off_try_threads_and_a_fast_call_ends_it(logic):
+def test_threads_return_within_two_checks_of_the_machine_going_idle(logic):
+    # a busy spell of 20 s, then idle: calls every ms; the spare cores each check sees are
+    # the average over its interval (what /proc/stat gives), 0 while busy, 1 when idle
     p = Policy(logic).calibrated(1e-3)
-    p.judge("threaded", 2.0, wall=30e-3)
+    p.busy(2.0)
+    idle_from, last_check, now = 22.0, 2.0, 2.0
+    threaded_at = None
+    while now < 30.0 and threaded_at is None:
+        now = round(now + 1e-3, 6)
+        mode = p.plan(now)
+        if mode == "calibrate":
+            p.judge("calibrate", now, wall=1e-3, cpu=1e-3)
+        elif mode == "ask":
+            spare = max(0.0, now - max(idle_from, last_check)) / (now - last_check)
+            last_check = now
+            if p.answer(spare, now=now) == "threaded":
+                assert not p.judge("threaded", now, wall=0.6e-3)
+                threaded_at = now
+        elif mode == "backoff":
+            p.judge("backoff", now, wall=1e-3, cpu=1e-3)
+        else:
+            pytest.fail(f"threads tried while the machine was busy, at {now}")
+    assert threaded_at is not None and threaded_at <= idle_from + 2 * p["backoff_min"] + 1e-3
+    assert p["busy_events"] == 1 and p["still_busy"] >= 190
+    assert p.plan(threaded_at + 1e-3) == "threaded"
+
+
+def test_idle_cores_after_a_back_off_try_threads_and_a_fast_call_keeps_them(logic):
+    p = Policy(logic).calibrated(1e-3)
+    p.busy(2.0)
     now = p["busy_until"]
-    assert p.answer(idle=0.9, now=now) == "threaded"
+    assert p.answer(0.9, now=now) == "threaded"
     assert not p.judge("threaded", now, wall=0.6e-3)
-    assert p["backoff"] == 0 and p.plan(now + 1e-3) == "threaded"
+    assert p["busy_until"] == 0 and p.plan(now + 1e-3) == "threaded"
 
 
-def test_the_idle_cores_asked_grow_with_the_threads(logic):
+def test_the_spare_cores_asked_grow_with_the_threads(logic):
     p = Policy(logic).calibrated(1e-3)
-    p.judge("threaded", 2.0, wall=30e-3)
+    p.busy(2.0)
     spare = p["spare"]
-    assert p.answer(idle=1.5 * spare, now=p["busy_until"], threads=2) == "threaded"
-    p.judge("threaded", 3.0, wall=30e-3)
-    assert p.answer(idle=1.5 * spare, now=p["busy_until"], threads=4) == "backoff"
+    assert p.answer(1.5 * spare, now=p["busy_until"], threads=2) == "threaded"
+    assert p.judge("threaded", 3.0, wall=30e-3)  # a slow probe: the back-off again
+    assert p.answer(1.5 * spare, now=p["busy_until"], threads=4) == "backoff"
 
 
-def test_unknown_idle_time_tries_threads(logic):
+def test_unknown_spare_cores_try_threads(logic):
     p = Policy(logic).calibrated(1e-3)
-    p.judge("threaded", 2.0, wall=30e-3)
-    assert p.answer(idle=-1.0, now=p["busy_until"]) == "threaded"
+    p.busy(2.0)
+    assert p.answer(-1.0, now=p["busy_until"]) == "threaded"
 
 
 def test_one_thread_calls_keep_the_estimate_faster_at_once_slower_by_a_quarter(logic):
     p = Policy(logic).calibrated(2e-3, now=1.0)
-    p.judge("threaded", 1.5, wall=30e-3)  # back off; its one-thread calls measure too
+    p.busy(1.5)  # back off; its one-thread calls measure too
     assert p.plan(1.55) == "backoff"
     p.judge("backoff", 1.55, wall=5e-3, cpu=1e-3)  # preempted: the CPU time counts, not the wall
     assert p.site.rate == pytest.approx(1e-3 / WORK) and p.site.measured == 1.55
@@ -156,7 +258,15 @@ def test_the_estimate_is_measured_again_after_recalibrate_seconds(logic):
 def test_the_ratio_knob_sets_what_counts_as_slow(logic):
     p = Policy(logic).calibrated(1e-3)
     p["solo_ratio"] = 0.5
-    assert p.judge("threaded", 2.0, wall=0.6e-3)
-    p["backoff"] = 0.0
+    assert not p.judge("threaded", 2.0, wall=0.6e-3) and p["forgiven"] == 1
     p["solo_ratio"] = 1.0
-    assert not p.judge("threaded", 3.0, wall=0.6e-3)
+    assert not p.judge("threaded", 2.001, wall=0.6e-3) and p["forgiven"] == 1
+
+
+def test_the_evidence_knob_sets_how_close_two_slow_calls_must_be(logic):
+    p = Policy(logic).calibrated(1e-3)
+    p["evidence"] = 1  # two slow calls in a row
+    assert not p.judge("threaded", 2.0, wall=30e-3)
+    assert not p.judge("threaded", 2.001, wall=0.6e-3)
+    assert not p.judge("threaded", 2.002, wall=30e-3)  # one fast call between: forgiven
+    assert p.judge("threaded", 2.003, wall=30e-3)

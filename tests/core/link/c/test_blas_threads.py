@@ -38,6 +38,7 @@ def policy():
     blas_threads.set_policy(work_per_thread=saved["work"], adaptive=bool(saved["adaptive"]),
                             solo_ratio=saved["solo_ratio"], spare=saved["spare"],
                             recalibrate=saved["recalibrate"],
+                            evidence=int(saved["evidence"]),
                             backoff=(saved["backoff_min"], saved["backoff_max"]))
 
 
@@ -71,6 +72,16 @@ def test_config_blas_threads_is_the_policys_cap_and_refuses_nonsense(policy):
         with pytest.raises(ValueError, match="whole number >= 1 or None"):
             wb.config.blas_threads = bad
     assert "blas_threads=3" in repr(wb.config)
+
+
+def test_set_policy_refuses_nonsense_naming_the_knob(policy):
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="evidence must be a whole number of calls >= 1"):
+            blas_threads.set_policy(evidence=bad)
+    with pytest.raises(ValueError, match="spare must be >= 0"):
+        blas_threads.set_policy(spare=-1.0)
+    blas_threads.set_policy(evidence=4)
+    assert blas_threads.policy()["evidence"] == 4
 
 
 def test_workbench_num_threads_sets_the_cap_in_a_fresh_process():
@@ -125,7 +136,7 @@ def test_without_a_cap_the_blass_own_setting_counts_and_is_restored(policy):
 
 
 @needs_threads_api
-def test_a_slow_threaded_call_gives_one_thread_until_the_back_off_ends(policy):
+def test_slow_threaded_calls_give_one_thread_until_the_back_off_ends(policy):
     if TWO < 2:
         pytest.skip("one core: every call runs on one thread")
     f = _product()
@@ -140,7 +151,11 @@ def test_a_slow_threaded_call_gives_one_thread_until_the_back_off_ends(policy):
     f(a, b)
     assert blas_threads.last_threads() == 1 and blas_threads.busy_events() == events
     policy.set_policy(recalibrate=1e9)  # from now on the estimate stands
-    f(a, b)
+    forgiven = blas_threads.forgiven_events()
+    f(a, b)  # slow, but alone so far: noise
+    assert blas_threads.last_threads() == 2 and blas_threads.busy_events() == events
+    assert blas_threads.forgiven_events() == forgiven + 1
+    f(a, b)  # a second slow call: the machine is busy
     assert blas_threads.last_threads() == 2 and blas_threads.busy_events() == events + 1
     for _ in range(3):
         np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
@@ -207,7 +222,8 @@ def test_blas_own_threads_drops_the_policy_for_a_block_and_keeps_its_back_off(po
     policy.set_policy(work_per_thread=1000, solo_ratio=0.0, spare=0.0, recalibrate=1e9,
                       backoff=(60.0, 60.0))
     f(a, b)  # measures one thread
-    f(a, b)  # threaded, "slower than one thread": a back-off of 60 s
+    f(a, b)  # threaded, "slower than one thread": forgiven
+    f(a, b)  # again: a back-off of 60 s
     busy_until = blas_threads.policy()["busy_until"]
     with blas_threads.blas_own_threads():
         np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)

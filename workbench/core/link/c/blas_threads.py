@@ -16,17 +16,29 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    (seconds per multiply-add, from the calling thread's CPU time of its one-thread
    calls: preemption does not inflate it; re-measured by one one-thread call every
    `RECALIBRATE` s). A call on n > 1 threads whose wall time exceeds `SOLO_RATIO` x that
-   estimate lost to one thread: its helpers did not run, the machine is busy, and calls
-   use one thread for a back-off period, doubled from `BACKOFF_MIN` up to `BACKOFF_MAX` s
-   at each busy call. When a back-off ends, the idle time of the allowed cores since it
-   began (/proc/stat) decides: less than `SPARE` x (n - 1) idle cores and the back-off
-   starts over (doubled) without trying threads, which cost the most exactly then;
-   otherwise one call tries n threads again and, if it is not slow, ends the back-off.
+   estimate is slow (on an idle machine two threads take ~0.6 of it);
+   - evidence, not one call: a lone slow call is noise (a page fault, a timer tick, a
+     short burst of another process) and is forgiven (`forgiven_events()`); a slow call
+     that comes within `EVIDENCE` threaded calls of the previous slow one, or of the
+     start of the last back-off, finds the machine busy (`busy_events()`): calls use one
+     thread for a back-off period, `BACKOFF_MIN` s, doubled at each such call up to
+     `BACKOFF_MAX` s and forgotten after `EVIDENCE` threaded calls none of which was slow;
+   - when a back-off ends, the cores other processes left over its interval decide (idle
+     time of the allowed cores in /proc/stat plus this process's own CPU time, minus the
+     caller's core: OpenBLAS's helpers spin ~0.1 s after a threaded call, and their spin
+     is not another process's load): less than `SPARE` x (n - 1) spare cores and no
+     thread is tried, the check is made again `BACKOFF_MIN` s later, the length kept
+     (`still_busy_events()`). Otherwise one call tries n threads: slow, it backs off
+     again (doubled: it comes within `EVIDENCE` calls of the back-off); not slow, the
+     threads stay. So threads come back within about 2 x `BACKOFF_MIN` s of the end of
+     the other processes' load when the checks were what kept them off, however long
+     the load lasted, and within `BACKOFF_MAX` s at worst.
 
 Why not the process CPU time of the threaded call (the first version of this module):
 Linux adds a running thread's CPU time to its process only at a scheduler tick, so the
 helpers of a sub-millisecond call are often not counted yet when it returns and an idle
-machine looked busy (CPU time = wall time of one thread, efficiency 0.5 of 2).
+machine looked busy (CPU time = wall time of one thread, efficiency 0.5 of 2). Over a
+back-off (0.1 s or more) the tick is small, which is why the spare-core check may use it.
 
 The count is set just before the call and restored after it, so NumPy's own BLAS calls
 keep theirs. Threads of one process calling compiled functions at the same moment share
@@ -46,10 +58,11 @@ import ctypes
 import os
 from collections.abc import Iterator
 
-__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "LOGIC_C", "MODES", "POLICY_ADDRESS", "POLICY_C",
-           "RECALIBRATE", "SLOTS", "SOLO_RATIO", "SPARE", "THREADS_ENV", "WORK_PER_THREAD",
-           "blas_own_threads", "busy_events", "last_threads", "max_threads", "policy",
-           "set_max_threads", "set_policy", "still_busy_events", "take_last_threads"]
+__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "EVIDENCE", "LOGIC_C", "MODES", "POLICY_ADDRESS",
+           "POLICY_C", "RECALIBRATE", "SLOTS", "SOLO_RATIO", "SPARE", "THREADS_ENV",
+           "WORK_PER_THREAD", "blas_own_threads", "busy_events", "forgiven_events",
+           "last_threads", "max_threads", "policy", "set_max_threads", "set_policy",
+           "still_busy_events", "take_last_threads"]
 
 #: The environment variable capping the threads of compiled code (BLAS calls and the
 #: row kernels of ops/special.py); unset or 0: the BLAS's own setting.
@@ -60,17 +73,25 @@ WORK_PER_THREAD = float(1 << 23)
 #: A call on n threads slower than this many times the site's one-thread estimate found
 #: the machine busy (on an idle machine two threads take ~0.6 of it).
 SOLO_RATIO = 1.0
-#: Idle cores per extra thread, over a back-off, for threads to be tried again.
+#: A slow threaded call within this many threaded calls of the previous slow one (or of
+#: the start of the last back-off) backs off; a lone one is forgiven as noise. In an idle
+#: run of issue 22 (workbench alone, 4 s, ~16000 threaded calls) 6 calls were slow (page
+#: faults, ticks, bursts of other processes): at that rate a second follows within 32
+#: calls about 1 time in 80; under contention one call in ten or more is slow, and a
+#: second follows within 32 calls 97 times in 100.
+EVIDENCE = 32
+#: Spare cores per extra thread, over a back-off, for threads to be tried again.
 SPARE = 0.5
 #: Seconds between the one-thread calls that refresh a site's estimate.
 RECALIBRATE = 2.0
-#: Seconds of one-thread calls after a busy call: the first, and the most.
+#: Seconds of one-thread calls after a busy call: the first, and the most (also the
+#: interval of the spare-core checks while other processes keep the cores).
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 3.2
 
 #: The slots of the block (C reads them by these indices: see LOGIC_C).
 SLOTS = ("max", "work", "adaptive", "last", "busy_until", "backoff", "solo_ratio",
          "backoff_min", "backoff_max", "busy_events", "spare", "recalibrate", "idle_ticks",
-         "idle_at", "still_busy")
+         "idle_at", "still_busy", "evidence", "since_slow", "forgiven", "own_cpu")
 _INDEX = {name: k for k, name in enumerate(SLOTS)}
 #: How a call that may use several threads runs (LOGIC_C's `wb_blas_plan`): `calibrate`
 #: and `backoff` on one thread, `threaded` on n; `ask`: a back-off has ended and the
@@ -118,6 +139,10 @@ def set_max_threads(value: int | None) -> None:
     POLICY[_INDEX["max"]] = float(_check_threads(value) or 0)
 
 
+#: `since_slow` before any slow call: more threaded calls than any `evidence`.
+_NO_SLOW_CALL = float("inf")
+
+
 def _non_negative(name: str, value: float) -> float:
     if not value >= 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
@@ -126,11 +151,12 @@ def _non_negative(name: str, value: float) -> float:
 
 def set_policy(*, work_per_thread: float | None = None, adaptive: bool | None = None,
                solo_ratio: float | None = None, spare: float | None = None,
-               recalibrate: float | None = None,
+               recalibrate: float | None = None, evidence: int | None = None,
                backoff: tuple[float, float] | None = None) -> None:
     """Change the policy's other knobs (see the module docstring); None keeps one. Also
-    ends a back-off in progress. `solo_ratio` 0: every threaded call counts as busy;
-    `spare` 0: threads are always tried again when a back-off ends."""
+    ends a back-off in progress and forgets earlier slow calls. `solo_ratio` 0: every
+    threaded call is slow; `evidence` 1: two slow calls in a row back off; `spare` 0:
+    threads are always tried again when a back-off ends."""
     if work_per_thread is not None:
         if not work_per_thread >= 1:
             raise ValueError(f"work_per_thread must be >= 1, got {work_per_thread!r}")
@@ -146,8 +172,13 @@ def set_policy(*, work_per_thread: float | None = None, adaptive: bool | None = 
         if not 0 <= low <= high:
             raise ValueError(f"backoff must be (min, max) with 0 <= min <= max, got {backoff!r}")
         POLICY[_INDEX["backoff_min"]], POLICY[_INDEX["backoff_max"]] = low, high
+    if evidence is not None:
+        if isinstance(evidence, bool) or not isinstance(evidence, int) or evidence < 1:
+            raise ValueError(f"evidence must be a whole number of calls >= 1, got {evidence!r}")
+        POLICY[_INDEX["evidence"]] = float(evidence)
     for name in ("busy_until", "backoff", "idle_at"):
         POLICY[_INDEX[name]] = 0.0
+    POLICY[_INDEX["since_slow"]] = _NO_SLOW_CALL
 
 
 @contextlib.contextmanager
@@ -184,18 +215,26 @@ def take_last_threads() -> int:
 
 
 def busy_events() -> int:
-    """How many multi-threaded calls were slower than one thread (each started a back-off)."""
+    """How many multi-threaded calls were slower than one thread with evidence (a slow call
+    shortly before, or a back-off): each started a back-off."""
     return int(POLICY[_INDEX["busy_events"]])
 
 
+def forgiven_events() -> int:
+    """How many multi-threaded calls were slower than one thread alone (taken as noise)."""
+    return int(POLICY[_INDEX["forgiven"]])
+
+
 def still_busy_events() -> int:
-    """How many ended back-offs started over because the cores had no spare time."""
+    """How many checks at the end of a back-off found no spare core (another check follows
+    `BACKOFF_MIN` s later, threads untried)."""
     return int(POLICY[_INDEX["still_busy"]])
 
 
 set_max_threads(_env_threads())
 set_policy(work_per_thread=WORK_PER_THREAD, adaptive=True, solo_ratio=SOLO_RATIO,
-           spare=SPARE, recalibrate=RECALIBRATE, backoff=(BACKOFF_MIN, BACKOFF_MAX))
+           spare=SPARE, recalibrate=RECALIBRATE, evidence=EVIDENCE,
+           backoff=(BACKOFF_MIN, BACKOFF_MAX))
 
 _DEFINES = "\n".join(f"#define WB_BP_{name.upper()} {k}" for k, name in enumerate(SLOTS))
 _MODE_DEFINES = "\n".join(f"#define WB_RUN_{name.upper()} {k}" for k, name in enumerate(MODES))
@@ -210,44 +249,57 @@ LOGIC_C = _DEFINES + "\n" + _MODE_DEFINES + r"""
 /* A call site's one-thread estimate: seconds per unit of work, and when it was measured. */
 typedef struct { double rate, measured; } wb_blas_site;
 
-/* How a call that may use more than one thread runs at time `now` (a WB_RUN_ mode). */
+/* How a call that may use more than one thread runs at time `now` (a WB_RUN_ mode). A
+   back-off is on while busy_until > 0: one thread until then, a question after. */
 WB_BLAS_LOGIC int wb_blas_plan(volatile double *p, wb_blas_site *s, double now) {
   if (s->rate <= 0 || now >= s->measured + p[WB_BP_RECALIBRATE]) return WB_RUN_CALIBRATE;
-  if (now < p[WB_BP_BUSY_UNTIL]) return WB_RUN_BACKOFF;
-  if (p[WB_BP_BACKOFF] > 0) return WB_RUN_ASK;
+  if (p[WB_BP_BUSY_UNTIL] > 0) return now < p[WB_BP_BUSY_UNTIL] ? WB_RUN_BACKOFF : WB_RUN_ASK;
   return WB_RUN_THREADED;
 }
 
+/* A back-off begins at `now`: the last one's length doubled (the first: the least), and
+   the calls that follow it are judged as if a slow call had just happened. */
 static void wb_blas_back_off(volatile double *p, double now) {
   double backoff = 2 * p[WB_BP_BACKOFF];
   if (backoff < p[WB_BP_BACKOFF_MIN]) backoff = p[WB_BP_BACKOFF_MIN];
   if (backoff > p[WB_BP_BACKOFF_MAX]) backoff = p[WB_BP_BACKOFF_MAX];
   p[WB_BP_BACKOFF] = backoff;
   p[WB_BP_BUSY_UNTIL] = now + backoff;
+  p[WB_BP_SINCE_SLOW] = 0;
+  p[WB_BP_BUSY_EVENTS] += 1;
 }
 
-/* After WB_RUN_ASK: `idle` cores were idle on average since the back-off began (< 0:
-   unknown). Enough for the `threads` asked: try them (WB_RUN_THREADED); else the
-   back-off starts over, doubled (WB_RUN_BACKOFF). */
-WB_BLAS_LOGIC int wb_blas_answer(volatile double *p, int threads, double idle, double now) {
-  if (idle < 0 || idle >= p[WB_BP_SPARE] * (threads - 1)) return WB_RUN_THREADED;
-  wb_blas_back_off(p, now);
+/* After WB_RUN_ASK: other processes left `spare` cores beside the caller's on average
+   since the last check (< 0: unknown). Enough for the `threads` asked: the back-off ends
+   and they are tried (WB_RUN_THREADED); else one thread, and the question again after
+   the least back-off (WB_RUN_BACKOFF; the length is kept: nothing was tried). */
+WB_BLAS_LOGIC int wb_blas_answer(volatile double *p, int threads, double spare, double now) {
+  if (spare < 0 || spare >= p[WB_BP_SPARE] * (threads - 1)) {
+    p[WB_BP_BUSY_UNTIL] = 0;
+    return WB_RUN_THREADED;
+  }
+  p[WB_BP_BUSY_UNTIL] = now + p[WB_BP_BACKOFF_MIN];
   p[WB_BP_STILL_BUSY] += 1;
   return WB_RUN_BACKOFF;
 }
 
 /* After a call run in `mode` on `work` units: `wall` seconds, `cpu` the calling thread's
    CPU seconds (one-thread modes). Returns 1 when the call found the machine busy (a
-   back-off began: the caller notes the idle time of the cores from then on). */
+   back-off began: the caller notes the time the cores spent from then on). */
 WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, double work,
                                 double wall, double cpu, double now) {
   if (mode == WB_RUN_THREADED) {
     if (wall > p[WB_BP_SOLO_RATIO] * s->rate * work) {
-      wb_blas_back_off(p, now);
-      p[WB_BP_BUSY_EVENTS] += 1;
-      return 1;
+      if (p[WB_BP_SINCE_SLOW] < p[WB_BP_EVIDENCE]) {  /* a slow call shortly before */
+        wb_blas_back_off(p, now);
+        return 1;
+      }
+      p[WB_BP_SINCE_SLOW] = 0;  /* alone: noise, unless another follows */
+      p[WB_BP_FORGIVEN] += 1;
+      return 0;
     }
-    p[WB_BP_BACKOFF] = 0;
+    p[WB_BP_SINCE_SLOW] += 1;
+    if (p[WB_BP_SINCE_SLOW] >= p[WB_BP_EVIDENCE]) p[WB_BP_BACKOFF] = 0;  /* forgotten */
   } else if ((mode == WB_RUN_CALIBRATE || mode == WB_RUN_BACKOFF) && work > 0 && cpu > 0) {
     /* CPU time is only ever inflated (cold caches, page faults): a faster measurement is
        taken at once, a slower one a quarter of the way */
@@ -338,16 +390,22 @@ static double wb_blas_idle_ticks(void) {
 #endif
 }
 
-/* The cores idle on average since the last note (-1: unknown, or no note), and a new
-   note of the idle time at `now`. */
-static double wb_blas_idle_since(volatile double *p, double now) {
-  const double ticks = wb_blas_idle_ticks();
+/* The cores other processes left beside the caller's, on average since the last note
+   (>= 0; -1: unknown, or no note): idle cores plus this process's CPU time (its spinning
+   BLAS helpers are not another process's load), minus the caller's core. Notes the
+   time at `now`. */
+static double wb_blas_spare_since(volatile double *p, double now) {
+  const double ticks = wb_blas_idle_ticks(), own = wb_blas_clock(CLOCK_PROCESS_CPUTIME_ID);
   const double then = p[WB_BP_IDLE_AT], before = p[WB_BP_IDLE_TICKS];
+  const double own_before = p[WB_BP_OWN_CPU];
   p[WB_BP_IDLE_TICKS] = ticks;
+  p[WB_BP_OWN_CPU] = own;
   p[WB_BP_IDLE_AT] = ticks >= 0 ? now : 0;
   if (ticks < 0 || then <= 0 || now <= then) return -1;
 #ifdef __linux__
-  return (ticks - before) / ((double)sysconf(_SC_CLK_TCK) * (now - then));
+  const double idle = (ticks - before) / ((double)sysconf(_SC_CLK_TCK) * (now - then));
+  const double spare = idle + (own - own_before) / (now - then) - 1;
+  return spare > 0 ? spare : 0;
 #else
   return -1;
 #endif
@@ -380,7 +438,7 @@ static void wb_blas_begin(wb_blas_call *c, wb_blas_site *site, double work) {
   if (n > 1 && p[WB_BP_ADAPTIVE] != 0) {
     const double now = wb_blas_clock(CLOCK_MONOTONIC);
     c->mode = wb_blas_plan(p, site, now);
-    if (c->mode == WB_RUN_ASK) c->mode = wb_blas_answer(p, n, wb_blas_idle_since(p, now), now);
+    if (c->mode == WB_RUN_ASK) c->mode = wb_blas_answer(p, n, wb_blas_spare_since(p, now), now);
     if (c->mode != WB_RUN_THREADED) n = 1;
   }
   c->threads = n;
@@ -400,7 +458,7 @@ static void wb_blas_end(wb_blas_call *c) {
     const double cpu = c->mode == WB_RUN_THREADED ? 0
         : wb_blas_clock(CLOCK_THREAD_CPUTIME_ID) - c->cpu;
     if (wb_blas_judge(p, c->site, c->mode, c->work, now - c->start, cpu, now))
-      wb_blas_idle_since(p, now);
+      wb_blas_spare_since(p, now);
   }
   if (c->threads != c->previous) wb_blas_set_threads(c->previous);
 }
