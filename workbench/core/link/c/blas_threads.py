@@ -18,21 +18,20 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    `RECALIBRATE` s). A call on n > 1 threads whose wall time exceeds `SOLO_RATIO` x that
    estimate is slow (on an idle machine two threads take ~0.6 of it);
    - evidence, not one call: a lone slow call is noise (a page fault, a timer tick, a
-     short burst of another process) and is forgiven (`forgiven_events()`); a slow call
-     that comes within `EVIDENCE` threaded calls of the previous slow one, or of the
-     start of the last back-off, finds the machine busy (`busy_events()`): calls use one
-     thread for a back-off period, `BACKOFF_MIN` s, doubled at each such call up to
-     `BACKOFF_MAX` s and forgotten after `EVIDENCE` threaded calls none of which was slow;
+     short burst of another process, helpers woken after a back-off) and is forgiven
+     (`forgiven_events()`); a slow call that comes within `EVIDENCE` threaded calls of
+     the previous slow one finds the machine busy (`busy_events()`): calls use one
+     thread for a back-off period, `BACKOFF_MIN` s, doubled at each back-off up to
+     `BACKOFF_MAX` s, back to the least after `EVIDENCE` threaded calls none slow;
    - when a back-off ends, the cores other processes left over its interval decide (idle
      time of the allowed cores in /proc/stat plus this process's own CPU time, minus the
      caller's core: OpenBLAS's helpers spin ~0.1 s after a threaded call, and their spin
      is not another process's load): less than `SPARE` x (n - 1) spare cores and no
      thread is tried, the check is made again `BACKOFF_MIN` s later, the length kept
-     (`still_busy_events()`). Otherwise one call tries n threads: slow, it backs off
-     again (doubled: it comes within `EVIDENCE` calls of the back-off); not slow, the
-     threads stay. So threads come back within about 2 x `BACKOFF_MIN` s of the end of
-     the other processes' load when the checks were what kept them off, however long
-     the load lasted, and within `BACKOFF_MAX` s at worst.
+     (`still_busy_events()`); otherwise the calls use n threads again, judged as above.
+     So threads come back within about 2 x `BACKOFF_MIN` s of the end of the other
+     processes' load when the checks were what kept them off, however long the load
+     lasted, and within `BACKOFF_MAX` s at worst.
 
 Why not the process CPU time of the threaded call (the first version of this module):
 Linux adds a running thread's CPU time to its process only at a scheduler tick, so the
@@ -73,8 +72,8 @@ WORK_PER_THREAD = float(1 << 23)
 #: A call on n threads slower than this many times the site's one-thread estimate found
 #: the machine busy (on an idle machine two threads take ~0.6 of it).
 SOLO_RATIO = 1.0
-#: A slow threaded call within this many threaded calls of the previous slow one (or of
-#: the start of the last back-off) backs off; a lone one is forgiven as noise. In an idle
+#: A slow threaded call within this many threaded calls of the previous slow one backs
+#: off; a lone one is forgiven as noise. In an idle
 #: run of issue 22 (workbench alone, 4 s, ~16000 threaded calls) 6 calls were slow (page
 #: faults, ticks, bursts of other processes): at that rate a second follows within 32
 #: calls about 1 time in 80; under contention one call in ten or more is slow, and a
@@ -91,7 +90,8 @@ BACKOFF_MIN, BACKOFF_MAX = 0.1, 3.2
 #: The slots of the block (C reads them by these indices: see LOGIC_C).
 SLOTS = ("max", "work", "adaptive", "last", "busy_until", "backoff", "solo_ratio",
          "backoff_min", "backoff_max", "busy_events", "spare", "recalibrate", "idle_ticks",
-         "idle_at", "still_busy", "evidence", "since_slow", "forgiven", "own_cpu")
+         "idle_at", "still_busy", "evidence", "since_slow", "forgiven", "own_cpu",
+         "calm")
 _INDEX = {name: k for k, name in enumerate(SLOTS)}
 #: How a call that may use several threads runs (LOGIC_C's `wb_blas_plan`): `calibrate`
 #: and `backoff` on one thread, `threaded` on n; `ask`: a back-off has ended and the
@@ -179,6 +179,7 @@ def set_policy(*, work_per_thread: float | None = None, adaptive: bool | None = 
     for name in ("busy_until", "backoff", "idle_at"):
         POLICY[_INDEX[name]] = 0.0
     POLICY[_INDEX["since_slow"]] = _NO_SLOW_CALL
+    POLICY[_INDEX["calm"]] = 0.0
 
 
 @contextlib.contextmanager
@@ -243,6 +244,7 @@ _MODE_DEFINES = "\n".join(f"#define WB_RUN_{name.upper()} {k}" for k, name in en
 #: `WB_BLAS_LOGIC` is `static` in generated modules; the tests export them to call
 #: them through ctypes.
 LOGIC_C = _DEFINES + "\n" + _MODE_DEFINES + r"""
+#include <math.h>
 #ifndef WB_BLAS_LOGIC
 #define WB_BLAS_LOGIC static
 #endif
@@ -257,15 +259,15 @@ WB_BLAS_LOGIC int wb_blas_plan(volatile double *p, wb_blas_site *s, double now) 
   return WB_RUN_THREADED;
 }
 
-/* A back-off begins at `now`: the last one's length doubled (the first: the least), and
-   the calls that follow it are judged as if a slow call had just happened. */
+/* A back-off begins at `now`: the last one's length doubled (the first, or the first
+   after `evidence` calls none slow: the least); its evidence is spent. */
 static void wb_blas_back_off(volatile double *p, double now) {
   double backoff = 2 * p[WB_BP_BACKOFF];
   if (backoff < p[WB_BP_BACKOFF_MIN]) backoff = p[WB_BP_BACKOFF_MIN];
   if (backoff > p[WB_BP_BACKOFF_MAX]) backoff = p[WB_BP_BACKOFF_MAX];
   p[WB_BP_BACKOFF] = backoff;
   p[WB_BP_BUSY_UNTIL] = now + backoff;
-  p[WB_BP_SINCE_SLOW] = 0;
+  p[WB_BP_SINCE_SLOW] = INFINITY;  /* no slow call since: the next one is alone */
   p[WB_BP_BUSY_EVENTS] += 1;
 }
 
@@ -290,6 +292,7 @@ WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, d
                                 double wall, double cpu, double now) {
   if (mode == WB_RUN_THREADED) {
     if (wall > p[WB_BP_SOLO_RATIO] * s->rate * work) {
+      p[WB_BP_CALM] = 0;
       if (p[WB_BP_SINCE_SLOW] < p[WB_BP_EVIDENCE]) {  /* a slow call shortly before */
         wb_blas_back_off(p, now);
         return 1;
@@ -299,7 +302,8 @@ WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, d
       return 0;
     }
     p[WB_BP_SINCE_SLOW] += 1;
-    if (p[WB_BP_SINCE_SLOW] >= p[WB_BP_EVIDENCE]) p[WB_BP_BACKOFF] = 0;  /* forgotten */
+    p[WB_BP_CALM] += 1;
+    if (p[WB_BP_CALM] >= p[WB_BP_EVIDENCE]) p[WB_BP_BACKOFF] = 0;  /* length forgotten */
   } else if ((mode == WB_RUN_CALIBRATE || mode == WB_RUN_BACKOFF) && work > 0 && cpu > 0) {
     /* CPU time is only ever inflated (cold caches, page faults): a faster measurement is
        taken at once, a slower one a quarter of the way */
