@@ -83,6 +83,12 @@ def pytensor_timer(n: int) -> Callable[[], tuple[float, float]] | None:
     return run
 
 
+def pytensor_version() -> str:
+    import pytensor
+
+    return str(pytensor.__version__)
+
+
 def median_time(timer: Callable[[], tuple[float, float]], repeats: int
                 ) -> tuple[float, float]:
     """Median wall-clock and median CPU seconds over `repeats` runs."""
@@ -121,6 +127,11 @@ def main() -> None:
     if have_pytensor:
         pt_error = _failure(pytensor_timer(sizes[0]))  # untimed warm-up
 
+    print(f"rewriting time, median of {repeats} (PyTensor: one beyond N=1000): workbench's "
+          f"FAST_RUN rewriter (rewrite_graph(mode='FAST_RUN'), the rewriter its function "
+          f"runs)" + (f"; PyTensor {pytensor_version()}: its default mode's rewriter "
+                      f"(get_default_mode().optimizer, as pytensor.function runs it, on a "
+                      f"FunctionGraph with its Supervisor)" if have_pytensor else ""))
     rows = []
     for n in sizes:
         wb_wall, wb_cpu = median_time(workbench_timer(n), repeats)

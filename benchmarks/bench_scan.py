@@ -259,7 +259,8 @@ def main() -> None:
                         help="measure one thread configuration only")
     parser.add_argument("--coretype", default=None, metavar="NAME",
                         help="OPENBLAS_CORETYPE for the children (as run.py's): a kernel "
-                             "name or 'auto' (unset: OpenBLAS picks this CPU's kernels); "
+                             "name or 'auto' (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset: "
+                             "OpenBLAS picks this CPU's kernels); "
                              "default: the environment's")
     parser.add_argument("--cold-repeats", type=int, default=3,
                         help="fresh processes for the cold compile's median (default 3)")
@@ -275,13 +276,10 @@ def main() -> None:
         child(args.child, args.steps, args.repeats, not args.no_pytensor, not args.no_jax)
         return
     from wb_bench.common import Row, fill_ratios, format_table
-    from wb_bench.threads import coretype_banner
+    from wb_bench.threads import apply_coretype, coretype_banner
 
     env = dict(os.environ)
-    if args.coretype == "auto":
-        env.pop("OPENBLAS_CORETYPE", None)
-    elif args.coretype:
-        env["OPENBLAS_CORETYPE"] = args.coretype
+    apply_coretype(args.coretype, env)
     rows: list[Row] = []
     notes: list[str] = [f"OPENBLAS_CORETYPE: {env.get('OPENBLAS_CORETYPE', 'unset (this CPU)')}"]
     for config in [args.only] if args.only else CONFIGS:
@@ -294,8 +292,7 @@ def main() -> None:
         notes += [n for n in result["notes"] if n not in notes]
     fill_ratios(rows)
     print(f"rnn: {args.steps} steps, batch {BATCH}, hidden {HIDDEN}, float64, forward + BPTT")
-    banner = coretype_banner(env)
-    print(format_table(rows, notes, [banner] if banner else []))
+    print(format_table(rows, notes, [coretype_banner(env)]))
     print("\nscalar loop, µs per step (the loop's overhead; goal under 0.2):")
     for row in rows:
         if row.case.startswith("scalar") and row.seconds:

@@ -35,7 +35,7 @@ for path in (str(HERE.parent), str(HERE)):  # the repository (workbench) and wb_
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from wb_bench.threads import CPUS_VARIABLE, limit_threads, pin_cpu  # noqa: E402
+from wb_bench.threads import CPUS_VARIABLE, apply_coretype, limit_threads, pin_cpu  # noqa: E402
 
 FAMILIES = ("fused", "overhead", "rows", "mlp", "compile", "linalg", "indexing")
 MODULES = {"fused": "wb_bench.fused", "overhead": "wb_bench.overhead", "rows": "wb_bench.rows",
@@ -71,8 +71,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--coretype", default=None, metavar="NAME",
                         help="OPENBLAS_CORETYPE for this run, set before NumPy loads "
                              "OpenBLAS: a kernel name (Haswell, SkylakeX, Zen, ...) or 'auto' "
-                             "(unset: OpenBLAS picks the kernels of this CPU); default: the "
-                             "environment's")
+                             "(OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset together: OpenBLAS "
+                             "picks the kernels of this CPU); default: the environment's. The "
+                             "headline names the kernels the run used (threadpoolctl)")
     args = parser.parse_args(argv)
     if not hasattr(os, "sched_setaffinity"):
         if args.pin not in ("auto", "none"):
@@ -102,10 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault(CPUS_VARIABLE, ",".join(map(str, sorted(os.sched_getaffinity(0)))))
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})  # before any library starts a thread
-    if args.coretype == "auto":
-        os.environ.pop("OPENBLAS_CORETYPE", None)
-    elif args.coretype:
-        os.environ["OPENBLAS_CORETYPE"] = args.coretype
+    apply_coretype(args.coretype, os.environ)
     if args.threads:
         limit_threads(args.threads)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -140,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx.headline("NOT per-core (--pin none): every library was told to use one thread, "
                      "but JAX's CPU runtime still runs its calls on several (see threads "
                      "run); compare the cpu columns")
-    banner = coretype_banner()
-    if banner:
-        ctx.headline(banner)
+    ctx.headline(coretype_banner())  # the OpenBLAS kernels of this run, whatever chose them
     rows = []
     start = time.perf_counter()
     for family in args.only or FAMILIES:

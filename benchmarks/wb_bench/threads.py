@@ -3,6 +3,8 @@
 - `thread_ticks` / `threads_run`: which threads of this process got CPU time (Linux's
   /proc/self/task, in clock ticks of 10 ms: the only per-thread clock this sandbox has);
 - `pin_cpu`: the CPU a per-core run pins the whole process to;
+- `apply_coretype` / `coretype_banner`: `--coretype` (OpenBLAS's kernels), and the line
+  naming the kernels a run really used (threadpoolctl) and what chose them;
 - `threads_note`: what every library was told (environment, XLA_FLAGS);
 - `readback_note`: read back after the run: every pool threadpoolctl finds (BLAS and
   OpenMP), workbench's own cap (`blas_threads.max_threads`), the CPUs the process may
@@ -16,7 +18,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 #: XLA_FLAGS for one thread. `--xla_cpu_multi_thread_eigen=false` is a real XLA flag (XLA
@@ -102,34 +104,63 @@ def limit_threads(threads: int) -> None:
         os.environ["XLA_FLAGS"] = " ".join([*flags, XLA_ONE_THREAD])
 
 
-def own_blas_kernels() -> str | None:
-    """The OpenBLAS kernels NumPy's OpenBLAS picks on this CPU with OPENBLAS_CORETYPE
-    unset (asked in a subprocess: the choice is made when the library loads), or None."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+#: OpenBLAS's kernel choice and the cache size it blocks for. This machine's environment
+#: sets both (OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE=512: older OpenBLAS builds crash
+#: or compute wrong results on some CPUs); `--coretype auto` unsets them together, in the
+#: benchmark's own process and children only
+CORETYPE_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def apply_coretype(choice: str | None, environ: MutableMapping[str, str]) -> None:
+    """`--coretype` into `environ` (before NumPy loads OpenBLAS): 'auto' unsets
+    OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE together (OpenBLAS picks this CPU's kernels
+    and reads its caches), a kernel name sets OPENBLAS_CORETYPE, None keeps both."""
+    if choice == "auto":
+        for name in CORETYPE_VARIABLES:
+            environ.pop(name, None)
+    elif choice:
+        environ["OPENBLAS_CORETYPE"] = choice
+
+
+def blas_kernels(environ: Mapping[str, str]) -> str | None:
+    """The kernels NumPy's OpenBLAS runs under `environ`, as threadpoolctl reads them
+    (asked in a subprocess: the choice is made when the library loads), or None."""
     code = ("import numpy, threadpoolctl; print(next((i.get('architecture') for i in "
             "threadpoolctl.threadpool_info() if i.get('internal_api') == 'openblas'), ''))")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=env, timeout=60)
+                              env=dict(environ), timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
-def coretype_banner(environ: Mapping[str, str] | None = None) -> str | None:
-    """A line saying that OPENBLAS_CORETYPE (in `environ`, default this process's
-    environment) forces OpenBLAS's kernels (None when unset): NumPy's, PyTensor's and
-    workbench's matrix products run them, JAX's do not."""
-    forced = (os.environ if environ is None else environ).get("OPENBLAS_CORETYPE")
+def own_blas_kernels() -> str | None:
+    """The kernels OpenBLAS picks by itself on this CPU (OPENBLAS_CORETYPE and
+    OPENBLAS_L2_SIZE unset), or None."""
+    return blas_kernels({k: v for k, v in os.environ.items() if k not in CORETYPE_VARIABLES})
+
+
+def coretype_banner(environ: Mapping[str, str] | None = None) -> str:
+    """A line naming the OpenBLAS kernels that NumPy's, PyTensor's and workbench's matrix
+    products run under `environ` (default this process's environment), read with
+    threadpoolctl, and what chose them: OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) set,
+    or OpenBLAS itself; JAX's run XLA's own kernels either way."""
+    env = os.environ if environ is None else environ
+    kernels = blas_kernels(env) or "(unread: no threadpoolctl or OpenBLAS)"
+    forced, l2 = env.get("OPENBLAS_CORETYPE"), env.get("OPENBLAS_L2_SIZE")
+    jax = "; JAX's matrix products use XLA's own kernels"
+    l2_text = f", OPENBLAS_L2_SIZE={l2}" if l2 else ""
     if not forced:
-        return None
+        return (f"OpenBLAS runs its {kernels} kernels (threadpoolctl) for NumPy, PyTensor and "
+                f"workbench: its own choice for this CPU (OPENBLAS_CORETYPE unset{l2_text})"
+                f"{jax}")
     own = own_blas_kernels()
-    mine = (f"; left to itself OpenBLAS picks its {own} kernels on this CPU"
-            if own and own.lower() != forced.lower() else "")
-    return (f"OPENBLAS_CORETYPE={forced} is set in the environment: OpenBLAS runs its {forced} "
-            f"kernels for NumPy, PyTensor and workbench (which respects its user's setting){mine}"
-            f" (--coretype auto to compare with them); JAX's matrix products use XLA's own "
-            f"kernels")
+    mine = (f"; left to itself OpenBLAS picks its {own} kernels on this CPU (--coretype auto "
+            f"to compare with them)" if own and own.lower() != kernels.lower() else "")
+    return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set in the environment: OpenBLAS runs "
+            f"its {kernels} kernels (threadpoolctl) for NumPy, PyTensor and workbench (which "
+            f"respects its user's setting){mine}{jax}")
 
 
 def threads_note(threads: int) -> str:
@@ -161,8 +192,9 @@ def readback_note() -> str:
         from threadpoolctl import threadpool_info
 
         pools = [f"{i.get('internal_api')} {i.get('user_api')} "
-                 f"({Path(str(i.get('filepath'))).name}) {i.get('num_threads')}"
-                 for i in threadpool_info()]
+                 f"({Path(str(i.get('filepath'))).name}"
+                 f"{', ' + str(i['architecture']) + ' kernels' if i.get('architecture') else ''})"
+                 f" {i.get('num_threads')}" for i in threadpool_info()]
         parts.append(f"threadpoolctl's pools: {', '.join(pools) or 'none'}")
     except ImportError:
         parts.append("threadpoolctl not installed")

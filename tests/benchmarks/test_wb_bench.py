@@ -337,8 +337,33 @@ def test_rewrite_scaling_reports_a_failing_pytensor_and_goes_on(monkeypatch, cap
     assert "workbench time(N=8) / time(N=4)" in out
 
 
-def test_a_forced_openblas_coretype_is_a_headline():
-    assert threads.coretype_banner({}) is None
-    banner = threads.coretype_banner({"OPENBLAS_CORETYPE": "Haswell"})
-    assert banner.startswith("OPENBLAS_CORETYPE=Haswell is set in the environment: OpenBLAS "
-                             "runs its Haswell kernels for NumPy, PyTensor and workbench")
+def test_the_headline_names_the_openblas_kernels_a_run_used(monkeypatch):
+    # read with threadpoolctl under the run's environment, forced or not
+    seen = []
+
+    def kernels(environ):
+        seen.append(dict(environ))
+        return "Haswell" if environ.get("OPENBLAS_CORETYPE") else "SkylakeX"
+
+    monkeypatch.setattr(threads, "blas_kernels", kernels)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
+    own = threads.coretype_banner({})
+    assert own.startswith("OpenBLAS runs its SkylakeX kernels (threadpoolctl) for NumPy, "
+                          "PyTensor and workbench: its own choice for this CPU")
+    forced = threads.coretype_banner({"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"})
+    assert forced.startswith("OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE=512 is set in the "
+                             "environment: OpenBLAS runs its Haswell kernels (threadpoolctl)")
+    assert "left to itself OpenBLAS picks its SkylakeX kernels" in forced
+    # "left to itself": both variables unset, as --coretype auto does
+    assert not any(name in seen[-1] for name in threads.CORETYPE_VARIABLES)
+
+
+def test_coretype_auto_unsets_the_kernel_and_cache_size_together():
+    env = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512", "PATH": "/bin"}
+    threads.apply_coretype(None, env)
+    assert env["OPENBLAS_CORETYPE"] == "Haswell" and env["OPENBLAS_L2_SIZE"] == "512"
+    threads.apply_coretype("SkylakeX", env)
+    assert env["OPENBLAS_CORETYPE"] == "SkylakeX" and env["OPENBLAS_L2_SIZE"] == "512"
+    threads.apply_coretype("auto", env)
+    assert env == {"PATH": "/bin"}
