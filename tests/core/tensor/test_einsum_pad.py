@@ -167,3 +167,22 @@ def test_small_integer_and_boolean_operands_keep_numpys_dtype_and_wrapping(
         want = np.einsum(subscripts, *(values[x] for x in xs))
         assert got.dtype == want.dtype, subscripts
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=subscripts)
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", available_linkers())
+@pytest.mark.parametrize(("subscripts", "shape"), [
+    ("ii->i", (3, 4)), ("ii", (4, 3)), ("ijj->ij", (2, 3, 1)), ("iij->j", (1, 3, 2)),
+])
+def test_an_index_repeated_in_one_operand_needs_equal_lengths(linker, subscripts, shape
+                                                              ) -> None:
+    """NumPy refuses ``einsum("ii->i", x)`` for a non-square x (no broadcasting inside one
+    operand, a length of 1 included); the diagonal alone returned the leading square's."""
+    with pytest.raises(ValueError, match="repeated in operand 0"):
+        wt.einsum(subscripts, wt.TensorType("float64", shape)("x"))
+    x = wt.TensorType("float64", (None,) * len(shape))("x")
+    f = wb.function([x], wt.einsum(subscripts, x), linker=linker)
+    with pytest.raises(ValueError, match="index '.' is repeated in operand 0"):
+        f(np.ones(shape))
+    square = np.arange(float(np.prod([3] * len(shape)))).reshape([3] * len(shape))
+    np.testing.assert_allclose(f(square), np.einsum(subscripts, square))

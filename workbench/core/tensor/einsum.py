@@ -206,7 +206,27 @@ def _sizes(terms: list[str], operands: list[Variable]) -> dict[str, int]:
 # -- building the graph ---------------------------------------------------------------------
 
 
-def _reduce_own(x: Variable, term: str, keep: set[str]) -> tuple[Variable, str]:
+def _same_lengths(x: Variable, first: int, second: int, letter: str, operand: int
+                  ) -> Variable:
+    """`x`, its axes `first` and `second` (one index repeated) checked to be equally long:
+    `diagonal` alone would cut the longer one short where NumPy refuses (no broadcasting
+    inside one operand, a length of 1 included)."""
+    from workbench.core.tensor.math import eq
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+
+    message = (f"einsum: index {letter!r} is repeated in operand {operand}, whose axes "
+               f"{first} and {second} must then have the same length")
+    la, lb = x.type.shape[first], x.type.shape[second]
+    if la is not None and lb is not None:
+        if la != lb:
+            raise ValueError(f"{message}, got {la} and {lb} ({x.type})")
+        return x
+    lengths = shape_tuple(x)
+    return check_and_raise(x, [eq(lengths[first], lengths[second])], "ValueError", message)
+
+
+def _reduce_own(x: Variable, term: str, keep: set[str], operand: int = 0
+                ) -> tuple[Variable, str]:
     """`x` with repeated indices turned into diagonals and indices not in `keep` summed."""
     from workbench.core.tensor.array_utils import diagonal
 
@@ -214,7 +234,7 @@ def _reduce_own(x: Variable, term: str, keep: set[str]) -> tuple[Variable, str]:
         letter = next(c for c in term if term.count(c) > 1)
         first = term.index(letter)
         second = term.index(letter, first + 1)
-        x = diagonal(x, 0, first, second)
+        x = diagonal(_same_lengths(x, first, second, letter, operand), 0, first, second)
         term = "".join(c for k, c in enumerate(term) if k not in (first, second)) + letter
     drop = [k for k, c in enumerate(term) if c not in keep]
     if drop:
@@ -350,7 +370,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Variable:
         return set(output).union(*(set(t) for k, t in enumerate(terms) if k not in skip))
 
     for k in range(len(xs)):
-        xs[k], terms[k] = _reduce_own(xs[k], terms[k], needed([k]))
+        xs[k], terms[k] = _reduce_own(xs[k], terms[k], needed([k]), k)
     for i, j in steps:
         keep = needed([i, j])
         result, term = _contract(xs[i], terms[i], xs[j], terms[j], keep)
