@@ -82,8 +82,17 @@ def _torch_gamma(torch: Any, x: Any) -> Any:
     return torch.where(pole, at_pole, value)
 
 
+def _torch_digamma(torch: Any, x: Any) -> Any:
+    """torch.special.digamma; left of 0 (off the poles) by the reflection psi(1 - x) -
+    pi cot(pi x) with pi x reduced exactly (`special_kernels.pi_cot_pi`), as the host's:
+    torch's own reflection was 5% off next to a pole (-15 + 2e-15)."""
+    reflect = (x < 0) & (x != torch.floor(x))
+    value = torch.special.digamma(torch.where(reflect, 1 - x, x))
+    return torch.where(reflect, value - kernels.pi_cot_pi(x, torch), value)
+
+
 def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
-    """digamma for n = 0 (torch's); for n >= 1 the NumPy kernel's algorithm, (-1)^(n+1) n!
+    """digamma for n = 0 (`_torch_digamma`); for n >= 1 the NumPy kernel's algorithm, (-1)^(n+1) n!
     zeta(n + 1, x) (`special_kernels.hurwitz_zeta_over`: torch's trigamma is 5e-10 off),
     for x < 0 by the reflection (-1)^n psi^(n)(1 - x) - d^n/dx^n pi cot(pi x) (n <=
     REFLECT_MAX_ORDER); one pass per distinct order present; in float64 whatever the
@@ -97,7 +106,7 @@ def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
         where = n == order
         xs = x[where]
         if order == 0:
-            out[where] = torch.special.digamma(xs)
+            out[where] = _torch_digamma(torch, xs)
             continue
         reflect = (xs < 0) & (xs != torch.floor(xs)) & (order <= kernels.REFLECT_MAX_ORDER)
         zeta = kernels.hurwitz_zeta_over(torch, torch.full_like(xs, order + 1.0),
@@ -229,7 +238,7 @@ gamma = declare(
     derivative=lambda x, z: z * digamma(x), domain=(0.2, 5), reference="scipy.special.gamma")
 digamma = declare(
     "Digamma", "digamma", "psi(x) = Gamma'(x) / Gamma(x) (SciPy's digamma / psi).",
-    numpy=kernels.digamma, c="wb_digamma", torch="special.digamma",
+    numpy=kernels.digamma, c="wb_digamma", torch=_in_float64(_torch_digamma),
     derivative=lambda x, z: polygamma(1.0, x), domain=(0.1, 10),
     reference="scipy.special.digamma")
 polygamma = declare(
