@@ -129,8 +129,10 @@ def gamma(x: Any) -> np.ndarray:
 
 # -- digamma and polygamma ------------------------------------------------------------
 
-#: B_2k / (2k) for k = 1..7: the asymptotic series of digamma
-_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+#: B_2k / (2k) for k = 1..7: the asymptotic series of digamma, to double precision from
+#: DIGAMMA_ASYMPTOTIC_FROM on
+DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+DIGAMMA_ASYMPTOTIC_FROM = 10.0
 
 
 #: Below this |r|, pi cot(pi r) is 1/r - (pi^2 / 3) r to double precision (the next term,
@@ -166,14 +168,14 @@ def digamma(x: Any) -> np.ndarray:
         y = np.where(reflect, 1.0 - x, x)
         total = np.where(reflect, -pi_cot_pi(x), 0.0)
         while True:
-            small = y < 10.0
+            small = y < DIGAMMA_ASYMPTOTIC_FROM
             if not small.any():
                 break
             total = total - np.where(small, 1.0 / y, 0.0)
             y = np.where(small, y + 1.0, y)
         inv2 = 1.0 / (y * y)
         series = np.zeros_like(y)
-        for coefficient in reversed(_DIGAMMA_SERIES):
+        for coefficient in reversed(DIGAMMA_SERIES):
             series = (series + coefficient) * inv2
         result = total + np.log(y) - 0.5 / y - series
         poles = (x <= 0) & (x == np.floor(x))
