@@ -68,6 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "included) on one CPU (os.sched_setaffinity): the per-core "
                              "comparison, whatever threads a library starts. 'auto' "
                              "(default): the highest CPU when --threads is 1, else none")
+    parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                        help="fit the table and its notes to this many columns (default: "
+                             "COLUMNS, else the terminal's width, else 100)")
     parser.add_argument("--coretype", default=None, metavar="NAME",
                         help="OPENBLAS_CORETYPE for this run, set before NumPy loads "
                              "OpenBLAS: a kernel name (Haswell, SkylakeX, Zen, ...) or 'auto' "
@@ -92,6 +95,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.only = wanted
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
+    if args.width is not None and args.width < 40:
+        parser.error(f"--width must be >= 40, got {args.width}")
     if args.threads < 0:
         parser.error(f"--threads must be >= 0, got {args.threads}")
     return args
@@ -111,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
     from wb_bench.common import Context, fill_ratios, format_table, to_json
     from wb_bench.profiles import format_profiles
-    from wb_bench.threads import coretype_banner, readback_note, threads_note
+    from wb_bench.threads import CORETYPE_NOTE, coretype_banner, readback_note, threads_note
 
     from workbench.core.link.c.compiler import has_compiler
 
@@ -131,14 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     ctx.note(threads_note(args.threads))
     if args.pin is not None:
         ctx.headline(f"Per core: the whole process runs on CPU {args.pin} (--pin), every "
-                     f"library on {args.threads} thread(s): every thread of every library "
-                     f"shares that one core, so wall time is per-core time (compile rows "
-                     f"excepted: their children run on the CPUs the suite started with)")
+                     f"library on {args.threads} thread(s)")
+        ctx.note("per core: every thread of every library shares the one CPU the process "
+                 "is pinned to, so wall time is per-core time (compile rows excepted: their "
+                 "children run on the CPUs the suite started with)")
     elif args.threads == 1:
-        ctx.headline("NOT per-core (--pin none): every library was told to use one thread, "
-                     "but JAX's CPU runtime still runs its calls on several (see threads "
-                     "run); compare the cpu columns")
+        ctx.headline("NOT per-core (--pin none): JAX's CPU runtime runs its calls on several "
+                     "threads though told one (see threads run); compare the cpu columns")
     ctx.headline(coretype_banner())  # the OpenBLAS kernels of this run, whatever chose them
+    ctx.note(CORETYPE_NOTE)
     rows = []
     start = time.perf_counter()
     for family in args.only or FAMILIES:
@@ -154,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(to_json(rows, ctx.notes, ctx))
     else:
-        print(format_table(rows, ctx.notes, ctx.headlines))
+        print(format_table(rows, ctx.notes, ctx.headlines, args.width))
         if ctx.profiles:
-            print("\n" + format_profiles(ctx.profiles))
+            print("\n" + format_profiles(ctx.profiles, args.width))
     return 0
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wb_bench.table import format_seconds, format_table  # noqa: F401 - the suite's table
 from wb_bench.threads import CPUS_VARIABLE, thread_ticks, threads_ran, threads_run
 
 #: the repository root (benchmarks/..), put on sys.path by run.py
@@ -41,8 +42,8 @@ class Row:
     cpu_seconds: float | None = None
     #: the threads of this process that got CPU time while this implementation ran
     #: (Linux; back-to-back: the most in one repeat; interleaved: those seen in an
-    #: untimed interleaved round; None when not known, or when its calls were too short
-    #: for the kernel's 10 ms CPU-time ticks to tell)
+    #: untimed interleaved round; 0 when its calls were too short for the kernel's 10 ms
+    #: CPU-time ticks to tell; None when not known: no per-thread clocks)
     threads_run: int | None = None
     #: `cpu_seconds` over the workbench row's (filled by `fill_ratios`)
     cpu_ratio: float | None = None
@@ -202,7 +203,7 @@ class Case:
                 else:
                     rows.append(Row(name, entry.impl, statistics.median(got.times),
                                     entry.note, cpu_seconds=statistics.median(got.cpu_times),
-                                    threads_run=max(got.threads, default=0) or None))
+                                    threads_run=max(got.threads) if got.threads else None))
         return rows
 
     def _block_repeat(self, live: list[_Entry]) -> None:
@@ -295,8 +296,7 @@ class Case:
                 calls[id(entry)] += 1
                 seen[id(entry)] |= threads_ran(before, thread_ticks())
         for entry in live:
-            if seen[id(entry)]:
-                entry.samples["calls"].threads.append(len(seen[id(entry)]))
+            entry.samples["calls"].threads.append(len(seen[id(entry)]))
 
 
 def _clock_cost(samples: int = 2001) -> tuple[float, float]:
@@ -447,60 +447,6 @@ def fill_ratios(rows: list[Row]) -> None:
             row.ratio = row.seconds / base.seconds  # type: ignore[operator]
         if row.cpu_seconds and base.cpu_seconds:
             row.cpu_ratio = row.cpu_seconds / base.cpu_seconds
-
-
-def format_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds >= 1.0:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} us"
-
-
-HEADER = ("case", "implementation", "median", "cpu per call", "threads run", "ratio",
-          "cpu ratio", "note")
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def format_table(rows: list[Row], notes: list[str], headlines: list[str] | None = None
-                 ) -> str:
-    """The headlines (in bold, above), a Markdown table (one row per measurement) and
-    the notes under it.
-
-    ratio = this row's time / workbench's time for the same case: above 1 means
-    workbench is that many times faster; cpu ratio the same of CPU times."""
-    cells = [HEADER]
-    previous = None
-    for row in rows:
-        cells.append((row.case if row.case != previous else "", row.impl,
-                      format_seconds(row.seconds), format_seconds(row.cpu_seconds),
-                      "-" if row.threads_run is None else str(row.threads_run),
-                      _ratio(row.ratio), _ratio(row.cpu_ratio), row.note))
-        previous = row.case
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    lines = [f"**{h}**\n" for h in headlines or []]
-    for k, c in enumerate(cells):
-        lines.append("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
-        if k == 0:
-            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    text = "\n".join(lines)
-    text += ("\n\nratio = reference time / workbench time for the same case "
-             "(above 1: workbench is faster); cpu ratio: the same of CPU times. median: "
-             "wall-clock time per call; cpu per call: this process's CPU time per call, all "
-             "its threads together (the work done: on a loaded machine, or for a library "
-             "using more threads than asked, the fairer per-core figure; spin-waiting "
-             "threads inflate it); threads run: the threads of this process that got CPU "
-             "time while the implementation ran (back-to-back: the most in one repeat, "
-             "its own and any still spinning from the one before; interleaved: those seen "
-             "around its calls in an untimed interleaved round).")
-    if notes:
-        text += "\n" + "\n".join(f"- {n}" for n in notes)
-    return text
 
 
 def to_json(rows: list[Row], notes: list[str], ctx: Context) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wb_bench.common import Context, finish_background_builds, format_seconds
+from wb_bench.common import Context, finish_background_builds
+from wb_bench.table import format_seconds, terminal_width, text_table, wrap
 
 #: nodes listed per profile (the rest are summed in one line)
 TOP = 10
@@ -58,30 +59,29 @@ def _short(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def format_profiles(profiles: list[dict[str, Any]]) -> str:
+def format_profiles(profiles: list[dict[str, Any]], width: int | None = None) -> str:
     """One Markdown table per profile: its costliest nodes, their backend, time per
-    call, share of the nodes' time and the BLAS threads the C linker gave them."""
+    call, share of the nodes' time and the BLAS threads the C linker gave them; the
+    node column wraps so that every line fits `width` columns (default: the terminal's)."""
+    width = terminal_width(width)
     parts = []
     for prof in profiles:
         total = sum(n["per_call"] for n in prof["nodes"]) or 1.0
-        lines = [f"### workbench c per node: {prof['case']}",
-                 "",
-                 f"profile=True twin, {prof['calls']} calls after one warm-up: "
-                 f"{format_seconds(prof['per_call'])} per call, of which the nodes "
-                 f"{format_seconds(prof['nodes_per_call'])}; by Op class: "
-                 + ", ".join(f"{g['op_class']} {100 * g['fraction']:.1f}% ({g['nodes']} nodes)"
-                             for g in prof["by_op_class"][:6]),
-                 "",
-                 "| node | backend | per call | share | BLAS threads |",
-                 "|---|---|---|---|---|"]
-        for node in prof["nodes"][:TOP]:
-            lines.append(f"| {_short(node['node'])} | {node['backend']} | "
-                         f"{format_seconds(node['per_call'])} | "
-                         f"{100 * node['per_call'] / total:.1f}% | {node['threads'] or '-'} |")
+        summary = (f"profile=True twin, {prof['calls']} calls after one warm-up: "
+                   f"{format_seconds(prof['per_call'])} per call, of which the nodes "
+                   f"{format_seconds(prof['nodes_per_call'])}; by Op class: "
+                   + ", ".join(f"{g['op_class']} {100 * g['fraction']:.1f}% "
+                               f"({g['nodes']} nodes)" for g in prof["by_op_class"][:6]))
+        cells = [(_short(node["node"]), node["backend"],
+                  format_seconds(node["per_call"]), f"{100 * node['per_call'] / total:.1f}%",
+                  str(node["threads"] or "-")) for node in prof["nodes"][:TOP]]
         rest = prof["nodes"][TOP:]
         if rest:
             left = sum(n["per_call"] for n in rest)
-            lines.append(f"| ({len(rest)} more nodes) | | {format_seconds(left)} | "
-                         f"{100 * left / total:.1f}% | |")
+            cells.append((f"({len(rest)} more nodes)", "", format_seconds(left),
+                          f"{100 * left / total:.1f}%", ""))
+        header = ("node", "backend", "per call", "share", "BLAS threads")
+        lines = [wrap(f"### workbench c per node: {prof['case']}", width), "",
+                 wrap(summary, width), "", *text_table(header, cells, width, wrapped=(0,))]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

@@ -145,22 +145,26 @@ def coretype_banner(environ: Mapping[str, str] | None = None) -> str:
     """A line naming the OpenBLAS kernels that NumPy's, PyTensor's and workbench's matrix
     products run under `environ` (default this process's environment), read with
     threadpoolctl, and what chose them: OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) set,
-    or OpenBLAS itself; JAX's run XLA's own kernels either way."""
+    or OpenBLAS itself. Short enough for two lines of a narrow terminal: the rest
+    (JAX's kernels, who respects the setting) is CORETYPE_NOTE."""
     env = os.environ if environ is None else environ
     kernels = blas_kernels(env) or "(unread: no threadpoolctl or OpenBLAS)"
     forced, l2 = env.get("OPENBLAS_CORETYPE"), env.get("OPENBLAS_L2_SIZE")
-    jax = "; JAX's matrix products use XLA's own kernels"
     l2_text = f", OPENBLAS_L2_SIZE={l2}" if l2 else ""
     if not forced:
-        return (f"OpenBLAS runs its {kernels} kernels (threadpoolctl) for NumPy, PyTensor and "
-                f"workbench: its own choice for this CPU (OPENBLAS_CORETYPE unset{l2_text})"
-                f"{jax}")
+        return (f"OpenBLAS runs its {kernels} kernels for NumPy, PyTensor and workbench: its "
+                f"own choice for this CPU (OPENBLAS_CORETYPE unset{l2_text})")
     own = own_blas_kernels()
-    mine = (f"; left to itself OpenBLAS picks its {own} kernels on this CPU (--coretype auto "
-            f"to compare with them)" if own and own.lower() != kernels.lower() else "")
-    return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set in the environment: OpenBLAS runs "
-            f"its {kernels} kernels (threadpoolctl) for NumPy, PyTensor and workbench (which "
-            f"respects its user's setting){mine}{jax}")
+    mine = (f"; this CPU's own: {own} (--coretype auto)"
+            if own and own.lower() != kernels.lower() else "")
+    return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set: OpenBLAS runs its {kernels} kernels "
+            f"for NumPy, PyTensor and workbench{mine}")
+
+
+#: the note beside the OpenBLAS headline
+CORETYPE_NOTE = ("OpenBLAS kernels: read with threadpoolctl under the run's environment; "
+                 "workbench respects its user's OPENBLAS_CORETYPE, as NumPy and PyTensor do; "
+                 "JAX's matrix products use XLA's own kernels whatever it says")
 
 
 def threads_note(threads: int) -> str:

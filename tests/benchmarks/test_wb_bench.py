@@ -125,10 +125,10 @@ def test_one_run_measures_both_call_patterns_with_threads_and_cpu_ratios():
     mine = [r for r in rows if r.impl == SUBJECT]
     assert all(r.ratio == 1.0 for r in mine)
     assert all(r.cpu_ratio == 1.0 for r in mine if r.cpu_seconds)
-    # the interleaved rows' threads come from an untimed round (none on a kernel without
-    # /proc, or when calls are too short for its 10 ms ticks): never more than exist
+    # the interleaved rows' threads come from an untimed round (None on a kernel without
+    # /proc, 0 when calls are too short for its 10 ms ticks): never more than exist
     for row in rows:
-        assert row.threads_run is None or 1 <= row.threads_run <= len(threads.thread_ticks())
+        assert row.threads_run is None or 0 <= row.threads_run <= len(threads.thread_ticks())
 
 
 def test_measuring_waits_for_workbenchs_background_builds_first():
@@ -232,6 +232,64 @@ def test_table_puts_headlines_above_and_a_cpu_ratio_beside_the_wall_ratio():
     assert "- a note" in text
 
 
+def overhead_rows():
+    """The rows of the overhead family as a quick run gives them: long case names, a
+    note per reference, a failure, and calls too short for the per-thread clocks."""
+    rows = []
+    for case in ("call overhead vector[10] trust_input [back-to-back]",
+                 "call overhead vector[10] trust_input [interleaved]"):
+        rows += [Row(case, SUBJECT, 7e-8, cpu_seconds=7e-8, threads_run=0),
+                 Row(case, "pytensor C (CVM, no BLAS)", 2.1e-6, cpu_seconds=2.2e-6,
+                     threads_run=1),
+                 Row(case, "numpy eager", 2.2e-6, "the expression on an ndarray",
+                     cpu_seconds=2.2e-6, threads_run=1),
+                 Row(case, "jax jit", None, "failed: RuntimeError: " + "x" * 120)]
+    fill_ratios(rows)
+    return rows
+
+
+HEADLINES = ["Per core: the whole process runs on CPU 1 (--pin), every library on 1 thread(s)",
+             "OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE=512 is set: OpenBLAS runs its Haswell "
+             "kernels for NumPy, PyTensor and workbench; this CPU's own: SkylakeX (--coretype "
+             "auto)",
+             "NOT per-core (--pin none): JAX's CPU runtime runs its calls on several threads "
+             "though told one (see threads run); compare the cpu columns"]
+
+
+@pytest.mark.parametrize("width", [80, 116, 148])
+def test_the_table_fits_the_terminal_width_and_headlines_take_two_lines(width):
+    # 1280 px of DejaVu Sans Mono show 148 columns at 14 px and 116 at 18 px; 80 is the
+    # narrow terminal
+    rows = overhead_rows()
+    text = format_table(rows, ["a note " * 40], HEADLINES, width=width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    for headline in HEADLINES:  # bold, wrapped at spaces, at most two lines
+        first = next(k for k, line in enumerate(lines) if line.startswith("**" + headline[:9]))
+        block = lines[first:lines.index("", first)]
+        assert len(block) <= 2 and block[-1].endswith("**")
+        assert " ".join(block) == f"**{headline}**"
+    # a case name wraps at spaces and hyphens in its column, down the rows of its case
+    table = [line for line in lines if line.startswith("| ")]
+    cases = "".join(line.split("|")[1].replace(" ", "") for line in table[1:])
+    assert cases == "".join(dict.fromkeys(r.case.replace(" ", "") for r in rows))
+    # notes become numbered footnotes; calls too short for the clocks say so
+    assert "[1] the expression on an ndarray" in text
+    assert "[2] failed: RuntimeError: xxx" in text
+    assert "jax jit [2]" in text
+    threads_cells = [line.split("|")[5].strip() for line in table]
+    assert " ".join(threads_cells).split().count("short") == 2
+    assert "'too short': its calls ran" in " ".join(lines)
+
+
+def test_table_columns_keep_their_cells_on_one_line_when_the_width_allows():
+    text = format_table(overhead_rows(), [], [], width=200)
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + 8  # the header and one line per row
+    assert "call overhead vector[10] trust_input [back-to-back]" in table[1]
+    assert "| too short   |" in table[1] and "| numpy eager [1] " in table[3]
+
+
 def test_pin_auto_pins_one_thread_runs_and_refuses_a_foreign_cpu():
     assert threads.pin_cpu("auto", 1, {0, 1}) == 1
     assert threads.pin_cpu("auto", 0, {0, 1}) is None  # each library's own threads
@@ -288,9 +346,12 @@ def test_per_node_profile_table_of_a_workbench_function():
     assert prof["calls"] == 5 and prof["nodes"]
     text = format_profiles(ctx.profiles)
     assert text.startswith("### workbench c per node: exp sum")
-    assert "| node | backend | per call | share | BLAS threads |" in text
-    assert "by Op class: " in text
-    assert "| Python |" in text
+    header = next(line for line in text.splitlines() if line.startswith("| node"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "node", "backend", "per call", "share", "BLAS threads"]
+    assert "by Op class: " in " ".join(text.split())  # wrapped to the width
+    assert "| Python  |" in text
+    assert max(len(line) for line in format_profiles(ctx.profiles, 60).splitlines()) <= 60
 
 
 @pytest.mark.skipif(not has_compiler(), reason="the hand-written references are C")
@@ -349,12 +410,13 @@ def test_the_headline_names_the_openblas_kernels_a_run_used(monkeypatch):
     monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
     monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
     own = threads.coretype_banner({})
-    assert own.startswith("OpenBLAS runs its SkylakeX kernels (threadpoolctl) for NumPy, "
-                          "PyTensor and workbench: its own choice for this CPU")
+    assert own.startswith("OpenBLAS runs its SkylakeX kernels for NumPy, PyTensor and "
+                          "workbench: its own choice for this CPU")
     forced = threads.coretype_banner({"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"})
-    assert forced.startswith("OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE=512 is set in the "
-                             "environment: OpenBLAS runs its Haswell kernels (threadpoolctl)")
-    assert "left to itself OpenBLAS picks its SkylakeX kernels" in forced
+    assert forced.startswith("OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE=512 is set: OpenBLAS "
+                             "runs its Haswell kernels")
+    assert "this CPU's own: SkylakeX (--coretype auto)" in forced
+    assert max(len(own), len(forced)) <= 150  # a headline: two lines of a narrow terminal
     # "left to itself": both variables unset, as --coretype auto does
     assert not any(name in seen[-1] for name in threads.CORETYPE_VARIABLES)
 

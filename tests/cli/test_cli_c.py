@@ -28,7 +28,13 @@ def test_compile_reports_c_nodes_and_cache_hits():
     code, out, err = run("compile", *CHAIN, "--linker", "c")
     assert code == 0, err
     assert "with the 'c' linker" in out
-    c_line = next(line for line in out.splitlines() if line.startswith("C: "))
+    lines = out.splitlines()
+    first = next(k for k, line in enumerate(lines) if line.startswith("C: "))
+    c_line = lines[first]  # and its continuation lines, wrapped to the terminal's width
+    for line in lines[first + 1:]:
+        if not line.startswith("  "):
+            break
+        c_line += " " + line.strip()
     assert "1 nodes compiled to C, 0 run in Python" in c_line
     assert "module(s)," in c_line and "disk cache hits" in c_line and "memory hits" in c_line
     assert "[id A]" in out  # the compiled graph follows

@@ -10,7 +10,7 @@ line on stderr; `--debug` shows the traceback).
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +21,14 @@ from typer.core import TyperArgument, TyperGroup
 
 from workbench.cli.errors import UsageError, exit_codes, state, unknown
 from workbench.cli.maintenance import bench, cache_app
-from workbench.cli.terminal import c_compile_progress, c_optimised, progress, style
+from workbench.cli.terminal import (
+    c_compile_progress,
+    c_optimised,
+    columns,
+    fit,
+    progress,
+    style,
+)
 
 #: click's exceptions, from the click typer uses (its own copy in recent versions)
 click_errors = sys.modules[typer.BadParameter.__module__]
@@ -157,9 +164,11 @@ def _resolve(graph: str | None, example: str | None, var: list[str], python: str
     return resolve(graph, example, var, python)
 
 
-def _write(text: str, output: Path | None) -> None:
+def _write(text: str, output: Path | None, fitted: bool = False) -> None:
+    """`text` to stdout or to the file `output`; `fitted`: on stdout, long lines wrap to
+    the terminal's width (`fit`), never in a file."""
     if output is None:
-        typer.echo(text)
+        typer.echo(fit(text) if fitted else text)
     else:
         output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         typer.echo(f"wrote {output}", err=True)
@@ -179,7 +188,7 @@ def examples() -> None:
     from workbench.examples import EXAMPLES
 
     for name, (_, description) in EXAMPLES.items():
-        typer.echo(f"{name:22s} {description}")
+        typer.echo(fit(f"{name:22s} {description}", hanging=23))
 
 
 @app.command()
@@ -196,8 +205,8 @@ def functions() -> None:
         paragraph = " ".join((function.__doc__ or "").strip().split("\n\n")[0].split())
         sentence = paragraph.split(". ")[0].rstrip(".")
         line = f"{name:22s} {sentence}".rstrip()
-        if sys.stdout.isatty():  # one row per function in a terminal
-            width = shutil.get_terminal_size().columns
+        if sys.stdout.isatty() or "COLUMNS" in os.environ:  # one row per function
+            width = columns()
             line = line if len(line) <= width else line[:width - 1] + "…"
         typer.echo(line)
 
@@ -255,11 +264,11 @@ def show(
         if format == "dprint":
             from workbench.core.printing import dprint
 
-            _write(dprint(outputs, file="str", print_type=types), output)
+            _write(dprint(outputs, file="str", print_type=types), output, fitted=True)
         elif format == "pprint":
             from workbench.core.printing import pprint
 
-            _write(pprint(outputs), output)
+            _write(pprint(outputs), output, fitted=True)
         elif format == "svg":
             from workbench.inspector import to_svg
 
@@ -342,17 +351,17 @@ def grad(
             return
         for name, g, fgraph in zip(wrt, grads, simplified):
             typer.echo(style(f"d({cost.name or 'cost'})/d{name} =", bold=True))
-            typer.echo("  " + pprint(g))
-            typer.echo(dprint(g, file="str"))
+            typer.echo(fit("  " + pprint(g)))
+            typer.echo(fit(dprint(g, file="str")))
             if fgraph is not None:
                 formula, fused = fgraph
                 typer.echo(style("simplified (FAST_RUN rewrites):", bold=True))
-                typer.echo("  " + pprint(formula.outputs[0]))
+                typer.echo(fit("  " + pprint(formula.outputs[0])))
                 typer.echo(style(f"compiled as {len(fused.apply_nodes)} node(s) (fused loops):",
                                  bold=True))
-                typer.echo(dprint(fused, file="str"))
+                typer.echo(fit(dprint(fused, file="str")))
         if record is not None:
-            typer.echo(str(record))
+            typer.echo(fit(str(record)))
 
 
 def _simplified(g: Any) -> tuple[Any, Any]:
@@ -425,12 +434,12 @@ def rewrite(
         if at is not None:
             if not 0 <= at <= len(trace):
                 raise UsageError(f"--at {at}: the trace has steps 0 to {len(trace)}")
-            typer.echo(dprint(trace.graph_at(at), file="str"))
+            typer.echo(fit(dprint(trace.graph_at(at), file="str")))
             return
         if step:
             _step_through(trace)
             return
-        typer.echo(str(trace))
+        typer.echo(fit(trace.table(columns())))
 
 
 def _check_rewrite_names(names: list[str]) -> None:
@@ -468,7 +477,7 @@ def _step_through(trace: Any) -> None:
     position = 0
     total = len(trace)
     typer.echo(f"{total} steps. Enter = next, b = back, q = quit.")
-    typer.echo(dprint(trace.graph_at(0), file="str"))
+    typer.echo(fit(dprint(trace.graph_at(0), file="str")))
     while True:
         try:
             answer = input(f"[step {position}/{total}] > ").strip().lower()
@@ -490,10 +499,10 @@ def _step_through(trace: Any) -> None:
             record = trace.steps[position - 1]
             removed = ", ".join(sorted(str(n.op) for n in record.removed)) or "-"
             introduced = ", ".join(sorted(str(n.op) for n in record.introduced)) or "-"
-            typer.echo(f"{record} (removed {removed}; introduced {introduced})")
+            typer.echo(fit(f"{record} (removed {removed}; introduced {introduced})"))
         else:
             typer.echo("step 0: the input graph")
-        typer.echo(dprint(trace.graph_at(position), file="str"))
+        typer.echo(fit(dprint(trace.graph_at(position), file="str")))
 
 
 # -- compile and profile -------------------------------------------------------------------
@@ -559,24 +568,24 @@ def compile_(
             typer.echo(json.dumps(info, indent=1))
             return
         trace_steps = info.get("rewrite_steps")
-        typer.echo(f"compiled {source.name!r} with the {info['linker']!r} linker in "
-                   f"{elapsed * 1e3:.1f} ms: {info['nodes']} nodes"
-                   + (f", {trace_steps} rewrite steps" if trace_steps is not None else ""))
+        typer.echo(fit(f"compiled {source.name!r} with the {info['linker']!r} linker in "
+                       f"{elapsed * 1e3:.1f} ms: {info['nodes']} nodes"
+                       + (f", {trace_steps} rewrite steps" if trace_steps is not None else "")))
         report = info.get("c")
         if report is not None:
-            typer.echo(f"C: {report['c_nodes']} nodes compiled to C, {report['py_nodes']} run "
-                       f"in Python; node kinds: {report['compiled']} compiled in "
-                       f"{report.get('modules_built', 0)} module(s), "
-                       f"{report['disk_hits']} disk cache hits, {report['memory_hits']} memory "
-                       f"hits; C compilation {report['compile_seconds'] * 1e3:.1f} ms, linking "
-                       f"{report['link_seconds'] * 1e3:.1f} ms")
+            typer.echo(fit(f"C: {report['c_nodes']} nodes compiled to C, {report['py_nodes']} "
+                           f"run in Python; node kinds: {report['compiled']} compiled in "
+                           f"{report.get('modules_built', 0)} module(s), "
+                           f"{report['disk_hits']} disk cache hits, {report['memory_hits']} "
+                           f"memory hits; C compilation {report['compile_seconds'] * 1e3:.1f} ms,"
+                           f" linking {report['link_seconds'] * 1e3:.1f} ms"))
             for node, reason in report["python_nodes"]:
-                typer.echo(f"  in Python: {node}: {reason}")
+                typer.echo(fit(f"  in Python: {node}: {reason}"))
         if show_code:
             code = _generated_code(fn)
             typer.echo(code if code else f"(the {info['linker']} linker generates no code)")
         else:
-            typer.echo(dprint(fn, file="str"))
+            typer.echo(fit(dprint(fn, file="str")))
 
 
 def _compile_info(source: Any, fn: Any, elapsed: float) -> dict[str, Any]:
@@ -671,7 +680,7 @@ def profile(
 
         workbench profile "tanh(x @ w)" --var x=float64[500,80] --var w=float64[80,50]
     """
-    from workbench.core.compile.profiling import compare
+    from workbench.core.compile.profiling import compare, format_profile
 
     with exit_codes():
         source = _resolve(graph, example, var, python)
@@ -691,7 +700,7 @@ def profile(
         if trace_path is not None:
             stats.write_chrome_trace(str(trace_path))
             typer.echo(f"wrote {trace_path}", err=True)
-        typer.echo(stats.to_json() if as_json else str(stats))
+        typer.echo(stats.to_json() if as_json else format_profile(stats, width=columns()))
 
 
 def _profiled(fn: Any, values: list[Any], calls: int, on: str = "") -> Any:

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import typer
 
 from workbench.cli.errors import UsageError, exit_codes
+from workbench.cli.terminal import columns
 
 cache_app = typer.Typer(help="Inspect or clear the compiled-module cache.", no_args_is_help=True)
 
@@ -33,7 +34,8 @@ def bench(
                                           help="Threads for BLAS, OpenMP and XLA alike."),
 ) -> None:
     """Run the benchmark suite of `benchmarks/` (benchmarks/run.py): a table of ratios
-    against NumPy and, when installed, PyTensor and JAX.
+    against NumPy and, when installed, PyTensor and JAX, fitted to the terminal's width
+    (COLUMNS when set).
 
     Example:
 
@@ -53,6 +55,8 @@ def bench(
         args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
         args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
         args += ["--threads", str(threads)] if threads is not None else []
+        # the suite's stdout is a pipe: it is told the width of this command's terminal
+        args += ["--width", str(columns())]
         # stdout is the table (captured, then echoed); progress goes straight to stderr
         done = subprocess.run(args, check=False, stdout=subprocess.PIPE, text=True)
         if done.stdout:

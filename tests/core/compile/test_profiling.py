@@ -7,7 +7,7 @@ import pytest
 import workbench.tensor as wt
 
 from workbench.core.compile import function
-from workbench.core.compile.profiling import compare, profile
+from workbench.core.compile.profiling import compare, format_profile, profile
 
 
 def mlp_layer():
@@ -65,6 +65,11 @@ def test_workbench_profile_json_chrome_trace_and_text():
     text = str(stats)
     assert "By Op class" in text and "By Apply node" in text and "Memory" in text
     assert f.profile is None  # the original function is left unprofiled
+    # fitted to a terminal: long node names wrap under themselves, nothing is lost
+    for width in (80, 116):
+        fitted = format_profile(stats, width=width)
+        assert max(len(line) for line in fitted.splitlines()) <= width
+        assert fitted.split() == text.split()
 
 
 def test_two_profiles_side_by_side():

@@ -173,6 +173,11 @@ def test_filters_and_table():
     assert "trace_double_neg" in table and "simplify" in table
     assert "trace_exp_log" in str(trace.filter(rewrite="trace_exp_log"))
     assert trace.rewrites_used()["trace_double_neg"] == 1
+    # a terminal too narrow for every column: the tags go, the pass stays
+    full = max(len(line) for line in table.splitlines())
+    narrow = trace.table(width=full - 1)
+    assert narrow.splitlines()[0].split()[:4] == ["step", "rewrite", "pass", "nodes"]
+    assert trace.table(width=full) == table
 
 
 def test_failed_steps_are_recorded_with_traceback_and_warned_once():

@@ -13,6 +13,7 @@ events, and a side-by-side comparison of two profiles (e.g. two linkers).
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -324,8 +325,31 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:10.3f}"
 
 
-def format_profile(stats: ProfileStats, top: int = 15) -> str:
-    """The profile as text tables: summary, by Op class, by Op, by node, memory."""
+def _named(prefix: str, name: str, width: int | None) -> list[str]:
+    """A table row: its figures (`prefix`), then `name`, which wraps at spaces under
+    itself when the row is wider than `width` (None: never), or goes under the figures
+    when they leave it too little room."""
+    if width is None or len(prefix) + len(name) <= width:
+        return [prefix + name]
+    if len(prefix) > width - 24:  # too little room beside the figures: under them
+        return [prefix.rstrip(), *textwrap.wrap(name, width, initial_indent=" " * 6,
+                                                subsequent_indent=" " * 6,
+                                                break_on_hyphens=False)]
+    return textwrap.wrap(name, width, initial_indent=prefix,
+                         subsequent_indent=" " * len(prefix), break_on_hyphens=False)
+
+
+def _prose(text: str, width: int | None) -> list[str]:
+    """A line of text, wrapped to `width` under its own indent (None: as it is)."""
+    if width is None or len(text) <= width:
+        return [text]
+    indent = " " * (len(text) - len(text.lstrip()) + 2)
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False)
+
+
+def format_profile(stats: ProfileStats, top: int = 15, width: int | None = None) -> str:
+    """The profile as text tables: summary, by Op class, by Op, by node, memory. With
+    `width` (a terminal's columns), names and long lines wrap to fit it."""
     summary = stats.summary()
     lines = [
         f"Profile of {summary['name']!r} ({summary['linker']} linker)",
@@ -339,54 +363,56 @@ def format_profile(stats: ProfileStats, top: int = 15) -> str:
     for title, rows in (("By Op class", stats.by_op_class()), ("By Op", stats.by_op())):
         lines += ["", f"{title}:", "     time(ms)      %    cum%    calls  nodes  name"]
         for row in rows[:top]:
-            lines.append(f"  {_ms(row.time)} {row.fraction * 100:6.1f} {row.cumulative * 100:7.1f}"
-                         f" {row.calls:8d} {row.nodes:6d}  {row.name}")
+            lines += _named(f"  {_ms(row.time)} {row.fraction * 100:6.1f} "
+                            f"{row.cumulative * 100:7.1f} {row.calls:8d} {row.nodes:6d}  ",
+                            row.name, width)
     node_rows = sorted(stats.by_node(), key=lambda r: r.time, reverse=True)
     total = sum(r.time for r in node_rows) or 1.0
     lines += ["", "By Apply node:",
               "     time(ms)      %  per call(us)  calls  backend  threads  node"]
     for row in node_rows[:top]:
-        lines.append(f"  {_ms(row.time)} {row.time / total * 100:6.1f} {row.per_call * 1e6:13.2f}"
-                     f" {row.calls:6d}  {row.backend:7s}  {row.threads or '-':>7s}  {row.node}")
+        lines += _named(f"  {_ms(row.time)} {row.time / total * 100:6.1f} "
+                        f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  "
+                        f"{row.threads or '-':>7s}  ", row.node, width)
     if any(row.threads for row in node_rows):
         lines.append("  (threads: BLAS threads per call, chosen by size and machine load)")
-    lines += _inner_lines(stats, top)
+    lines += _inner_lines(stats, top, width)
     memory = stats.memory()
     lines += ["", "Memory:",
               f"  peak with freeing of intermediates: {memory.peak_with_gc} bytes",
               f"  peak without freeing:               {memory.peak_without_gc} bytes"]
     for name, size in memory.largest:
-        lines.append(f"  {size:12d} bytes  {name}")
+        lines += _named(f"  {size:12d} bytes  ", name, width)
     report = stats.linker_report
     if stats.compile_time or report:
         lines += ["", "Compile time:"]
         for phase, seconds in stats.compile_time.items():
             lines.append(f"  {_ms(seconds)} ms  {phase}")
         if report:
-            lines.append(f"  {_ms(report.get('compile_seconds', 0.0))} ms  C compilation "
-                         f"(node kinds: {report.get('compiled', 0)} compiled in "
-                         f"{report.get('modules_built', 0)} module(s), "
-                         f"{report.get('disk_hits', 0)} disk cache hits, "
-                         f"{report.get('memory_hits', 0)} memory hits)")
-            lines.append(f"  {_ms(report.get('link_seconds', 0.0))} ms  linking "
-                         f"({report.get('c_nodes', 0)} nodes in C, "
-                         f"{report.get('py_nodes', 0)} in Python)")
+            lines += _named(f"  {_ms(report.get('compile_seconds', 0.0))} ms  ",
+                            f"C compilation (node kinds: {report.get('compiled', 0)} compiled "
+                            f"in {report.get('modules_built', 0)} module(s), "
+                            f"{report.get('disk_hits', 0)} disk cache hits, "
+                            f"{report.get('memory_hits', 0)} memory hits)", width)
+            lines += _named(f"  {_ms(report.get('link_seconds', 0.0))} ms  ",
+                            f"linking ({report.get('c_nodes', 0)} nodes in C, "
+                            f"{report.get('py_nodes', 0)} in Python)", width)
     return "\n".join(lines)
 
 
-def _inner_lines(stats: ProfileStats, top: int) -> list[str]:
+def _inner_lines(stats: ProfileStats, top: int, width: int | None = None) -> list[str]:
     """The time inside each loop, per node of its body (the body runs once per step)."""
     lines: list[str] = []
     for node, inner in stats.inner().items():
         rows = sorted(inner.by_node(), key=lambda r: r.time, reverse=True)
         total = sum(r.time for r in rows) or 1.0
-        lines += ["", f"Inside {node.op} ({inner.calls} steps, "
-                      f"{inner.run_time * 1e3:.3f} ms in its body):",
+        lines += ["", *_prose(f"Inside {node.op} ({inner.calls} steps, "
+                              f"{inner.run_time * 1e3:.3f} ms in its body):", width),
                   "     time(ms)      %  per step(us)  steps  backend  node"]
         for row in rows[:top]:
-            lines.append(f"  {_ms(row.time)} {row.time / total * 100:6.1f} "
-                         f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  "
-                         f"{row.node}")
+            lines += _named(f"  {_ms(row.time)} {row.time / total * 100:6.1f} "
+                            f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  ",
+                            row.node, width)
     return lines
 
 

@@ -74,14 +74,14 @@ class RewriteStep:
 class StepList(list):
     """A list of RewriteSteps that prints as a table."""
 
-    def table(self) -> str:
-        return _table(self)
+    def table(self, width: int | None = None) -> str:
+        return _table(self, width)
 
     def __str__(self) -> str:
         return _table(self)
 
 
-def _table(steps: list[RewriteStep]) -> str:
+def _table(steps: list[RewriteStep], width: int | None = None) -> str:
     header = ("step", "rewrite", "tags", "pass", "nodes -/+", "nodes", "time ms")
     rows = [header]
     for s in steps:
@@ -91,6 +91,9 @@ def _table(steps: list[RewriteStep]) -> str:
                      f"-{len(s.removed)}/+{len(s.introduced)}",
                      f"{s.nodes_before}->{s.nodes_after}", f"{s.time * 1e3:.3f}"))
     widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        rows = [row[:2] + row[3:] for row in rows]  # without the tags
+        widths = widths[:2] + widths[3:]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -368,8 +371,10 @@ class RewriteTrace(Feature):
                 counts[s.rewrite] = counts.get(s.rewrite, 0) + 1
         return counts
 
-    def table(self) -> str:
-        return _table(self.steps)
+    def table(self, width: int | None = None) -> str:
+        """The steps as a table; with `width` (a terminal's columns) the tags column is
+        left out when the table would be wider (each pass is named by its main tag)."""
+        return _table(self.steps, width)
 
     def __str__(self) -> str:
         return _table(self.steps)
