@@ -114,6 +114,8 @@ def format_seconds(seconds: float | None) -> str:
 
 HEADER = ("case", "implementation", "median", "cpu per call", "threads run", "ratio",
           "cpu ratio")
+#: the header of a terminal too narrow for the first
+NARROW_HEADER = ("case", "impl.", *HEADER[2:])
 #: what the threads column says when the kernel's per-thread clocks could not tell
 TOO_SHORT = "too short"
 #: under the table: what its columns mean
@@ -172,7 +174,10 @@ def format_table(rows: list[Row], notes: list[str], headlines: list[str] | None 
                       _threads(row.threads_run), _ratio(row.ratio), _ratio(row.cpu_ratio)))
         previous = row.case
     lines = [wrap(f"**{h}**", width) + "\n" for h in headlines or []]
-    lines += text_table(HEADER, cells, width, wrapped=(0, 1, 4), flowing=0)
+    table = text_table(HEADER, cells, width, wrapped=(0, 1, 4), flowing=0)
+    if max(len(line) for line in table) > width:
+        table = text_table(NARROW_HEADER, cells, width, wrapped=(0, 1, 4), flowing=0)
+    lines += table
     lines.append("")
     for note, number in footnotes.items():
         mark = f"[{number}] "

@@ -155,16 +155,16 @@ def coretype_banner(environ: Mapping[str, str] | None = None) -> str:
         return (f"OpenBLAS runs its {kernels} kernels for NumPy, PyTensor and workbench: its "
                 f"own choice for this CPU (OPENBLAS_CORETYPE unset{l2_text})")
     own = own_blas_kernels()
-    mine = (f"; this CPU's own: {own} (--coretype auto)"
-            if own and own.lower() != kernels.lower() else "")
-    return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set: OpenBLAS runs its {kernels} kernels "
-            f"for NumPy, PyTensor and workbench{mine}")
+    mine = f" (this CPU's own: {own})" if own and own.lower() != kernels.lower() else ""
+    return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set: NumPy, PyTensor and workbench run "
+            f"OpenBLAS's {kernels} kernels{mine}")
 
 
 #: the note beside the OpenBLAS headline
 CORETYPE_NOTE = ("OpenBLAS kernels: read with threadpoolctl under the run's environment; "
-                 "workbench respects its user's OPENBLAS_CORETYPE, as NumPy and PyTensor do; "
-                 "JAX's matrix products use XLA's own kernels whatever it says")
+                 "workbench respects its user's OPENBLAS_CORETYPE, as NumPy and PyTensor do "
+                 "(--coretype auto runs this CPU's own kernels); JAX's matrix products use "
+                 "XLA's own kernels whatever it says")
 
 
 def threads_note(threads: int) -> str:
