@@ -148,3 +148,59 @@ def test_a_hermitian_matrix_takes_its_determinant_from_its_factor(linker, form):
         det, s, l, _ = compiled(SV)
         np.testing.assert_allclose(det, np.linalg.det(value), rtol=1e-12)
         np.testing.assert_allclose([s, l], [sign, logabsdet], rtol=1e-12)
+
+
+def _diagonal_into_zeros(v, rows, cols):
+    """A diagonal written into zeros of a shape known only when run (a 2 x 3 one too)."""
+    index = wt.arange(v.shape[0])
+    return wt.set_subtensor(wt.zeros((rows, cols))[index, index], v)
+
+
+NOT_SQUARE = [  # (name, build from x, values, the reference), x of shape (2, 3)
+    ("det_tril", lambda x: la.det(wt.tril(x)), lambda x: np.linalg.det(np.tril(x))),
+    ("slogdet_triu", lambda x: la.slogdet(wt.triu(x))[1],
+     lambda x: np.linalg.slogdet(np.triu(x))[1]),
+    ("det_diagonal", lambda x: la.det(_diagonal_into_zeros(x[0, :2], x.shape[0], x.shape[1])),
+     lambda x: np.linalg.det(np.diag(x[0, :2], 1)[:2])),
+    ("solve_diagonal", lambda x: la.solve(
+        _diagonal_into_zeros(x[0, :2], x.shape[0], x.shape[1]), x[1, :2], check_finite=False),
+     lambda x: sl.solve(np.diag(x[0, :2], 1)[:2], x[1, :2])),
+]
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize(("name", "build", "reference"), NOT_SQUARE,
+                         ids=[case[0] for case in NOT_SQUARE])
+def test_a_rule_reading_a_diagonal_keeps_the_square_check(linker, name, build, reference):
+    # det(tril(x)) of a 2 x 3 x became prod(diagonal(x)) (0.27 where numpy raises)
+    x = wt.dmatrix("x")
+    value = np.arange(1.0, 7.0).reshape(2, 3)
+    with pytest.raises(Exception) as expected:
+        reference(value)
+    for mode in (None, wb.Mode(linker=linker)):
+        f = wb.function([x], build(x), linker=linker if mode is None else None, mode=mode)
+        with pytest.raises(type(expected.value), match="must be square"):
+            f(value)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_an_eye_of_a_length_known_only_when_run_may_spread(linker):
+    # eye(k) * x with k = 1 is x itself: det, solve and solve_triangular read it as
+    # diagonal and gave prod(diag(x)) and b / diag(x)
+    k, x, b = wt.lscalar("k"), wt.dmatrix("x"), wt.dvector("b")
+    m = np.arange(9.0).reshape(3, 3) + 3 * np.eye(3)
+    outs = [la.det(wt.eye(k) * x), la.solve(wt.eye(k) * x, b, check_finite=False),
+            la.solve_triangular(wt.eye(k) * x, b, check_finite=False)]
+    for k_value in (1, 3):
+        spread = np.eye(k_value) * m
+        expected = [np.linalg.det(spread), sl.solve(spread, np.ones(3)),
+                    sl.solve_triangular(spread, np.ones(3))]
+        for mode in (None, wb.Mode(linker=linker)):
+            f = wb.function([k, x, b], outs, linker=linker if mode is None else None, mode=mode)
+            for got, want in zip(f(k_value, m, np.ones(3)), expected):
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+    # a length of the other factor cannot spread: the rule still fires
+    f = wb.function([x, b], la.solve(wt.eye(x.shape[0]) * x, b, check_finite=False),
+                    linker=linker)
+    assert "local_solve_diagonal_matrix" in f.maker.rewrite_trace.rewrites_used()
+    np.testing.assert_allclose(f(m, np.ones(3)), 1 / np.diag(m), rtol=1e-12)

@@ -47,7 +47,10 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   ``drops_checks`` (`DROPS_CHECKS`, as random draws' ``changes_draws``): ask for it
   by name or tag where `a` is known positive definite.
 
-A rewrite never turns an error of the graph into a value in the default modes.
+A rewrite never turns an error of the graph into a value in the default modes: the
+rules that read only a diagonal keep the square check of the Op they replace (a
+ShapeCheck where the lengths are known only when run, `_square`), and an ``eye(n)`` of
+a length known only when run counts as diagonal only where it cannot spread.
 """
 
 from __future__ import annotations
@@ -164,7 +167,8 @@ def diagonal_matrix(var: Variable) -> bool:
                 continue
             if (operand.owner is not None and isinstance(operand.owner.op, Eye)
                     and is_constant_value(operand.owner.inputs[2], 0)
-                    and _same_length(*operand.owner.inputs[:2])):
+                    and _same_length(*operand.owner.inputs[:2])
+                    and _eye_not_spread(operand, node)):
                 return True
             data = constant_data(operand)
             if data is not None and data.ndim == 2 and data.shape[0] == data.shape[1] \
@@ -177,6 +181,23 @@ def _spreads(operand: Variable, product: Variable) -> bool:
     """Whether `operand` of an elementwise `product` may be broadcast along an axis (its
     length 1 there while the product's is not known to be 1)."""
     return any(o == 1 and p != 1 for o, p in zip(operand.type.shape, product.type.shape))
+
+
+def _eye_not_spread(eye: Variable, node: Apply) -> bool:
+    """Whether the ``eye(n)`` operand of the product `node` keeps its diagonal: its
+    lengths are known (`_spreads` decided on them), or the product has two operands and
+    `n` is a length of the other one, ``eye(x.shape[0]) * x`` (an eye of a length
+    known only when run may be ``eye(1)``, which spreads over a larger matrix; with
+    ``n`` a length of `x` that product is 1 x 1 or not square, and the solve or
+    determinant checks that)."""
+    if None not in eye.type.shape:
+        return True
+    if len(node.inputs) != 2:
+        return False
+    (other,) = [v for v in node.inputs if v is not eye] or [eye]
+    n = eye.owner.inputs[0]
+    return (n.owner is not None and isinstance(n.owner.op, Shape_i)
+            and n.owner.inputs[0] is other)
 
 
 def _same_length(n: Variable, m: Variable) -> bool:
@@ -289,6 +310,21 @@ def _diagonal(t: Variable) -> Variable:
     from workbench.core.tensor.array_utils import diagonal
 
     return diagonal(t, 0, -2, -1)
+
+
+def _square(function: str, var: Variable) -> Variable:
+    """`var`, checked square as `function` checks its matrix (`shape_checked`: a
+    ShapeCheck raising what `function` raises, where the lengths are known only when
+    run), unless it is square by construction (a Cholesky factor or its transpose).
+    A rule that reads only the diagonal of a triangle or of a diagonal matrix
+    (``tril(x)`` of a 2 x 3 `x`) keeps the error of the Op it replaces."""
+    from workbench.core.tensor.linalg.base import shape_checked
+
+    source = transposed_source(var)
+    factor = var if source is None else source
+    if factor.owner is not None and isinstance(factor.owner.op, Cholesky):
+        return var
+    return shape_checked(function, "(m,m)->(m,m)", var)
 
 
 def _cast_like(new: Variable, old: Variable) -> Variable:
@@ -408,7 +444,7 @@ def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
     if triangular_structure(a) is None:
         return None
     d = diag_vector(a)
-    d = _diagonal(a) if d is None else d
+    d = _diagonal(_square(node.op.function_name, a)) if d is None else d
     if isinstance(node.op, Det):
         return [_cast_like(prod(d, axis=-1), node.outputs[0])]
     sign = prod(tm.sign(d), axis=-1)
@@ -495,7 +531,7 @@ def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
     if d is None:
         if op.check_finite:  # eye(n) * x: a NaN off the diagonal (0 * inf) is not in d
             return None
-        d = _diagonal(a)
+        d = _diagonal(_square(op.function_name, a))
     if isinstance(op, SolveTriangular) and op.unit_diagonal:
         if op.check_finite:
             return None
