@@ -28,6 +28,7 @@ NAN = np.array([[np.nan, 1.0], [1.0, 3.0]])
 INF_B = np.array([1.0, np.inf])
 INF = np.array([[2.0, np.inf], [np.inf, 3.0]])
 ZERO_DIAGONAL = np.array([[0.0, 0.0], [1.0, 1.0]])
+ALL_NAN = np.full((3, 3), np.nan)  # eigh does not converge (torch's error on gpu was its own)
 B2, B3, VECTOR = np.ones(2), np.ones(3), np.ones(3)
 
 # (function, ours, reference, [(bad input, values)])
@@ -58,8 +59,9 @@ TABLE = [
     ("slogdet", lambda a: la.slogdet(a)[1], lambda a: np.linalg.slogdet(a)[1],
      [("non_square", (NON_SQUARE,)), ("singular", (SINGULAR,))]),
     ("eigh", lambda a: la.eigh(a)[0], lambda a: np.linalg.eigh(a)[0],
-     [("non_square", (NON_SQUARE,)), ("nan", (NAN,))]),
-    ("eigvalsh", la.eigvalsh, np.linalg.eigvalsh, [("non_square", (NON_SQUARE,))]),
+     [("non_square", (NON_SQUARE,)), ("nan", (NAN,)), ("all_nan", (ALL_NAN,))]),
+    ("eigvalsh", la.eigvalsh, np.linalg.eigvalsh,
+     [("non_square", (NON_SQUARE,)), ("all_nan", (ALL_NAN,))]),
     ("svd", lambda a: la.svd(a)[1], lambda a: np.linalg.svd(a)[1], [("nan", (NAN,))]),
     ("pinv", la.pinv, np.linalg.pinv, [("nan", (NAN,))]),
     ("expm", la.expm, sl.expm, [("non_square", (NON_SQUARE,)), ("nan", (NAN,))]),

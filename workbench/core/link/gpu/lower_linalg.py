@@ -289,10 +289,14 @@ def lower_eigh(node: Apply, ctx: LowerContext) -> Kernel:
     uplo = "L" if op.lower else "U"
 
     def kernel(a: Any) -> list[Any]:
-        if op.compute_v:
-            w, v = torch.linalg.eigh(a, UPLO=uplo)
-            return [w, v]
-        return [torch.linalg.eigvalsh(a, UPLO=uplo)]
+        try:
+            if op.compute_v:
+                w, v = torch.linalg.eigh(a, UPLO=uplo)
+                return [w, v]
+            return [torch.linalg.eigvalsh(a, UPLO=uplo)]
+        except torch.linalg.LinAlgError as exc:  # no convergence (NaNs): numpy's error
+            raise np.linalg.LinAlgError(
+                f"{op.function_name}: Eigenvalues did not converge ({exc})") from None
 
     return kernel
 
