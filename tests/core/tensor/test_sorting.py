@@ -279,6 +279,26 @@ def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
 @pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_bincount_refuses_a_value_whose_count_has_no_int64_length(linker: str, dtype: str
+                                                                  ) -> None:
+    """max(x) + 1 entries: for x = 2**63 - 1 NumPy's length overflowed (an empty result, a
+    corrupted heap after), C's was negative; a uint64 above 2**63 was read as negative.
+    The gpu linker refuses uint64 (a known limit), by name."""
+    x = wt.TensorType(dtype, (None,))("x")
+    if linker == "gpu" and dtype == "uint64":
+        with pytest.raises(Exception, match="does not support dtype uint64"):
+            wb.function([x], wt.bincount(x), linker=linker)(np.array([1], dtype))
+        return
+    f = wb.function([x], wt.bincount(x), linker=linker)
+    for value in (2**63 - 1, 2**63 + 5) if dtype == "uint64" else (2**63 - 1,):
+        with pytest.raises(ValueError, match=f"x holds the value {value}, too large"):
+            f(np.array([1, value], dtype))
+    np.testing.assert_array_equal(f(np.array([3, 1], dtype)), [0, 1, 0, 1])
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_searchsorted_follows_numpys_nan_order(linker: str, dtype: str) -> None:
     """NumPy sorts NaN last and searches as if NaN were above +inf (all NaNs equal,

@@ -164,6 +164,22 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 # -- Bincount -----------------------------------------------------------------------------
 
 
+#: The largest value `bincount` counts: its result has max(x) + 1 entries, an int64 length
+#: (NumPy's own max + 1 overflows at 2**63 - 1: an empty result, then a corrupted heap).
+BINCOUNT_LARGEST = int(np.iinfo(np.int64).max) - 1
+BINCOUNT_NEGATIVE = "bincount: x must be non-negative, got the value {}"
+BINCOUNT_TOO_LARGE = ("bincount: x holds the value {}, too large: the result would have "
+                      "max(x) + 1 entries, more than an int64 length")
+
+
+def check_bincount_range(low: int, high: int) -> None:
+    """The smallest and largest values of a non-empty x, checked as every linker does."""
+    if low < 0:
+        raise ValueError(BINCOUNT_NEGATIVE.format(low))
+    if high > BINCOUNT_LARGEST:
+        raise ValueError(BINCOUNT_TOO_LARGE.format(high))
+
+
 class Bincount(Op):
     """numpy.bincount: how many times each value 0..N-1 occurs in the non-negative
     integer vector `x` (with `weights`: the sum of their weights, in float64), N the
@@ -200,8 +216,8 @@ class Bincount(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
         x = inputs[0]
-        if x.size and x.min() < 0:
-            raise ValueError(f"bincount: x must be non-negative, got the value {x.min()}")
+        if x.size:
+            check_bincount_range(int(x.min()), int(x.max()))
         weights = inputs[1] if len(inputs) > 1 else None
         if weights is not None and len(weights) != len(x):
             raise ValueError(f"bincount: weights and x must have the same length, got "

@@ -19,7 +19,7 @@ from workbench.core import dtypes
 from workbench.core.graph.basic import Apply
 from workbench.core.link.gpu.lower_elemwise import astype
 from workbench.core.link.gpu.registry import Kernel, LowerContext, register_lowering
-from workbench.core.tensor.counting import Bincount, Nonzero, Unique
+from workbench.core.tensor.counting import Bincount, Nonzero, Unique, check_bincount_range
 from workbench.core.tensor.sort import Argsort, SearchSorted, Sort, TopK
 
 #: dtypes torch.sort has no kernel for (complex; the wide unsigned integers)
@@ -163,8 +163,8 @@ def lower_bincount(node: Apply, ctx: LowerContext) -> Kernel:
 
     def kernel(x: Any, *weights: Any) -> list[Any]:
         x = x.to(torch.int64)
-        if x.numel() and int(x.min()) < 0:
-            raise ValueError(f"bincount: x must be non-negative, got the value {int(x.min())}")
+        if x.numel():
+            check_bincount_range(int(x.min()), int(x.max()))
         w = astype(weights[0], dtypes.float64) if weights else None
         if w is not None and len(w) != len(x):  # perform's message, not torch's
             raise ValueError(f"bincount: weights and x must have the same length, got "

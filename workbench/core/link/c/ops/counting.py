@@ -1,7 +1,8 @@
 """C for Bincount and Nonzero. Bincount is a counting loop over the (possibly strided)
-integer vector: one pass for the largest value (and a negative one, refused as in
-`perform`), one to count, adding the weights in float64 when there are some. Nonzero
-calls NumPy's ``PyArray_Nonzero``. Unique and TopK have theirs in selection.py.
+integer vector: one pass for the largest value (a negative one or one too large to
+count refused as in `perform`), one to count, adding the weights in float64 when there
+are some. Nonzero calls NumPy's ``PyArray_Nonzero``. Unique and TopK have theirs in
+selection.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from typing import Any
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import register_c_op
 from workbench.core.link.c.ops.shape import ViewCBase
-from workbench.core.tensor.counting import Bincount, Nonzero
+from workbench.core.tensor.counting import (
+    BINCOUNT_LARGEST,
+    BINCOUNT_NEGATIVE,
+    BINCOUNT_TOO_LARGE,
+    Bincount,
+    Nonzero,
+)
 
 __all__ = ["BincountC", "NonzeroC"]
 
@@ -25,7 +32,8 @@ class BincountC(ViewCBase):
         x, *weights = inputs
         (z,) = outputs
         fail = sub["fail"]
-        negative = c_string_literal("bincount: x must be non-negative, got the value %lld")
+        negative = c_string_literal(BINCOUNT_NEGATIVE.format("%lld"))
+        too_large = c_string_literal(BINCOUNT_TOO_LARGE.format("%llu"))
         lengths = c_string_literal("bincount: weights and x must have the same length, got "
                                    "%ld and %ld")
         weighted = bool(weights)
@@ -47,8 +55,12 @@ if (PyArray_DIM({w}, 0) != n) {{
   {check}
   long long top = -1;
   for (npy_intp i = 0; i < n; i++) {{
-    const long long v = (long long)*(const dtype_{x} *)(xs + i * sx);
-    if (v < 0) {{ PyErr_Format(PyExc_ValueError, {negative}, v); {fail} }}
+    const dtype_{x} raw = *(const dtype_{x} *)(xs + i * sx);
+    if (raw < 0) {{ PyErr_Format(PyExc_ValueError, {negative}, (long long)raw); {fail} }}
+    if ((npy_uint64)raw > (npy_uint64){BINCOUNT_LARGEST}LL) {{
+      PyErr_Format(PyExc_ValueError, {too_large}, (unsigned long long)raw); {fail}
+    }}
+    const long long v = (long long)raw;
     if (v > top) top = v;
   }}
   npy_intp length = (npy_intp)(top + 1);
@@ -62,7 +74,7 @@ if (PyArray_DIM({w}, 0) != n) {{
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (1,)
+        return (2,)
 
 
 @register_c_op(Nonzero)
