@@ -91,11 +91,11 @@ class Context:
 def _calibrate(fn: Callable[[], Any], ctx: Context) -> int:
     """How many calls of `fn` last at least `ctx.min_seconds`."""
     clock = time.perf_counter
-    number = 1
+    number, held = 1, [None]
     while True:
         start = clock()
         for _ in range(number):
-            fn()
+            held[0] = fn()  # kept until the next call returns, as when measured
         elapsed = clock() - start
         if elapsed >= ctx.min_seconds or number >= 1 << 20:
             return number
@@ -118,6 +118,8 @@ class _Entry:
     error: BaseException | None = None
     #: per pattern ("blocks", "calls")
     samples: dict[str, _Samples] = field(default_factory=dict)
+    #: the last result, held until the next call returns (as `y = f(x)` in a loop)
+    kept: Any = None
 
 
 #: how a pattern is named in the case of its rows when a run measures both
@@ -151,7 +153,11 @@ class Case:
     turn, each timed alone), the two alternating repeat by repeat, the garbage collector
     paused. Measuring both gives two cases, "<name> [back-to-back]" and "<name>
     [interleaved]". A callable that fails gives a row with no time and the error as its
-    note."""
+    note. Every implementation's result is kept until its next call returns, as `y = f(x)`
+    in a loop keeps it (`_Entry.kept`): workbench's C runtime writes into a previous
+    result that the caller dropped instead of allocating, so with results dropped it
+    alone would skip the allocation every other system (NumPy, JAX, PyTensor, a
+    hand-written loop's np.empty) makes per call."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -177,7 +183,7 @@ class Case:
             if entry.fn is None:
                 continue
             try:
-                entry.fn()
+                entry.kept = entry.fn()
                 if entry.number is None:
                     entry.number = _calibrate(entry.fn, ctx)
                 live.append(entry)
@@ -192,6 +198,8 @@ class Case:
                     self._block_repeat(live)
         if "calls" in ctx.patterns:
             self._interleaved_threads(live)
+        for entry in self.entries:
+            entry.kept = None
         rows = []
         for pattern in ctx.patterns:
             name = self.case_name(pattern, ctx)
@@ -216,11 +224,13 @@ class Case:
             gc.disable()
             try:
                 ticks = thread_ticks()
+                kept = entry.kept
                 cpu, start = time.process_time(), clock()
                 for _ in range(number):
-                    fn()  # type: ignore[misc]
+                    kept = fn()  # type: ignore[misc]
                 got.times.append((clock() - start) / number)
                 got.cpu_times.append((time.process_time() - cpu) / number)
+                entry.kept = kept
                 if ticks:
                     got.threads.append(threads_run(ticks, thread_ticks()))
             except Exception as exc:  # noqa: BLE001
@@ -247,9 +257,10 @@ class Case:
                         continue
                     try:
                         c0, t0 = time.process_time(), clock()
-                        entry.fn()  # type: ignore[misc]
+                        result = entry.fn()  # type: ignore[misc]
                         wall[id(entry)] += clock() - t0
                         cpu[id(entry)] += time.process_time() - c0
+                        entry.kept = result
                     except Exception as exc:  # noqa: BLE001
                         entry.error = exc
                         live.remove(entry)
@@ -286,7 +297,7 @@ class Case:
                 before = thread_ticks()
                 cpu, start = cpu_clock(), clock()
                 try:
-                    entry.fn()  # type: ignore[misc]
+                    entry.kept = entry.fn()  # type: ignore[misc]
                 except Exception as exc:  # noqa: BLE001
                     entry.error = exc
                     live.remove(entry)

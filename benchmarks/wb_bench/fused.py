@@ -129,24 +129,12 @@ def run(ctx: Context) -> list[Row]:
         y = rng.uniform(-2.0, 2.0, n)
         expected = numpy_chain(x, y)
         if fn is not None:
-            kept = [None]
-
-            def call(x: np.ndarray = x, y: np.ndarray = y, kept: list = kept) -> np.ndarray:
-                # the caller keeps the result, as a loop would: a new array per call,
-                # like every other row (a dropped result would be written again)
-                kept[0] = fn(x, y)
-                return kept[0]
-
-            add_checked(case, SUBJECT, call, expected,
+            # the case keeps every result until the next call (Case.add): a new array per
+            # call, like every other row (a dropped result would be written again)
+            add_checked(case, SUBJECT, lambda x=x, y=y: fn(x, y), expected,
                         note="result kept by the caller: allocates per call")
-            held = [None]
-
-            def lent_call(x: np.ndarray = x, y: np.ndarray = y, held: list = held
-                          ) -> np.ndarray:
-                held[0] = lent(x, y)  # the caller keeps the result, as a loop would
-                return held[0]
-
-            add_checked(case, f"{SUBJECT}, Out(borrow=True)", lent_call, expected,
+            add_checked(case, f"{SUBJECT}, Out(borrow=True)", lambda x=x, y=y: lent(x, y),
+                        expected,
                         note="output lent back: each call overwrites the previous result")
         else:
             case.fail(SUBJECT, error)
@@ -175,8 +163,8 @@ def run(ctx: Context) -> list[Row]:
                 return out
 
             add_checked(case, "C loop -O3 native+mvec", allocating, expected,
-                        note="hand-written, allocating its output as the others do: the "
-                             "practical limit")
+                        note="hand-written, allocating its output (np.empty) as the others "
+                             "do: the practical limit")
             add_checked(case, "C loop -O3 native+mvec, preallocated", preallocated, expected,
                         note="hand-written, writing into one output buffer kept across calls")
         else:

@@ -213,6 +213,31 @@ def test_a_per_node_profile_waits_for_the_background_builds_too(monkeypatch):
     assert ctx.profiles[0]["calls"] == 5
 
 
+@pytest.mark.parametrize("pattern", ["blocks", "calls"])
+def test_each_result_is_kept_until_the_next_call_returns(pattern):
+    # as `y = f(x)` in a loop: workbench's runtime writes into a result the caller
+    # dropped, so a harness dropping results spared it the allocation the others make
+    import weakref
+
+    class Result:
+        pass
+
+    previous, alive = [None], []
+
+    def call():
+        if previous[0] is not None:
+            alive.append(previous[0]() is not None)
+        result = Result()
+        previous[0] = weakref.ref(result)
+        return result
+
+    case = Case("kept")
+    case.add(SUBJECT, call, number=5)
+    case.measure(Context(repeats=2, min_seconds=0.001, patterns=(pattern,)))
+    assert len(alive) >= 10 and all(alive)
+    assert previous[0]() is None  # released once measured
+
+
 def test_a_single_pattern_keeps_the_case_name():
     ctx = Context(repeats=1, min_seconds=0.001, patterns=("calls",))
     case = Case("noop")
