@@ -90,6 +90,23 @@ def _numpy_put(arr: np.ndarray, indices: np.ndarray, values: object, axis: int |
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
 @pytest.mark.parametrize("linker", LINKERS)
+def test_round_to_many_decimals_is_bitwise_numpys(linker: str) -> None:
+    """NumPy scales by 10**|decimals| built by repeated multiplication, which differs by an
+    ulp from pow from 10**23 on (round(0.35, 300) and round(1e300, -300) were an ulp off)."""
+    x, y = wt.dvector("x"), wt.fvector("y")
+    values = np.array([0.35, 0.1, 2.675, 123.456, 1e300, 1e-300, 5e-324, 12345.678])
+    decimals = (23, 30, 200, 300, 308, -23, -200, -300, -308)
+    f = wb.function([x, y], [wt.round(v, d) for d in decimals for v in (x, y)], linker=linker)
+    got = f(values, values.astype(np.float32))
+    with np.errstate(all="ignore"):
+        want = [np.round(v, d) for d in decimals for v in (values, values.astype(np.float32))]
+    for g, w, d in zip(got, want, np.repeat(decimals, 2)):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w, err_msg=f"decimals={d}")
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
 def test_round_of_booleans_and_decimals_past_float_range_as_numpy(linker: str) -> None:
     """Booleans round to float16 (NumPy's rint; they came back boolean); 10**decimals
     past float64's range gives NaN as in NumPy (Python's OverflowError was raised)."""

@@ -418,10 +418,18 @@ def roll(a: TensorLike, shift: Any, axis: Any = None) -> Variable:
 
 
 def _power_of_ten(decimals: int) -> float:
-    """``10.0 ** decimals`` as NumPy computes it: inf past float64's range (then NumPy's
-    round gives NaN), not Python's OverflowError."""
+    """``10.0 ** |decimals|`` as NumPy's round computes it, by multiplying 1e9 by 10 one
+    step at a time (pow differs by an ulp from 10**23 on: round(0.35, 300) was an ulp
+    off NumPy's); inf past float64's range (then NumPy's round gives NaN), not Python's
+    OverflowError."""
+    n = abs(decimals)
+    if n < 9:
+        return float(10 ** n)
+    power = np.float64(1e9)
     with np.errstate(over="ignore"):
-        return float(np.float64(10.0) ** abs(decimals))
+        for _ in range(min(n, 400) - 9):  # (inf from 309 on)
+            power = power * np.float64(10.0)
+    return float(power)
 
 
 def round(x: TensorLike, decimals: int = 0) -> Variable:
