@@ -30,7 +30,19 @@ def wrap(text: str, width: int, indent: str = "", hanging: str = "") -> str:
 
 
 def _cell_lines(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width) or [""]
+    """`text` in lines of `width`, broken at spaces, and at hyphens only where a word
+    is longer than a line ("[back-to-back]" stays whole where it fits)."""
+    hyphens = any(len(word) > width for word in text.split())
+    return textwrap.wrap(text, width, break_on_hyphens=hyphens) or [""]
+
+
+def _free_width(texts: Sequence[tuple[str, int]], natural: int, least: int) -> int:
+    """The narrowest width (not below `least`) at which each (text, rows) pair wraps
+    into at most its rows: a flowing column that narrow adds no lines."""
+    width = natural
+    while width > least and all(len(_cell_lines(t, width - 1)) <= n for t, n in texts):
+        width -= 1
+    return width
 
 
 def _longest_word(text: str) -> int:
@@ -55,19 +67,25 @@ def _fit(natural: list[int], stages: list[list[tuple[int, int]]], room: int) -> 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int,
                wrapped: Sequence[int] = (), flowing: int | None = None) -> list[str]:
     """The lines of a Markdown-style table (`| a | b |`) at most `width` columns wide
-    where the cells allow it: when the natural widths do not fit, header cells wrap at
-    spaces and hyphens first, then the cells of the columns numbered in `wrapped`, in
-    that order. A cell that
-    wraps continues on the next line, the row's other cells blank there. Column
-    `flowing` (the case name, written on the first row of its group only) flows into
-    the blank cells of the rows under it before adding lines of its own."""
+    where the cells allow it. Column `flowing` (the case name, written on the first row
+    of its group only) flows into the blank cells of the rows under it before adding
+    lines of its own. When the natural widths do not fit, the flowing column narrows
+    first as far as that adds no lines, then header cells wrap at spaces, then the
+    cells of the columns numbered in `wrapped`, in that order. A cell that wraps
+    continues on the next line, the row's other cells blank there."""
     count = len(header)
     natural = [max(len(r[i]) for r in [header, *rows]) for i in range(count)]
-    # first the headers wrap, then the wrapped columns in their order
-    headers = [(i, max([_longest_word(header[i]), *(len(r[i]) for r in rows)]))
-               for i in range(count) if i not in wrapped]
-    stages = [headers, *([(i, max(_longest_word(header[i]), min(
-        max((_longest_word(r[i]) for r in rows), default=0), MIN_WRAPPED)))] for i in wrapped)]
+    least = {i: max(_longest_word(header[i]), min(
+        max((_longest_word(r[i]) for r in rows), default=0), MIN_WRAPPED)) for i in wrapped}
+    stages = []
+    if flowing is not None:
+        starts = [k for k, r in enumerate(rows) if r[flowing]] + [len(rows)]
+        groups = [(rows[a][flowing], b - a) for a, b in zip(starts, starts[1:])]
+        free = _free_width(groups, natural[flowing], least.get(flowing, natural[flowing]))
+        stages.append([(flowing, free)])
+    stages.append([(i, max([_longest_word(header[i]), *(len(r[i]) for r in rows)]))
+                   for i in range(count) if i not in wrapped])
+    stages += [[(i, least[i])] for i in wrapped]
     widths = _fit(natural, stages, width - (3 * count + 1))
 
     def physical(cells: Sequence[str], skip: int | None = None) -> list[list[str]]:
