@@ -186,3 +186,18 @@ def test_an_index_repeated_in_one_operand_needs_equal_lengths(linker, subscripts
         f(np.ones(shape))
     square = np.arange(float(np.prod([3] * len(shape)))).reshape([3] * len(shape))
     np.testing.assert_allclose(f(square), np.einsum(subscripts, square))
+
+
+@pytest.mark.filterwarnings("ignore:.*no CUDA device")
+@pytest.mark.parametrize("linker", available_linkers())
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+def test_pad_refuses_an_empty_axis_known_only_when_run(linker, mode) -> None:
+    """As for a static empty axis (NumPy: can't extend empty axis 0): the gather or the
+    broadcast failed with an IndexError naming neither pad nor the axis."""
+    a = wt.dmatrix("a")
+    f = wb.function([a], wt.pad(a, ((1, 2), (0, 0)), mode=mode), linker=linker)
+    with pytest.raises(ValueError, match="pad: cannot extend the empty axis 0"):
+        f(np.zeros((0, 3)))
+    value = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(f(value), np.pad(value, ((1, 2), (0, 0)), mode=mode))
+    wb.verify_grad(lambda x: wt.pad(x, ((1, 2), (0, 1)), mode=mode), [value])

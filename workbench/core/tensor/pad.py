@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.graph.basic import Variable
-from workbench.core.tensor.shape import shape_tuple
+from workbench.core.tensor.shape import check_and_raise, shape_tuple
 from workbench.core.tensor.variable import as_tensor_variable
 
 __all__ = ["pad"]
@@ -116,9 +116,14 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
     for axis, (before, after) in enumerate(widths):
         if before or after:
             n = shape_tuple(x)[axis]
-            if n == 0:
-                raise ValueError(f"pad: cannot extend the empty axis {axis} of {x.type} with "
-                                 f"mode {mode!r} (only 'constant' can)")
+            empty = (f"pad: cannot extend the empty axis {axis} of {x.type} with mode "
+                     f"{mode!r} (only 'constant' can)")
+            if isinstance(n, Variable):  # a length known only when run: checked then
+                from workbench.core.tensor.math import gt
+
+                x = check_and_raise(x, [gt(n, 0)], "ValueError", empty)
+            elif n == 0:
+                raise ValueError(empty)
             pieces = _border_slices(x, axis, before, after, mode)
             if pieces is not None:
                 from workbench.core.tensor.join import concatenate
