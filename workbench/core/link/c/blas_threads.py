@@ -69,15 +69,15 @@ THREADS_ENV = "WORKBENCH_NUM_THREADS"
 #: Multiply-adds a call needs per thread it is given (2**23: about 0.1 ms of float64
 #: work per core).
 WORK_PER_THREAD = float(1 << 23)
-#: A call on n threads slower than this many times the site's one-thread estimate found
-#: the machine busy (on an idle machine two threads take ~0.6 of it).
+#: A call on n threads slower than this many times the site's one-thread estimate is
+#: slow (on an idle machine two threads take ~0.6 of it).
 SOLO_RATIO = 1.0
 #: A slow threaded call within this many threaded calls of the previous slow one backs
-#: off; a lone one is forgiven as noise. In an idle
-#: run of issue 22 (workbench alone, 4 s, ~16000 threaded calls) 6 calls were slow (page
-#: faults, ticks, bursts of other processes): at that rate a second follows within 32
-#: calls about 1 time in 80; under contention one call in ten or more is slow, and a
-#: second follows within 32 calls 97 times in 100.
+#: off; a lone one is forgiven as noise. In an idle run of issue 22 (workbench alone,
+#: 4 s, ~16000 threaded calls) 6 calls were slow (page faults, ticks, bursts of other
+#: processes): at that rate a second follows within 32 calls about 1 time in 80; under
+#: contention one call in ten or more is slow, and a second follows within 32 calls 97
+#: times in 100.
 EVIDENCE = 32
 #: Spare cores per extra thread, over a back-off, for threads to be tried again.
 SPARE = 0.5
@@ -95,7 +95,7 @@ SLOTS = ("max", "work", "adaptive", "last", "busy_until", "backoff", "solo_ratio
 _INDEX = {name: k for k, name in enumerate(SLOTS)}
 #: How a call that may use several threads runs (LOGIC_C's `wb_blas_plan`): `calibrate`
 #: and `backoff` on one thread, `threaded` on n; `ask`: a back-off has ended and the
-#: caller measures the idle cores (`wb_blas_answer` then says backoff or threaded).
+#: caller measures the spare cores (`wb_blas_answer` then says backoff or threaded).
 MODES = ("solo", "calibrate", "backoff", "threaded", "ask")
 
 #: The policy block every compiled module of this process reads.
