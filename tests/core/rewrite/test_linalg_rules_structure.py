@@ -204,3 +204,17 @@ def test_an_eye_of_a_length_known_only_when_run_may_spread(linker):
                     linker=linker)
     assert "local_solve_diagonal_matrix" in f.maker.rewrite_trace.rewrites_used()
     np.testing.assert_allclose(f(m, np.ones(3)), 1 / np.diag(m), rtol=1e-12)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_sign_of_slogdet_of_a_diagonal_is_numpys(linker):
+    # slogdet(diag(d)) from the diagonal: prod(sign(d)) made a NaN entry's sign NaN and
+    # a 0 beside a NaN gave logdet NaN, where numpy (and the unrewritten graph on py and
+    # c) flips the sign only for d < 0 and gives (0, -inf) for any 0 on the diagonal
+    v = wt.dvector("v")
+    f = wb.function([v], list(la.slogdet(wt.diag(v))), linker=linker)
+    assert "local_det_of_triangular" in f.maker.rewrite_trace.rewrites_used()
+    for d in ([-1.0, np.nan, -3.0], [-1.0, 0.0, np.nan], [-1.0, 2.0, 3.0], [np.inf, -2.0]):
+        want = np.linalg.slogdet(np.diag(d))
+        for got, expected in zip(f(np.array(d)), want):
+            np.testing.assert_array_equal(got, expected)

@@ -437,6 +437,7 @@ def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
     for a triangular or diagonal `t` (see `triangular_structure`).
 
     Domain: every `t` of that structure (exact: its determinant is that product)."""
+    from workbench.core.tensor.reduction import any as reduce_any
     from workbench.core.tensor.reduction import prod
     from workbench.core.tensor.reduction import sum as reduce_sum
 
@@ -447,8 +448,15 @@ def local_det_of_triangular(fgraph: Any, node: Apply) -> Any:
     d = _diagonal(_square(node.op.function_name, a)) if d is None else d
     if isinstance(node.op, Det):
         return [_cast_like(prod(d, axis=-1), node.outputs[0])]
-    sign = prod(tm.sign(d), axis=-1)
-    logdet = reduce_sum(tm.log(tm.abs(d)), axis=-1)
+    # numpy's: a 0 on the diagonal gives (0, -inf) whatever else it holds (a NaN too);
+    # a real entry flips the sign only when < 0 (a NaN does not)
+    singular = reduce_any(tm.eq(d, 0), axis=-1)
+    if d.type.dtype.is_complex:
+        sign = prod(tm.sign(d), axis=-1)
+    else:
+        sign = prod(tm.switch(tm.lt(d, 0), -1, 1), axis=-1)
+    sign = tm.switch(singular, 0, sign)
+    logdet = tm.switch(singular, -np.inf, reduce_sum(tm.log(tm.abs(d)), axis=-1))
     return [_cast_like(sign, node.outputs[0]), _cast_like(logdet, node.outputs[1])]
 
 
