@@ -38,8 +38,10 @@ An ill-conditioned matrix (reciprocal 1-norm condition number below the machine
 epsilon of its dtype) makes `solve` (every `assume_a` but "tri") and `inv` warn with
 `LinAlgWarning`, as scipy.linalg does, on the py and C linkers (the C linker asks
 LAPACK's gecon/pocon/sycon/hecon after the factorisation, or for a real general solve
-runs gecon's estimator by its own faster solves, link/c/ops/lapack.py; `perform`
-computes the exact
+runs gecon's estimator by its own faster solves, after one probe solve that skips it
+for a matrix the probe shows well conditioned: gecon's decision, but for a chance of at
+most 1e-8 that an ill-conditioned matrix escapes the probe, link/c/ops/lapack.py;
+`perform` computes the exact
 ``1 / (|a|_1 |a^-1|_1)``); torch reports no condition estimate,
 so the gpu linker does not warn.
 """
