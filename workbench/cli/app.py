@@ -229,7 +229,7 @@ def demo(
                 raise UsageError(f"{flag} {value}: the demo needs at least 1")
         from workbench.examples import quickstart
 
-        quickstart.main(rows=rows, cols=cols, seed=seed)
+        quickstart.main(rows=rows, cols=cols, seed=seed, width=columns())
 
 
 # -- show ----------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TextIO
@@ -33,24 +32,10 @@ def columns() -> int:
 
 def fit(text: str, width: int | None = None, hanging: int | None = None) -> str:
     """`text` with each line longer than `width` (default: `columns()`) wrapped at
-    spaces (a word longer than a line is cut). Continuation lines start at column
-    `hanging`, by default two past the line's own indent, dprint's tree bars
-    included (" | | |"): graph trees and formulas stay readable in a narrow terminal."""
-    width = columns() if width is None else width
-    lines = []
-    for line in text.splitlines():
-        if len(line) <= width:
-            lines.append(line)
-            continue
-        indent = len(line) - len(line.lstrip(" |"))
-        lead = line[:indent] if hanging is None else ""
-        step = indent + 2 if hanging is None else hanging
-        if step > width // 2:  # too deep to keep: continue near the left edge
-            lead, step = "", 4
-        pieces = textwrap.wrap(line, width, subsequent_indent=lead.ljust(step),
-                               drop_whitespace=True, break_on_hyphens=False)
-        lines += pieces or [line]
-    return "\n".join(lines)
+    spaces under its own indent and tree bars (`printing.fit_lines`)."""
+    from workbench.core.printing import fit_lines
+
+    return fit_lines(text, columns() if width is None else width, hanging)
 
 
 def use_color(stream: TextIO | None = None) -> bool:

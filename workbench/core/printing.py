@@ -1,4 +1,5 @@
-"""Text views of a graph: `dprint` (the tree, one node per line) and `pprint` (a formula).
+"""Text views of a graph: `dprint` (the tree, one node per line) and `pprint` (a formula),
+and `fit_lines`, which wraps them (or any text) to a terminal's width.
 
 `dprint` labels every Apply output and input with an id (`[id A]`), indents
 children under `|`, and prints a node reached a second time without its
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -184,6 +186,27 @@ def dprint(
     stream = file if file is not None else sys.stdout
     stream.write(text + "\n")
     return graph
+
+
+def fit_lines(text: str, width: int, hanging: int | None = None) -> str:
+    """`text` with each line longer than `width` wrapped at spaces (a word longer than
+    a line is cut). Continuation lines start at column `hanging`, by default two past
+    the line's own indent, dprint's tree bars included (" | | |"), or near the left
+    edge when that indent is over half the width: printed graphs, formulas and prose
+    stay readable in a narrow terminal."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = len(line) - len(line.lstrip(" |"))
+        lead = line[:indent] if hanging is None else ""
+        step = indent + 2 if hanging is None else hanging
+        if step > width // 2:  # too deep to keep: continue near the left edge
+            lead, step = "", 4
+        lines += textwrap.wrap(line, width, subsequent_indent=lead.ljust(step),
+                               break_on_hyphens=False) or [line]
+    return "\n".join(lines)
 
 
 # -- pprint ------------------------------------------------------------------------

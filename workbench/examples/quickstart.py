@@ -12,6 +12,7 @@ import numpy as np
 
 import workbench as wb
 import workbench.tensor as wt
+from workbench.core.printing import fit_lines
 from workbench.core.scalar.composite import Composite
 from workbench.examples import GraphSource
 
@@ -57,25 +58,35 @@ def gradient_reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.exp(x) * y + 2 * x / (1 + y * y) - (1 - np.tanh(x * y) ** 2) * y
 
 
-def main(rows: int = 3, cols: int = 4, seed: int = 0, calls: int = 20) -> np.ndarray:
+def main(rows: int = 3, cols: int = 4, seed: int = 0, calls: int = 20,
+         width: int | None = None) -> np.ndarray:
     """Show the graph, how rewriting changed it, the result, where the time went, and the
-    gradient with respect to x."""
+    gradient with respect to x; with `width` (a terminal's columns, as `workbench demo`
+    passes) every line is fitted to it."""
+
+    def say(text: str) -> None:
+        print(text if width is None else fit_lines(text, width))
+
+    def paragraph(text: str) -> None:
+        print(textwrap.fill(text, min(88, width or 88)))
+
     inputs, z = build()
     print("The graph (dprint):")
-    wb.dprint(z, print_type=True)
+    say(wb.dprint(z, print_type=True, file="str"))
     print("\nAs a formula (pprint):")
-    print("  z =", wb.pprint(z))
+    say(f"  z = {wb.pprint(z)}")
 
     fn = wb.function(inputs, z, name="quickstart")
     trace = fn.maker.rewrite_trace
     print(f"\nRewriting (FAST_RUN) took {len(trace)} steps:")
-    print(trace.table())
+    print(trace.table(width))
     print(f"\nThe compiled graph ({len(fn.maker.fgraph.apply_nodes)} nodes):")
     compiled = wb.dprint(fn, file="str")
-    print(compiled, end="")
-    print("\nHow to read it:")
+    say(compiled)
+    print("How to read it:")
     for line in notation(compiled):
-        print(textwrap.fill(line, 88, initial_indent="  ", subsequent_indent="    "))
+        print(textwrap.fill(line, min(88, width or 88), initial_indent="  ",
+                            subsequent_indent="    "))
 
     rng = np.random.default_rng(seed)
     x_value = rng.standard_normal((rows, cols))
@@ -83,20 +94,21 @@ def main(rows: int = 3, cols: int = 4, seed: int = 0, calls: int = 20) -> np.nda
     result = fn(x_value, y_value)
     expected = (np.exp(x_value) * y_value + x_value**2 / (1 + y_value * y_value)
                 - np.tanh(x_value * y_value))
-    print(f"\nRan with the {fn.maker.linker_name!r} linker on x{x_value.shape}, "
-          f"y{y_value.shape}; result:")
+    say(f"\nRan with the {fn.maker.linker_name!r} linker on x{x_value.shape}, "
+        f"y{y_value.shape}; result:")
     print(np.array2string(result, precision=4))
     print(f"matches NumPy: {np.allclose(result, expected)}")
 
     stats = wb.profile(fn, x_value, y_value, calls=calls)
     summary = stats.summary()
     inside = summary["thunk_time"] / max(summary["total_time"], 1e-12)
-    print(f"\nProfile over {calls} calls: {summary['per_call'] * 1e6:.1f} us per call, "
-          f"{inside * 100:.0f}% of it inside the nodes\n(the rest: the linker's loop and "
-          "the Python call).")
-    print("Where the time inside the nodes goes (each Op's share of it; the five largest):")
+    print()
+    paragraph(f"Profile over {calls} calls: {summary['per_call'] * 1e6:.1f} us per call, "
+              f"{inside * 100:.0f}% of it inside the nodes (the rest: the linker's loop and "
+              "the Python call).")
+    say("Where the time inside the nodes goes (each Op's share of it; the five largest):")
     for row in stats.by_op()[:5]:
-        print(f"  {row.fraction * 100:5.1f}%  {row.calls:4d} calls  {row.name}")
+        say(f"  {row.fraction * 100:5.1f}%  {row.calls:4d} calls  {row.name}")
 
     x = inputs[0]
     gx = wb.grad(z.sum(), x)
@@ -104,11 +116,12 @@ def main(rows: int = 3, cols: int = 4, seed: int = 0, calls: int = 20) -> np.nda
     built = len(wb.FunctionGraph(inputs, [gx]).apply_nodes)
     loops = sorted({str(node.op.scalar_op) for node in grad_fn.maker.fgraph.apply_nodes
                     if isinstance(getattr(node.op, "scalar_op", None), Composite)})
-    print(f"\nThe gradient of sum(z) with respect to x: wb.grad builds {built} nodes (the "
-          "chain rule,\nnode by node, from the output back); rewritten and compiled, "
-          f"{len(grad_fn.maker.fgraph.apply_nodes)} nodes, whose fused loops compute:")
+    print()
+    paragraph(f"The gradient of sum(z) with respect to x: wb.grad builds {built} nodes (the "
+              "chain rule, node by node, from the output back); rewritten and compiled, "
+              f"{len(grad_fn.maker.fgraph.apply_nodes)} nodes, whose fused loops compute:")
     for loop in loops:
-        print(f"  {loop}")
+        say(f"  {loop}")
     by_hand = gradient_reference(x_value, y_value)
     print("By hand: exp(x) * y + 2 * x / (1 + y * y) - (1 - tanh(x * y) ** 2) * y;\n"
           f"the compiled gradient matches it: {np.allclose(grad_fn(x_value, y_value), by_hand)}")
