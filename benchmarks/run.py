@@ -138,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         ctx.headline(f"Per core: the whole process runs on CPU {args.pin} (--pin), every "
                      f"library on {args.threads} thread(s)")
         ctx.note("per core: every thread of every library shares the one CPU the process "
-                 "is pinned to, so wall time is per-core time (compile rows excepted: their "
-                 "children run on the CPUs the suite started with)")
+                 "is pinned to, so wall time is per-core time (new-process compile rows "
+                 "excepted: their children run on the CPUs the suite started with; a 'warm, "
+                 "same process' compile runs on the pinned CPU)")
     elif args.threads == 1:
         ctx.headline("NOT per-core (--pin none): JAX's CPU runtime runs its calls on several "
                      "threads though told one (see threads run); compare the cpu columns")

@@ -7,8 +7,9 @@ JSON line with the times (seconds) and, for workbench, the linker's compile repo
 Every system is timed alike: from after its own import to the first result, in a fresh
 process. The parent sets the caches: WORKBENCH_CACHE_DIR (a fresh directory for a cold
 cache), PYTENSOR_FLAGS=base_compiledir=... likewise for PyTensor (its C compiledir and its
-Numba cache both live under it); JAX keeps no compilation cache between processes unless
-asked, so each of its runs here compiles from scratch. WB_BENCH_CPUS (set by run.py
+Numba cache both live under it); JAX's persistent compilation cache is turned off here
+(it is off unless a cache directory is configured), so each of its runs compiles from
+scratch. WB_BENCH_CPUS (set by run.py
 before it pins itself) gives the CPUs the child runs on: compile time is measured on
 the machine's cores, not on the one core a per-core table pins the suite to.
 """
@@ -64,6 +65,9 @@ def _other_system(system: str, what: str) -> None:
         import jax
 
         jax.config.update("jax_enable_x64", True)
+        # no persistent compilation cache, even one the user's environment names
+        # (JAX_COMPILATION_CACHE_DIR): every JAX child compiles from scratch, as noted
+        jax.config.update("jax_enable_compilation_cache", False)
     else:
         import pytensor  # noqa: F401
     imported = time.perf_counter() - import_start

@@ -153,8 +153,9 @@ def _args(what: str) -> tuple[Any, ...]:
 
 
 NEW_PROCESS_NOTES = {
-    ("jax jit", "cold cache"): "new process: trace + XLA compile",
-    ("jax jit", "warm cache, new process"): "new process: compiles again (no cache on disk)",
+    ("jax jit", "cold cache"): "new process: trace + XLA compile (no persistent cache)",
+    ("jax jit", "warm cache, new process"): "new process: compiles again (no persistent "
+                                            "cache)",
     ("pytensor default", "cold cache"): "new process, empty base_compiledir (C and Numba "
                                         "caches)",
     ("pytensor default", "warm cache, new process"): "new process, its base_compiledir kept",
@@ -186,6 +187,7 @@ def new_process_rows(what: str, label: str, systems: list[str], samples: int,
             pass
     times: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     extra: dict[tuple[str, str], str] = {}
+    kinds: dict[tuple[str, str], list[int]] = {}  # workbench: kinds compiled per round
     errors: dict[tuple[str, str], BaseException] = {}
     for _ in range(samples):
         with tempfile.TemporaryDirectory(prefix="wb-bench-cache-") as cache_dir, \
@@ -202,6 +204,8 @@ def new_process_rows(what: str, label: str, systems: list[str], samples: int,
                         times.setdefault(key, []).append(_child_seconds(result))
                         if name == SUBJECT:
                             extra[key] = _report_note(result)
+                            kinds.setdefault(key, []).append(
+                                (result.get("report") or {}).get("compiled", 0))
                     except Exception as exc:  # noqa: BLE001
                         errors[key] = exc
     rows = []
@@ -216,8 +220,11 @@ def new_process_rows(what: str, label: str, systems: list[str], samples: int,
             cpus = [c for _, c in times[key] if c is not None]
             spread = (f"median of {len(walls)} fresh processes ({min(walls):.2f}-"
                       f"{max(walls):.2f} s)" if len(walls) > 1 else "one fresh process")
+            compiled = kinds.get(key, [])
+            rounds = (f"kinds compiled per round {', '.join(map(str, compiled))}"
+                      if len(set(compiled)) > 1 else "")  # e.g. a 'warm' one that compiled
             note = "; ".join(filter(None, [NEW_PROCESS_NOTES.get(key, ""), spread,
-                                           extra.get(key, "")]))
+                                           extra.get(key, ""), rounds]))
             rows.append(Row(case, name, statistics.median(walls), note,
                             cpu_seconds=statistics.median(cpus) if cpus else None))
     return rows
@@ -229,7 +236,8 @@ def run(ctx: Context) -> list[Row]:
     cold = set(targets) if not ctx.quick else {"fused"}
     if ctx.quick:
         del targets["mlp-float32"]
-        ctx.note("quick run: cold and new-process compile of the fused chain only")
+        ctx.note("quick run: cold and new-process compile of the fused chain only, "
+                 "PyTensor's compile not timed (a truly cold one takes 16 s or more)")
     jax = jax_module(ctx)
     pt = pytensor_module(ctx) if not ctx.quick else None
     samples = ctx.compile_samples

@@ -69,6 +69,21 @@ def test_new_process_rows_are_medians_of_fresh_caches_after_an_untimed_warm_up()
                                                SUBJECT].note
 
 
+def test_a_warm_process_that_compiled_is_named_in_its_rows_note():
+    # the kinds each workbench child compiled, per round, when they differ
+    compiled = iter([24, 0, 24, 2, 24, 0])  # (cold, warm) per round; one warm compiled 2
+
+    def child(args, cache_dir, timeout, pytensor_dir):
+        if cache_dir is None or "warmup" in cache_dir:
+            return {"total_seconds": 1.0}
+        return {"total_seconds": 1.0, "report": {"compiled": next(compiled)}}
+
+    rows = compile_time.new_process_rows("fused", "compile", [SUBJECT], 3, child)
+    notes = {row.case: row.note for row in rows}
+    assert "kinds compiled per round 0, 2, 0" in notes["compile (warm cache, new process)"]
+    assert "per round" not in notes["compile (cold cache)"]  # 24 each time
+
+
 def test_a_failing_child_gives_a_failed_row_not_an_abort():
     def child(args, cache_dir, timeout, pytensor_dir):
         if "jax" in args:
