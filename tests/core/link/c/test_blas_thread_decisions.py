@@ -5,6 +5,8 @@ threads are tried again. No clock is read, so nothing here depends on the machin
 from __future__ import annotations
 
 import ctypes
+import itertools
+import random
 
 import pytest
 
@@ -284,3 +286,54 @@ def test_the_evidence_knob_sets_how_close_two_slow_calls_must_be(logic):
     assert not p.judge("threaded", 2.001, wall=0.6e-3)
     assert not p.judge("threaded", 2.002, wall=30e-3)  # one fast call between: forgiven
     assert p.judge("threaded", 2.003, wall=30e-3)
+
+
+def _run_phases(p: Policy, phases: list[tuple[float, float, bool]], seed: int = 0
+                ) -> list[tuple[int, int]]:
+    """Back-to-back calls through `phases` of (seconds, chance a threaded call is slow,
+    other processes busy): one thread takes 1 ms, two 0.6 ms, a slow call 30 ms; the spare
+    cores a check sees are the idle share of its interval. Per phase: (calls, threaded)."""
+    rng = random.Random(seed)
+    start = 1.0
+    ends = [start + end for end in itertools.accumulate(seconds for seconds, _, _ in phases)]
+    busy_spans = [(end - seconds, end) for (seconds, _, busy), end in zip(phases, ends) if busy]
+
+    def busy_share(t0: float, t1: float) -> float:
+        return sum(max(0.0, min(t1, b) - max(t0, a)) for a, b in busy_spans) / (t1 - t0)
+
+    now, last_check, k = start, start, 0
+    p.calibrated(1e-3, now=now)
+    counts = [[0, 0] for _ in phases]
+    while k < len(phases):
+        mode = p.plan(now)
+        if mode == "ask":
+            mode = p.answer(1.0 - busy_share(last_check, now), now=now)
+            last_check = now
+        if mode == "threaded":
+            slow = rng.random() < phases[k][1]
+            wall = 30e-3 if slow else 0.6e-3
+            if p.judge("threaded", now + wall, wall=wall):
+                last_check = now + wall  # the back-off's first note
+        else:
+            wall = 1e-3
+            p.judge(mode, now + wall, wall=wall, cpu=wall)
+        counts[k][0] += 1
+        counts[k][1] += mode == "threaded"
+        now += wall
+        while k < len(phases) and now >= ends[k]:
+            k += 1
+    return [(calls, threaded) for calls, threaded in counts]
+
+
+@pytest.mark.parametrize(("noise", "least"), [(1 / 2500, 0.99), (1 / 500, 0.95)])
+def test_idle_busy_idle_again_keeps_threads_when_idle_and_backs_off_when_busy(logic, noise,
+                                                                             least):
+    # what bench_contention.py does, with made-up measurements: 10 s idle with noise (1
+    # call in 2500 slow, as issue 22 measured, and five times that), 10 s busy (other
+    # processes on every core, 1 threaded call in 5 slow), 10 s idle again
+    p = Policy(logic)
+    (idle, idle_threads), (busy, busy_threads), (again, again_threads) = _run_phases(
+        p, [(10.0, noise, False), (10.0, 0.2, True), (10.0, noise, False)])
+    assert idle_threads / idle > least and again_threads / again > least
+    assert busy_threads <= 20  # the two slow calls that find the load, and little else
+    assert p["still_busy"] >= 90  # the checks every 0.1 s kept threads off while busy
