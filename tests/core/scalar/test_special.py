@@ -364,6 +364,17 @@ def test_unary_gradients(name: str) -> None:
     verify_grad(getattr(wt, name), [RNG.uniform(low, high, (4, 3))], rng=RNG)
 
 
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+def test_log1mexp_gradient_at_both_zeros_is_minus_infinity(linker: str) -> None:
+    """d/dx log(1 - e^x) = -1 / expm1(-x) tends to -inf at 0 from below; at +0.0 (inside
+    the domain x <= 0) it was +inf, -1 / expm1(-0.0)."""
+    x = wt.dvector("x")
+    points = np.array([0.0, -0.0, -1e-300, -1.0, -800.0])
+    got = wb.function([x], wb.grad(wt.log1mexp(x).sum(), x), linker=linker)(points)
+    np.testing.assert_allclose(got, [-np.inf, -np.inf, -1e300, -1 / np.expm1(1.0), -0.0],
+                               rtol=1e-15)
+
+
 @pytest.mark.parametrize(("name", "domains"), [
     ("betaln", ((0.2, 30), (0.2, 30))), ("beta", ((0.3, 4), (0.3, 4))),
     ("xlogy", ((-3, 3), (0.1, 5))), ("xlog1py", ((-3, 3), (-0.9, 5))),

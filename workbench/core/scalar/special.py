@@ -225,6 +225,11 @@ def _torch_scaled_bessel(order: int) -> Any:
     return _in_float64(scaled)
 
 
+def _log1mexp_derivative(x: Any, z: Any) -> Any:
+    """-1 / expm1(-x), -inf at both zeros (at +0.0, -1 / expm1(-0.0) was +inf)."""
+    return -1 / sm.expm1(sm.abs(x))
+
+
 def _i1_derivative(x: Any, z: Any) -> Any:
     """I1'(x) = I0(x) - I1(x) / x, 1/2 at 0."""
     return sm.switch(sm.eq(x, 0), 0.5, i0(x) - z / x)
@@ -287,7 +292,7 @@ erfcx = declare(
 log1mexp = declare(
     "Log1mExp", "log1mexp", "log(1 - exp(x)) for x <= 0 (PyTensor's log1mexp), accurate "
     "near 0 and for large -x.", numpy=kernels.log1mexp, c="wb_log1mexp",
-    torch=_torch_log1mexp, derivative=lambda x, z: -1 / sm.expm1(-x), domain=(-5, -0.1),
+    torch=_torch_log1mexp, derivative=_log1mexp_derivative, domain=(-5, -0.1),
     reference=lambda x: np.log(-np.expm1(x)))  # accurate on the domain; SciPy has none
 logit = declare(
     "Logit", "logit", "log(p / (1 - p)), the inverse of sigmoid (expit).",
