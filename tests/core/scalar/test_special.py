@@ -415,6 +415,18 @@ def test_gradients_in_x_with_a_fixed_first_argument(name: str, fixed: float) -> 
     verify_grad(lambda x: getattr(wt, name)(fixed, x), [RNG.uniform(0.2, 6, (4, 3))], rng=RNG)
 
 
+@pytest.mark.parametrize("linker", ALL_LINKERS)
+def test_polygamma_of_an_infinite_or_nan_order(linker: str) -> None:
+    """Not an order (NaN), or at a pole the signed infinity the host gives: the gpu kernel
+    raised OverflowError (int(inf)) for an infinite order."""
+    n, x = wt.dvector("n"), wt.dvector("x")
+    orders = np.array([np.inf, -np.inf, np.nan, np.inf, 2.0])
+    points = np.array([2.5, 2.5, 2.5, -3.0, 2.5])
+    got = wb.function([n, x], wt.polygamma(n, x), linker=linker)(orders, points)
+    np.testing.assert_array_equal(got[:4], [np.nan, np.nan, np.nan, -np.inf])
+    np.testing.assert_allclose(got[4], sp.polygamma(2, 2.5), rtol=1e-14)
+
+
 def test_no_gradient_in_the_order_of_polygamma() -> None:
     n, x = wt.dvector("n"), wt.dvector("x")
     with pytest.raises(Exception, match=r"not differentiable in input 0"):

@@ -102,7 +102,7 @@ def _torch_polygamma(torch: Any, n: Any, x: Any) -> Any:
     dtype, n, x = x.dtype, n.double(), x.double()
     out = torch.full_like(x, float("nan"))
     for order in torch.unique(n).tolist():
-        if not (order >= 0 and order == int(order)):
+        if not (_pymath.isfinite(order) and order >= 0 and order == int(order)):
             continue
         where = n == order
         xs = x[where]
