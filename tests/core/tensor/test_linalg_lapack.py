@@ -171,7 +171,7 @@ def test_refusals_name_the_function():
                        "has 3"):
         la.solve(wt.tensor("float64", shape=(3, 3)), wt.tensor("float64", shape=(4,)))
     with pytest.raises(ValueError, match="solve: assume_a"):
-        la.solve(wt.dmatrix(), wt.dvector(), assume_a="banded")
+        la.solve(wt.dmatrix(), wt.dvector(), assume_a="band")
 
 
 def test_static_shapes_come_from_the_signature():

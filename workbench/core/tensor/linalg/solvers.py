@@ -9,7 +9,12 @@ Semantics are numpy.linalg's and scipy.linalg's:
   scipy; by ``a = a^H`` for "her" and "pos", whose diagonal's imaginary part is not
   read), with ``"tri"`` only that triangle (scipy's ``assume_a`` values;
   ``"general"``, ``"symmetric"``, ``"hermitian"``, ``"positive definite"`` and
-  ``"triangular"`` are accepted too). For real matrices "her" is "sym". The C linker
+  ``"triangular"`` are accepted too). For real matrices "her" is "sym". scipy 1.15's
+  structure names work too (`STRUCTURES`): ``"upper triangular"``/``"lower
+  triangular"`` (that triangle, whatever `lower`), ``"diagonal"`` (only the diagonal
+  is read: ``b / diag(a)``), ``"tridiagonal"`` (only the three central diagonals, by
+  LU) and ``"banded"`` (a general solve: scipy's band is every nonzero entry of `a`);
+  ``transposed=True`` solves ``a^T x = b`` (real `a` only, as scipy). The C linker
   solves "sym"/"her" with LAPACK's symmetric-indefinite sysv/hesv (as scipy), "pos"
   with posv; torch has no sysv, so the gpu linker and `perform` solve the mirrored
   matrix by LU (the same solution; LU costs twice the flops). `b` of rank 1
@@ -58,6 +63,7 @@ from workbench.core.tensor.linalg.base import (
     batched_outer,
     drop_axis,
     linalg_error,
+    shape_checked,
     sum_to_input,
     symmetric_from_triangle_grad,
     transpose,
@@ -73,6 +79,12 @@ __all__ = ["Det", "DiagonalSolve", "Inv", "SLogDet", "Solve", "SolveTriangular",
 ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
             "her": "her", "hermitian": "her", "pos": "pos", "positive definite": "pos",
             "tri": "tri", "triangular": "tri"}
+
+#: scipy's (>= 1.15) structures whose solver reads fewer entries of `a`, as `solve`
+#: computes them: (the solve, the triangle a triangular one reads)
+STRUCTURES = {"upper triangular": ("tri", False), "lower triangular": ("tri", True),
+              "diagonal": ("diagonal", None), "tridiagonal": ("tridiagonal", None),
+              "banded": ("gen", None)}
 
 #: the assume_a values whose matrix is one triangle and its mirror image
 SYMMETRIC = ("sym", "her", "pos")
@@ -602,16 +614,52 @@ def _b_ndim(b: Variable) -> int:
 
 
 def solve(a: Any, b: Any, assume_a: str = "gen", lower: bool = False,
-          check_finite: bool = True) -> Variable:
-    """``x`` with ``a @ x = b`` (scipy.linalg.solve's `assume_a`, `lower`, `check_finite`
-    and errors; numpy's batching: `b` of rank 1 is one vector, otherwise a stack of
-    matrices)."""
+          check_finite: bool = True, transposed: bool = False) -> Variable:
+    """``x`` with ``a @ x = b`` (``a^T x = b`` when `transposed`; scipy.linalg.solve's
+    `assume_a`, `lower`, `check_finite`, `transposed` and errors; numpy's batching: `b`
+    of rank 1 is one vector, otherwise a stack of matrices)."""
     key = assume_a.lower() if isinstance(assume_a, str) else assume_a
-    if key not in ASSUME_A:
-        raise ValueError(f"solve: assume_a must be one of {', '.join(map(repr, ASSUME_A))}; "
-                         f"got {assume_a!r}")
+    if key not in ASSUME_A and key not in STRUCTURES:
+        raise ValueError("solve: assume_a must be one of "
+                         f"{', '.join(map(repr, [*ASSUME_A, *STRUCTURES]))}; got {assume_a!r}")
     a, b = as_lapack_operands("solve", a, b, min_ndims=(2, 1))
-    return Solve(ASSUME_A[key], lower, _b_ndim(b), check_finite)(a, b)
+    if transposed and a.type.dtype.is_complex:
+        raise NotImplementedError("solve: transposed=True solves a^T x = b for a real a only "
+                                  "(scipy.linalg.solve refuses complex matrices too)")
+    kind, triangle_lower = STRUCTURES.get(key, (ASSUME_A.get(key), None))
+    lower = lower if triangle_lower is None else triangle_lower
+    nd = _b_ndim(b)
+    if kind == "tri" and transposed:
+        return SolveTriangular(lower, True, False, nd, False, check_finite)(a, b)
+    if kind in ("diagonal", "tridiagonal"):
+        return _banded_solve(a, b, kind == "diagonal", transposed, check_finite)
+    if transposed and kind == "gen":  # sym, her (real) and pos: a^T is a
+        a = transpose(a)
+    return Solve(kind, lower, nd, check_finite)(a, b)
+
+
+def _banded_solve(a: Variable, b: Variable, diagonal: bool, transposed: bool,
+                  check_finite: bool) -> Variable:
+    """scipy's ``assume_a="diagonal"`` (``b / diag(a)``) or ``"tridiagonal"`` (a general
+    solve of a's three central diagonals): the other entries of `a` are never read,
+    but checked for infinities and NaNs when `check_finite`, as scipy does."""
+    from workbench.core.tensor import math as tm
+    from workbench.core.tensor.array_utils import diagonal as diagonal_of
+    from workbench.core.tensor.creation import arange
+    from workbench.core.tensor.reduction import all as reduce_all
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+
+    a = shape_checked("solve", "(m,m)->(m,m)", a)
+    if check_finite:
+        a = check_and_raise(a, [reduce_all(tm.isfinite(a))], "ValueError",
+                            not_finite_message("solve", "a"))
+    nd = _b_ndim(b)
+    if diagonal:
+        return DiagonalSolve(nd, check_finite)(diagonal_of(a, 0, -2, -1), b)
+    idx = arange(shape_tuple(a)[-1])
+    band = tm.le(tm.abs(tm.sub(add_axis(idx, -1), add_axis(idx, 0))), 1)
+    band_of_a = tm.switch(band, transpose(a) if transposed else a, 0)
+    return Solve("gen", False, nd, check_finite)(band_of_a, b)
 
 
 def solve_triangular(a: Any, b: Any, lower: bool = False, trans: Any = 0,
