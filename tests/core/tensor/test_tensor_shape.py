@@ -147,3 +147,16 @@ def test_check_and_raise_gradient_passes_through():
         return wt.sum(wt.check_and_raise(x, [wt.all(wt.isfinite(x))], "ValueError", "m") ** 2)
 
     wb.verify_grad(checked, [np.array([0.5, -1.5, 2.0])], rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda x: wt.flip(x, 0.5), "axis"),
+    (lambda x: wt.squeeze(x, 0.5), "axis"),
+    (lambda x: wt.moveaxis(x, 0.5, 1), "source"),
+])
+def test_a_float_axis_is_refused_by_name(call, name) -> None:
+    """An axis that is neither an int nor a sequence: the argument named ("'float' object
+    is not iterable" before)."""
+    with pytest.raises(TypeError, match=f"{name} must be an integer or a sequence of "
+                                        f"integers, got float 0.5"):
+        call(wt.dmatrix("x"))

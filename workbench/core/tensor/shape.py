@@ -65,7 +65,11 @@ def normalize_axis(axis: Any, ndim: int, argname: str | None = None) -> int:
 def normalize_axis_tuple(axis: Any, ndim: int, argname: str | None = None,
                          repeated: str = "repeated axis") -> tuple[int, ...]:
     """An int or a sequence of ints as a tuple of axes in ``range(ndim)``, without repeats."""
-    axes = (axis,) if is_int(axis) else tuple(axis)
+    try:
+        axes = (axis,) if is_int(axis) else tuple(axis)
+    except TypeError:  # (a float said "'float' object is not iterable")
+        raise TypeError(f"{argname or 'axis'} must be an integer or a sequence of integers, "
+                        f"got {type(axis).__name__} {axis!r}") from None
     result = tuple(normalize_axis(a, ndim, argname) for a in axes)
     if len(set(result)) != len(result):
         raise ValueError(repeated)
