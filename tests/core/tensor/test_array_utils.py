@@ -410,3 +410,14 @@ def test_methods_users_type_by_habit() -> None:
             np.sort(values[0]).searchsorted(values)]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_an_index_out_of_range_names_the_axis_on_every_linker(linker: str) -> None:
+    """NumPy's message, naming x's axis: the gpu linker passed on torch's, which counts the
+    index array's dimensions ("for dimension 0" for take along axis 1)."""
+    a, i = wt.dmatrix("a"), wt.lvector("i")
+    f = wb.function([a, i], wt.take(a, i, axis=1), linker=linker)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 1 with size 4"):
+        f(np.ones((3, 4)), np.array([0, 5]))

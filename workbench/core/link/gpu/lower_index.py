@@ -107,7 +107,11 @@ def apply_index(torch: Any, x: Any, entries: list[Any]) -> Any:
     """`x[entries]` with NumPy's meaning (negative-step slices included)."""
     if needs_numpy_positions(torch, x, entries):
         return x.reshape(-1)[numpy_positions(torch, tuple(x.shape), entries, x.device)]
-    result = _torch_index(torch, x, entries)
+    try:
+        result = _torch_index(torch, x, entries)
+    except IndexError:  # torch's message counts the index arrays' dimensions, not x's axes
+        check_like_numpy(torch, tuple(x.shape), entries)
+        raise
     if result.numel() == 0 and any(isinstance(e, torch.Tensor) and e.dtype != torch.bool
                                    and e.numel() for e in entries):
         check_like_numpy(torch, tuple(x.shape), entries)  # torch checks none of them
