@@ -152,8 +152,10 @@ def coretype_banner(environ: Mapping[str, str] | None = None) -> str:
     forced, l2 = env.get("OPENBLAS_CORETYPE"), env.get("OPENBLAS_L2_SIZE")
     l2_text = f", OPENBLAS_L2_SIZE={l2}" if l2 else ""
     if not forced:
+        unset = (f"OPENBLAS_CORETYPE unset{l2_text}" if l2
+                 else "OPENBLAS_CORETYPE and _L2_SIZE unset")
         return (f"OpenBLAS runs its {kernels} kernels for NumPy, PyTensor and workbench: its "
-                f"own choice for this CPU (OPENBLAS_CORETYPE unset{l2_text})")
+                f"own choice for this CPU ({unset})")
     own = own_blas_kernels()
     mine = f" (this CPU's own: {own})" if own and own.lower() != kernels.lower() else ""
     return (f"OPENBLAS_CORETYPE={forced}{l2_text} is set: NumPy, PyTensor and workbench run "
