@@ -240,3 +240,33 @@ def test_maximum_norm_gradients() -> None:
     value = rng.normal(size=(3, 4))  # distinct magnitudes and sums: no ties
     for o, a in [(np.inf, 1), (1, None), (np.inf, None), (2, None)]:
         verify_grad(lambda m, o=o, a=a: la.norm(m, o, axis=a), [value], rng=rng)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_pinv_takes_one_rcond_per_matrix_and_numpys_rtol_none(linker, hermitian):
+    # rcond of shape (4,) for a stack of four 4x4 matrices cut each matrix's singular
+    # values with all four values (broadcast along s) instead of one per matrix
+    rng = np.random.default_rng(5)
+    stack = rng.standard_normal((4, 4, 4)) * np.array([1.0, 0.6, 0.3, 1e-9])
+    if hermitian:
+        stack = stack @ np.swapaxes(stack, -1, -2)
+    rcond = np.array([0.9, 0.5, 0.2, 1e-15])
+    a, r = wt.dtensor3("a"), wt.dvector("r")
+    f = wb.function([a, r], [la.pinv(a, rcond=r, hermitian=hermitian),
+                             la.pinv(a, rcond=rcond, hermitian=hermitian),
+                             la.pinv(a, rtol=None, hermitian=hermitian),
+                             la.pinv(a, hermitian=hermitian)], linker=linker)
+    per_matrix, constant, rtol_none, default = f(stack, rcond)
+    want = np.linalg.pinv(stack, rcond=rcond, hermitian=hermitian)
+    np.testing.assert_allclose(per_matrix, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(constant, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rtol_none, np.linalg.pinv(stack, rtol=None, hermitian=hermitian),
+                               rtol=1e-7)
+    np.testing.assert_allclose(default, np.linalg.pinv(stack, hermitian=hermitian), rtol=1e-7)
+    # rtol=None is numpy's max(m, n) * eps (4.4e-16 here), not the default 1e-15
+    d = np.diag([1.0, 6e-16])[None]
+    kept, cut = f(d, np.zeros(1))[2:]
+    assert kept[0, 1, 1] == pytest.approx(1 / 6e-16) and cut[0, 1, 1] == 0.0
+    with pytest.raises(ValueError, match="rtol and rcond cannot both be set"):
+        la.pinv(a, rcond=0.1, rtol=None)

@@ -310,28 +310,40 @@ def matrix_power(a: Any, n: int) -> Variable:
 
 def _cutoff(s: Variable, rcond: Any) -> Variable:
     """``rcond * max(s)`` per matrix (0 for an empty matrix), as a column-broadcastable
-    value; `s` holds non-negative values."""
+    value; `s` holds non-negative values; `rcond` is one value or one per matrix of the
+    stack (numpy's ``rcond[..., newaxis]``)."""
     from workbench.core.tensor.creation import zeros
     from workbench.core.tensor.join import concatenate
     from workbench.core.tensor.shape import shape_tuple
 
     padded = concatenate([s, zeros((*shape_tuple(s)[:-1], 1), s.type.dtype)], axis=-1)
+    rcond = add_axis(as_tensor_variable(rcond), -1)
     return _tm().mul(rcond, _red().max(padded, axis=-1, keepdims=True))
 
 
-def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Variable:
+#: `pinv`'s rtol when not given (numpy's _NoValue: rtol=None means max(m, n) * eps)
+_NOT_GIVEN: Any = object()
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *,
+         rtol: Any = _NOT_GIVEN) -> Variable:
     """numpy.linalg.pinv: the Moore-Penrose pseudo-inverse of each matrix, through its SVD
     (its eigendecomposition when `hermitian`); singular values at most
-    ``rcond * largest`` count as zero (rcond: numpy's default 1e-15, or `rtol`)."""
+    ``rcond * largest`` count as zero (rcond: one value or one per matrix of the stack;
+    numpy's default 1e-15, or `rtol`, whose None means ``max(m, n) * eps``)."""
     from workbench.core.tensor.linalg.decompositions import eigh
     from workbench.core.tensor.linalg.products import matmul
     from workbench.core.tensor.linalg.rectangular import svd
+    from workbench.core.tensor.shape import shape_tuple
 
     tm = _tm()
-    if rcond is not None and rtol is not None:
+    if rcond is not None and rtol is not _NOT_GIVEN:
         raise ValueError("pinv: rtol and rcond cannot both be set")
-    cut = rcond if rcond is not None else (rtol if rtol is not None else 1e-15)
     (a,) = as_lapack_operands("pinv", a, min_ndims=(2,))
+    cut = rcond if rcond is not None else (1e-15 if rtol is _NOT_GIVEN else rtol)
+    if cut is None:  # rtol=None: numpy's max(m, n) * eps
+        real = np.dtype(str(real_dtype(a.type.dtype)))
+        cut = tm.mul(tm.maximum(*shape_tuple(a)[-2:]), np.asarray(np.finfo(real).eps, real))
     if hermitian:
         w, v = eigh(a)
         keep = tm.gt(tm.abs(w), _cutoff(tm.abs(w), cut))
