@@ -471,3 +471,14 @@ def test_coretype_auto_unsets_the_kernel_and_cache_size_together():
     assert env["OPENBLAS_CORETYPE"] == "SkylakeX" and env["OPENBLAS_L2_SIZE"] == "512"
     threads.apply_coretype("auto", env)
     assert env == {"PATH": "/bin"}
+
+
+def test_contention_slowdown_is_against_the_quieter_idle_phase():
+    # pooling both idle phases hid a slowdown when one of them was not idle (the BLAS's
+    # own threads: 3.5x against the pool, 20x against the first idle phase)
+    import bench_contention
+
+    phases = {"idle": {"x": [1.0] * 8}, "busy": {"x": [20.0] * 2},
+              "idle again": {"x": [30.0] * 2}}
+    assert bench_contention.slowdown(phases, "x") == 20.0
+    assert bench_contention.idle_spread(phases, "x") == 30.0
