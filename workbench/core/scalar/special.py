@@ -256,9 +256,49 @@ def _i1_derivative(x: Any, z: Any) -> Any:
     return sm.switch(sm.eq(x, 0), 0.5, i0(x) - z / x)
 
 
+#: From this |x| on, the derivatives of i0e and i1e are their asymptotic series.
+_SCALED_BESSEL_SERIES_FROM = 50.0
+
+
+def _scaled_bessel_series(order: int) -> tuple[float, ...]:
+    """(k + 1/2) c_k for k = 0..14, c_k the coefficients of e^-x I_order(x) ~
+    (2 pi x)^-1/2 sum c_k x^-k: c_k = (-1)^k prod_j (4 order^2 - (2j - 1)^2) / (k! 8^k)."""
+    coefficients, c = [], 1.0
+    for k in range(15):
+        coefficients.append((k + 0.5) * c)
+        c *= -(4 * order * order - (2 * k + 1) ** 2) / ((k + 1) * 8)
+    return tuple(coefficients)
+
+
+_SCALED_BESSEL_SERIES = {order: _scaled_bessel_series(order) for order in (0, 1)}
+
+
+def _scaled_bessel_derivative(order: int, x: Any, direct: Any) -> Any:
+    """The derivative of e^-|x| I_order(x) at |x| >= `_SCALED_BESSEL_SERIES_FROM` by its
+    asymptotic series, -(2 pi a)^-1/2 / a sum (k + 1/2) c_k a^-k at a = |x| (15 terms:
+    1e-18 relative at 50), times sign(x) for order 0 (odd) and 1 for order 1 (even);
+    `direct` below. The closed forms (I1e - sign I0e, I0e - I1e (sign + 1/x)) cancel x ulp:
+    2e-13 off at 1e3, 1e-6 at 1e10, every digit from 1e16."""
+    large = sm.ge(sm.abs(x), _SCALED_BESSEL_SERIES_FROM)
+    a = sm.switch(large, sm.abs(x), _SCALED_BESSEL_SERIES_FROM)
+    inverse = 1.0 / a
+    series = 0.0
+    for coefficient in reversed(_SCALED_BESSEL_SERIES[order]):
+        series = series * inverse + coefficient
+    slope = -series * inverse / sm.sqrt(2 * _pymath.pi * a)
+    return sm.switch(large, sm.sign(x) * slope if order == 0 else slope, direct)
+
+
+def _i0e_derivative(x: Any, z: Any) -> Any:
+    """(e^-|x| I0)' = I1e - sign(x) I0e (`_scaled_bessel_derivative` for large |x|)."""
+    return _scaled_bessel_derivative(0, x, i1e(x) - sm.sign(x) * z)
+
+
 def _i1e_derivative(x: Any, z: Any) -> Any:
-    """(e^-|x| I1)' = I0e - I1e (sign(x) + 1/x), 1/2 at 0."""
-    return sm.switch(sm.eq(x, 0), 0.5, i0e(x) - z * (sm.sign(x) + 1 / x))
+    """(e^-|x| I1)' = I0e - I1e (sign(x) + 1/x), 1/2 at 0 (`_scaled_bessel_derivative` for
+    large |x|)."""
+    return _scaled_bessel_derivative(
+        1, x, sm.switch(sm.eq(x, 0), 0.5, i0e(x) - z * (sm.sign(x) + 1 / x)))
 
 
 gammaln = declare(
@@ -350,7 +390,7 @@ i1 = declare(
 i0e = declare(
     "I0e", "i0e", "exp(-|x|) * i0(x), without overflow.",
     numpy=kernels.i0e, c="wb_i0e", torch=_torch_scaled_bessel(0),
-    derivative=lambda x, z: i1e(x) - sm.sign(x) * z, domain=(-5, 5),
+    derivative=_i0e_derivative, domain=(-5, 5),
     reference="scipy.special.i0e")
 i1e = declare(
     "I1e", "i1e", "exp(-|x|) * i1(x), without overflow.",
