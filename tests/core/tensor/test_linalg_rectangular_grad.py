@@ -67,6 +67,31 @@ def test_complete_q_of_a_tall_matrix_is_refused() -> None:
         wb.grad(q.sum(), a)
 
 
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (3, 3), (2, 5, 3)])
+def test_complete_qr_gradient_through_the_reduced_part(shape, static) -> None:
+    # R of mode='complete' of a tall matrix raised 'solve_triangular: ... must be square,
+    # but a's are (5, 3)'; a shape known only when run refused every gradient of Q
+    k = min(shape[-2:])
+
+    def cost(a):
+        q, r = la.qr(wt.specify_shape(a, shape) if static else a, mode="complete")
+        sign = wt.sign(wt.linalg.diagonal(r[..., :k, :k]))  # as numpy's, on both sides
+        return (r ** 2).sum() + ((q[..., :k] * sign[..., None, :]) ** 3).sum()
+
+    wb.verify_grad(cost, [np.random.default_rng(3).normal(size=shape)],
+                   rng=np.random.default_rng(4))
+
+
+def test_complete_q_of_a_tall_matrix_known_only_when_run_raises_when_run() -> None:
+    a = wt.dmatrix("a")
+    q, _ = la.qr(a, mode="complete")
+    f = wb.function([a], wb.grad((q ** 3).sum(), a))
+    assert f(np.random.default_rng(5).normal(size=(3, 5))).shape == (3, 5)
+    with pytest.raises(ValueError, match="extra columns of the Q that mode='complete'"):
+        f(np.random.default_rng(5).normal(size=(5, 3)))
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 3)])
 def test_full_svd_gradient_through_the_first_k_columns(shape) -> None:
     k = min(shape[-2:])

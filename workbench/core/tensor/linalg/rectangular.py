@@ -259,17 +259,51 @@ class QR(_RectangularOp):
         else:
             gq, gr = output_grads
             q, r = outputs
-            tall = m is None or n is None or m > n
-            if self.mode == "complete" and _connected(gq) and tall:
-                return [grad_not_implemented(self, 0, a, "through the Q of mode='complete' "
-                                             "of a tall matrix, or one whose shape is not "
-                                             "known statically (use mode='reduced')")]
         q_on, r_on = _connected(gq), _connected(gr)
         if not (q_on or r_on):
             return [zeros_like(a)]
+        if self.mode == "complete" and (m is None or n is None or m > n):
+            # the reduced factors Q[..., :k] and R[..., :k, :] (k = min(m, n)); R's rows
+            # below k are zero whatever a is, Q's columns beyond k an arbitrary basis
+            if m is not None and n is not None and q_on and not zero_beyond(gq, 1, n):
+                return [grad_not_implemented(
+                    self, 0, a, "through the extra columns of the Q of mode='complete' of a "
+                    "tall matrix: they are an arbitrary basis of the complement; use "
+                    "mode='reduced', or only Q[..., :n]")]
+            q, r, gq, gr = _reduced_part(a, q, r, gq if q_on else None, gr if r_on else None)
         if m is not None and n is not None and m >= n:
             return [_qr_grad_tall(q, r, gq if q_on else None, gr if r_on else None)]
         return [_qr_grad_split(a, q, r, gq if q_on else None, gr if r_on else None)]
+
+
+_EXTRA_Q_COLUMNS = (
+    "qr: the gradient reaches the extra columns of the Q that mode='complete' gives a tall "
+    "matrix: they are an arbitrary basis of the complement, with no gradient; use "
+    "mode='reduced', or only Q[..., :n]")
+
+
+def _reduced_part(a: Variable, q: Variable, r: Variable, gq: Variable | None,
+                  gr: Variable | None) -> tuple[Variable, Variable, Any, Any]:
+    """The complete factors and their gradients cut to the reduced ones (k = min(m, n)):
+    ``Q[..., :k]``, ``R[..., :k, :]``. Where k is known only when run, the gradient of
+    Q's columns beyond k must be zero then (ValueError otherwise)."""
+    from workbench.core.tensor import math as tm
+    from workbench.core.tensor.reduction import all as reduce_all
+    from workbench.core.tensor.shape import check_and_raise, shape_tuple
+
+    m, n = a.type.shape[-2:]
+    batch = (slice(None),) * (a.type.ndim - 2)
+    if m is not None and n is not None:
+        k: Any = min(m, n)
+    else:
+        k = tm.minimum(shape_tuple(a)[-2], shape_tuple(a)[-1])
+        if gq is not None:
+            extra = gq[(*batch, slice(None), slice(k, None))]
+            gq = check_and_raise(gq, [reduce_all(tm.eq(extra, 0))], "ValueError",
+                                 _EXTRA_Q_COLUMNS)
+    columns, rows = (*batch, slice(None), slice(None, k)), (*batch, slice(None, k))
+    return (q[columns], r[rows], None if gq is None else gq[columns],
+            None if gr is None else gr[rows])
 
 
 def _qr_grad_tall(q: Variable, r: Variable, gq: Variable | None, gr: Variable | None
