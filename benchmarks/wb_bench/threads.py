@@ -26,6 +26,8 @@ from pathlib import Path
 #: its pool; only pinning the process limits that pool (XLA sizes it from the CPUs the
 #: process may run on). There is no XLA_FLAGS flag for the intra-op thread count.
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+#: the name of the threads of XLA's intra-op pool (Linux's /proc/self/task/*/comm)
+XLA_POOL = "tf_XLAEigen"
 #: the environment variables giving every library its thread count
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMBA_NUM_THREADS", "WORKBENCH_NUM_THREADS")
@@ -197,11 +199,14 @@ def readback_note() -> str:
     try:
         from threadpoolctl import threadpool_info
 
+        info = threadpool_info()
         pools = [f"{i.get('internal_api')} {i.get('user_api')} "
                  f"({Path(str(i.get('filepath'))).name}"
                  f"{', ' + str(i['architecture']) + ' kernels' if i.get('architecture') else ''})"
-                 f" {i.get('num_threads')}" for i in threadpool_info()]
+                 f" {i.get('num_threads')}" for i in info]
         parts.append(f"threadpoolctl's pools: {', '.join(pools) or 'none'}")
+        if not any(i.get("user_api") == "openmp" for i in info):
+            parts.append("no OpenMP runtime loaded (OMP_NUM_THREADS had nothing to limit)")
     except ImportError:
         parts.append("threadpoolctl not installed")
     if "workbench" in sys.modules:
@@ -213,6 +218,8 @@ def readback_note() -> str:
     if hasattr(os, "sched_getaffinity"):
         parts.append(f"CPUs this process may use: {sorted(os.sched_getaffinity(0))}")
     names = thread_names()
+    if "jax" in sys.modules:  # XLA sizes its intra-op pool from the CPUs it may use
+        parts.append(f"XLA's intra-op pool: {names.get(XLA_POOL, 0)} thread(s) ({XLA_POOL})")
     if names:
         parts.append("its threads by name: " + ", ".join(f"{n} {c}" for n, c in
                                                            names.most_common()))

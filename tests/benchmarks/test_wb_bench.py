@@ -358,6 +358,8 @@ def test_readback_names_every_pool_workbench_cap_and_cpus():
     note = threads.readback_note()
     assert note.startswith("threads read back after the run: ")
     assert "threadpoolctl" in note and "CPUs this process may use" in note
+    # OpenMP checked too: its pool, or that none is loaded
+    assert "openmp" in note or "no OpenMP runtime loaded" in note
 
 
 def test_a_training_step_is_checked_on_every_updated_parameter():
