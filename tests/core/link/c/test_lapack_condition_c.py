@@ -1,12 +1,13 @@
-"""The C linker's LinAlgWarning for a real general `solve` (link/c/ops/lapack.py,
-`_RCOND_C`): a probe solve first, gecon's estimate only when the probe cannot show the
-matrix well conditioned. The warning is the decision of LAPACK's gecon on the same LU
-factors (those of a^T, norm "I"), on families of ill-conditioned matrices on both sides
-of the threshold. The bound of agreement: the probe is a fixed pseudo-random vector,
-and an ill-conditioned matrix escapes it (no warning) with probability at most 1e-8
-over probes drawn independently of the matrix; where the estimate runs, its rcond is
-gecon's within 1e-3 (tests/core/tensor/test_linalg_lapack.py), so cases whose rcond is
-within 10% of the epsilon are left out."""
+"""The C linker's LinAlgWarning for a real `solve` "gen" and "pos"
+(link/c/ops/lapack.py, `_RCOND_C`): a probe solve first, the estimate only when the
+probe cannot show the matrix well conditioned. The warning is the decision of LAPACK's
+gecon on the same LU factors (those of a^T, norm "I"), or of pocon on the same Cholesky
+factor, on families of ill-conditioned matrices on both sides of the threshold. The
+bound of agreement: the probe is a fixed pseudo-random vector, and an ill-conditioned
+matrix escapes it (no warning) with probability at most 1e-8 over probes drawn
+independently of the matrix; where the estimate runs, gen's rcond is gecon's within
+1e-3 (tests/core/tensor/test_linalg_lapack.py) and pos's is pocon's, so cases whose
+rcond is within 10% of the epsilon are left out."""
 
 from __future__ import annotations
 
@@ -116,3 +117,51 @@ def test_a_stack_warns_for_its_ill_conditioned_matrix_only():
         # condition number about 1e10: the estimate runs, and says no
         f(np.stack([well, _singular_values(12, 10, 1), well]), np.ones(12))
 
+
+
+def _pocon_rcond(a: np.ndarray, lower: bool) -> float | None:
+    from scipy.linalg import lapack
+
+    potrf, pocon = ((lapack.spotrf, lapack.spocon) if a.dtype == np.float32
+                    else (lapack.dpotrf, lapack.dpocon))
+    c, info = potrf(a, lower=lower, clean=False)
+    if info > 0:
+        return None
+    triangle = np.tril(a) if lower else np.triu(a)
+    symmetric = triangle + triangle.T - np.diag(np.diag(a))
+    rcond, _ = pocon(c, np.abs(symmetric).sum(axis=0).max(), uplo="L" if lower else "U")
+    return float(rcond)
+
+
+def _spd_families() -> list[tuple[str, np.ndarray]]:
+    cases = [(f"hilbert{n}", _hilbert(n)) for n in range(5, 15)]
+    g = np.random.default_rng(8)
+    for d in (6, 7, 8, 10, 14, 15, 15.5, 16, 17, 18):
+        q, _ = np.linalg.qr(g.standard_normal((40, 40)))
+        cases.append((f"spd{d}", (q * np.logspace(0, -d, 40)) @ q.T))
+    x = np.sort(g.uniform(-5, 5, 120))
+    for noise in (1e-1, 1e-6, 1e-12, 1e-15, 1e-17):
+        kernel = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2)
+        cases.append((f"gp{noise:g}", kernel + noise * np.eye(120)))
+    for n in (1, 5, 200):
+        m = g.standard_normal((n, n))
+        cases.append((f"wishart{n}", m @ m.T / n + np.eye(n)))
+    return cases
+
+
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_pos_warning_is_pocons_decision(dtype, lower):
+    a, b = wt.tensor(dtype, shape=(None, None)), wt.tensor(dtype, shape=(None,))
+    f = wb.function([a, b], la.solve(a, b, assume_a="pos", lower=lower), linker="c")
+    eps = np.finfo(dtype).eps
+    checked = {True: 0, False: 0}
+    for name, value in _spd_families():
+        value = value.astype(dtype)
+        rcond = _pocon_rcond(value, lower)
+        if rcond is None or abs(rcond / eps - 1) < 0.1:
+            continue  # not positive definite; or too close to call
+        expected = rcond < eps
+        assert _warned(f, value) == expected, (name, rcond / eps)
+        checked[expected] += 1
+    assert min(checked.values()) >= 3, checked

@@ -237,6 +237,15 @@ def _condition(node: Any, routine: str, args: str) -> str:
             "      WB_LA_NOTE_RCOND(rcond, WB_LA_EPS_%(t)s) }")
 
 
+def _probed(node: Any, probe: str, estimate: str) -> str:
+    """`estimate` (C noting rcond) run unless the C expression `probe` (a call of
+    `_RCOND_C`'s probes) shows the matrix well conditioned; complex matrices (which the
+    probe's bound does not cover) always run it."""
+    if DTYPES[str(node.inputs[0].type.dtype)].is_complex:
+        return estimate
+    return f"if (!{probe}) {estimate}"
+
+
 #: The 1-norm estimate of an inverse from LU factors for real matrices: LAPACK's dlacn2
 #: algorithm (Hager 1984, Higham 1988: the one gecon runs), its products by getrs
 #: solves. gecon does the same solves through dlatrs, which guards every solve against
@@ -245,21 +254,23 @@ def _condition(node: Any, routine: str, args: str) -> str:
 #: the estimate inf (rcond 0: the warning), where gecon scales its way to a tiny rcond
 #: (the warning too).
 #:
-#: The estimate takes five solves (five passes over the factors) where only its
-#: comparison with the epsilon is wanted, so one solve with a probe vector v goes
-#: first (`wb_la_probe_well_conditioned`): v uniform in the cube [-1/2, 1/2]^n. For any
-#: B and sign vector s, |B v|_1 >= |s^T B v| = |(B^T s)^T v|, and by Ball's cube-slicing
-#: theorem (1986: no central section of the unit cube exceeds sqrt(2) in volume) the
-#: density of w^T v is at most sqrt(2) for a unit w, so P(|B v|_1 < t |B^T s|_2) <=
-#: 2 sqrt(2) t; with s the signs of B's largest column, |B^T s|_2 >= |B|_1. Hence
-#: |B|_1 <= |B v|_1 / t except with probability 2 sqrt(2) t = WB_LA_PROBE_MISS (1e-8).
-#: When that bound puts rcond above twice the epsilon, the estimate (a lower bound of
-#: |B|_1) could not warn and is skipped; otherwise it runs as before. So the warning
-#: is gecon's decision, except that an ill-conditioned matrix goes unwarned with
-#: probability at most 1e-8 over the probe (a fixed pseudo-random v: the probability
-#: is over matrices drawn independently of it). As |B v|_1 >= |v|_1 / |A|_1, the probe
-#: can only pass when 2 eps |v|_1 / t < 1 (|v|_1 is about n / 4): below 3e7 columns in
-#: float64, never in float32, whose probe is not solved. In practice float64 matrices of
+#: The estimate takes five solves (five passes over the factors), pocon ("pos") as many
+#: plus dlatrs's scaling (0.16 to 0.45 ms next to a 1 ms potrf at n = 500), where only
+#: the comparison with the epsilon is wanted; so one solve with a probe vector v goes
+#: first (`wb_la_probe_lu`, `wb_la_probe_cholesky`), v uniform in the cube
+#: [-1/2, 1/2]^n. For any B and sign vector s, |B v|_1 >= |s^T B v| = |(B^T s)^T v|,
+#: and by Ball's cube-slicing theorem (1986: no central section of the unit cube exceeds
+#: sqrt(2) in volume) the density of w^T v is at most sqrt(2) for a unit w, so
+#: P(|B v|_1 < t |B^T s|_2) <= 2 sqrt(2) t; with s the signs of B's largest column,
+#: |B^T s|_2 >= |B|_1. Hence |B|_1 <= |B v|_1 / t except with probability
+#: 2 sqrt(2) t = WB_LA_PROBE_MISS (1e-8). When that bound puts rcond above twice the
+#: epsilon, the estimate (a lower bound of |B|_1, as gecon's and pocon's are) could not
+#: warn and is skipped; otherwise it runs as before. So the warning is the estimate's
+#: decision, except that an ill-conditioned matrix goes unwarned with probability at
+#: most 1e-8 over the probe (a fixed pseudo-random v: the probability is over matrices
+#: drawn independently of it). As |B v|_1 >= |v|_1 / |A|_1, the probe can only pass
+#: when 2 eps |v|_1 / t < 1 (|v|_1 is about n / 4): below 3e7 columns in float64,
+#: never in float32, whose probe is not solved. In practice float64 matrices of
 #: condition number below 1e5 to 1e7 pass (the benchmark's is 5e4: the rounding of the
 #: probe is far inside the factor 2); the others run the estimate after it, one solve
 #: more than before. Measured (n = 500, one core): the probe 0.03 ms, the estimate
@@ -268,26 +279,45 @@ _RCOND_C = r"""
 #ifndef WB_LA_INV_NORM1_%(t)s
 #define WB_LA_INV_NORM1_%(t)s
 #define WB_LA_PROBE_MISS 1e-8
-/* Whether the 1-norm of B = M^-T (M = P L U held by getrf in lu, ipiv) is below
-   1 / (2 eps anorm), except with probability WB_LA_PROBE_MISS (_RCOND_C's comment):
-   one solve with the probe v (n entries of work), skipped when it could not tell. */
-static int wb_la_probe_well_conditioned_%(t)s(const %(ctype)s *lu, const wb_laint *ipiv,
-                                            wb_laint n, double anorm, double eps,
-                                            %(ctype)s *v) {
-  const double t = WB_LA_PROBE_MISS / (2 * 1.4142135623730951);
+/* Fills v (n entries) with the probe; tells whether it can pass (|B v|_1 >= |v|_1 /
+   anorm: it cannot when 2 eps |v|_1 / t >= 1, and is then not solved). */
+static int wb_la_probe_fill_%(t)s(%(ctype)s *v, wb_laint n, double eps) {
   uint64_t s = 0x2545F4914F6CDD1DULL;  /* the same probe every call */
-  double vsum = 0, ysum = 0;
+  double vsum = 0;
   for (wb_laint i = 0; i < n; ++i) {
     s ^= s << 13; s ^= s >> 7; s ^= s << 17;  /* xorshift64 */
     v[i] = (%(ctype)s)((double)(s >> 11) * 0x1.0p-53 - 0.5);
     vsum += fabs((double)v[i]);
   }
-  if (!(2 * eps * vsum / t < 1)) return 0;  /* |B v|_1 >= |v|_1 / anorm: cannot pass */
+  return 2 * eps * vsum / (WB_LA_PROBE_MISS / (2 * 1.4142135623730951)) < 1;
+}
+/* Whether y = B v puts the 1-norm of B below 1 / (2 eps anorm), except with probability
+   WB_LA_PROBE_MISS (_RCOND_C's comment). */
+static int wb_la_probe_passed_%(t)s(const %(ctype)s *y, wb_laint n, double anorm,
+                                  double eps) {
+  double ysum = 0;
+  for (wb_laint i = 0; i < n; ++i) ysum += fabs((double)y[i]);
+  return 2 * eps * anorm * ysum / (WB_LA_PROBE_MISS / (2 * 1.4142135623730951)) < 1;
+}
+/* The probe of B = M^-T for M = P L U held by getrf in lu, ipiv (v: n entries of work). */
+static int wb_la_probe_lu_%(t)s(const %(ctype)s *lu, const wb_laint *ipiv, wb_laint n,
+                              double anorm, double eps, %(ctype)s *v) {
+  if (!wb_la_probe_fill_%(t)s(v, n, eps)) return 0;
   const wb_laint one = 1; wb_laint info = 0;
   const char by_b = 'T';
   wb_la_%(t)sgetrs(&by_b, &n, &one, lu, &n, ipiv, v, &n, &info, (size_t)1);
-  for (wb_laint i = 0; i < n; ++i) ysum += fabs((double)v[i]);
-  return 2 * eps * anorm * ysum / t < 1;  /* a NaN or an inf: no */
+  return wb_la_probe_passed_%(t)s(v, n, anorm, eps);
+}
+/* The probe of B = A^-1 for A = U^T U (uplo 'U') or L L^T ('L') held by potrf in c: two
+   trsv (potrs solves by trsm, 0.09 against 0.03 ms for one column at n = 500). */
+static int wb_la_probe_cholesky_%(t)s(char uplo, const %(ctype)s *c, wb_laint n,
+                                    double anorm, double eps, %(ctype)s *v) {
+  if (!wb_la_probe_fill_%(t)s(v, n, eps)) return 0;
+  const wb_laint one = 1;
+  const char first = uplo == 'U' ? 'T' : 'N', second = uplo == 'U' ? 'N' : 'T', diag = 'N';
+  wb_la_%(t)strsv(&uplo, &first, &diag, &n, c, &n, v, &one, (size_t)1, (size_t)1, (size_t)1);
+  wb_la_%(t)strsv(&uplo, &second, &diag, &n, c, &n, v, &one, (size_t)1, (size_t)1, (size_t)1);
+  return wb_la_probe_passed_%(t)s(v, n, anorm, eps);
 }
 static %(rtype)s wb_la_asum_%(t)s(const %(ctype)s *x, wb_laint n) {
   %(rtype)s sum = 0;
@@ -354,8 +384,9 @@ SYSV_WORK = 64
 class SolveC(_SolveLikeC):
     """getrf + getrs ("gen"), posv ("pos"), sysv ("sym", and "her" of real matrices),
     hesv ("her" of complex matrices), trtrs ("tri"). The condition estimate of "gen"
-    for real matrices is gecon's algorithm by getrs solves, after a probe solve that
-    skips it for a matrix it shows well conditioned (`_RCOND_C`)."""
+    for real matrices is gecon's algorithm by getrs solves; it and pocon ("pos") run
+    after a probe solve that skips them for a real matrix it shows well conditioned
+    (`_RCOND_C`)."""
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         lt = DTYPES[str(node.inputs[0].type.dtype)]
@@ -367,13 +398,16 @@ class SolveC(_SolveLikeC):
                sub: dict[str, str]) -> str:
         op = self.op
         uplo = "L" if op.lower else "U"
-        part = 1 if op.lower else 2  # wb_la_norm of the symmetric matrix of that triangle
+        sym_norm = (f"    const %(rtype)s anorm = wb_la_sym_norm_%(t)s(wb_a, n, {int(op.lower)}, "
+                    "wb_crw);\n")  # of the symmetric matrix of that triangle
         if op.assume_a == "pos":
             call = (f"const char uplo = '{uplo}';\n"
-                    f"    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, {part});\n"
+                    + sym_norm +
                     "    wb_la_%(t)sposv(&uplo, &wb_n, &wb_k, wb_a, &wb_ld, wb_b, &wb_ld, &info, "
                     "(size_t)1);\n    if (info == 0) "
-                    + _condition(node, "pocon", "&uplo, &wb_n, wb_a, &wb_ld"))
+                    + _probed(node, "wb_la_probe_cholesky_%(t)s(uplo, wb_a, wb_n, "
+                              "(double)anorm, WB_LA_EPS_%(t)s, wb_cw)",
+                              _condition(node, "pocon", "&uplo, &wb_n, wb_a, &wb_ld")))
             texts = messages("Matrix is not positive definite (assume_a='pos'): the "
                              "leading minor of order ")
             return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
@@ -388,7 +422,7 @@ class SolveC(_SolveLikeC):
                 str(node.inputs[0].type.dtype)].is_complex else "sysv"
             call = (f"const char uplo = '{uplo}'; const wb_laint wb_lwork = "
                     f"(wb_laint)({SYSV_WORK} * (n > 1 ? n : 1));\n"
-                    f"    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, {part});\n"
+                    + sym_norm +
                     f"    wb_la_%(t)s{routine}(&uplo, &wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, "
                     "&wb_ld, wb_work, &wb_lwork, &info, (size_t)1);\n    if (info == 0) "
                     + _condition(node, routine[:2] + "con", "&uplo, &wb_n, wb_a, &wb_ld, "
@@ -407,12 +441,13 @@ class SolveC(_SolveLikeC):
         if DTYPES[str(node.inputs[0].type.dtype)].is_complex:
             condition = _condition(node, "gecon", "&norm, &wb_n, wb_a, &wb_ld")
         else:  # gecon's estimate by faster solves, unless the probe rules it out (_RCOND_C)
-            condition = ("if (!wb_la_probe_well_conditioned_%(t)s(wb_a, wb_ipiv, wb_n, "
-                         "(double)anorm, WB_LA_EPS_%(t)s, wb_cw)) {\n"
-                         "      const %(rtype)s est = wb_la_inv_norm1_%(t)s(wb_a, wb_ipiv, wb_n, "
-                         "wb_cw, wb_cw + n);\n"
-                         "      const %(rtype)s rcond = est > 0 ? (1 / est) / anorm : 0;\n"
-                         "      WB_LA_NOTE_RCOND(rcond, WB_LA_EPS_%(t)s) }")
+            condition = _probed(
+                node, "wb_la_probe_lu_%(t)s(wb_a, wb_ipiv, wb_n, (double)anorm, "
+                "WB_LA_EPS_%(t)s, wb_cw)",
+                "{ const %(rtype)s est = wb_la_inv_norm1_%(t)s(wb_a, wb_ipiv, wb_n, wb_cw, "
+                "wb_cw + n);\n"
+                "      const %(rtype)s rcond = est > 0 ? (1 / est) / anorm : 0;\n"
+                "      WB_LA_NOTE_RCOND(rcond, WB_LA_EPS_%(t)s) }")
         call = ("const %(rtype)s anorm = wb_la_largest_%(t)s(wb_colsum, n); "
                 "const char norm = 'I'; (void)norm;\n"
                 "    wb_la_%(t)sgetrf(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, &info);\n"
@@ -576,7 +611,7 @@ class InvC(LapackC):
     for (npy_intp j = 0; j < n * n; ++j) wb_b[j] = 0;
     for (npy_intp j = 0; j < n; ++j) wb_b[j + j * n] = 1;
     wb_laint info = 0;
-    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n, 0); const char norm = '1';
+    const %(rtype)s anorm = wb_la_norm_%(t)s(wb_a, n); const char norm = '1';
     wb_la_%(t)sgesv(&wb_n, &wb_n, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info);
     {check_info()}
     else {{

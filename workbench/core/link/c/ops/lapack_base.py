@@ -89,6 +89,8 @@ LAPACK_ROUTINES: dict[str, tuple[str, int, str]] = {
     "gemm": ("const char *transa, const char *transb, const wb_laint *m, const wb_laint *n, "
              "const wb_laint *k, const T *alpha, const T *a, const wb_laint *lda, const T *b, "
              "const wb_laint *ldb, const T *beta, T *c, const wb_laint *ldc", 2, ALL),
+    "trsv": ("const char *uplo, const char *trans, const char *diag, const wb_laint *n, "
+             "const T *a, const wb_laint *lda, T *x, const wb_laint *incx", 3, ALL),
     "trsm": ("const char *side, const char *uplo, const char *transa, const char *diag, "
              "const wb_laint *m, const wb_laint *n, const T *alpha, const T *a, "
              "const wb_laint *lda, T *b, const wb_laint *ldb", 4, ALL),
@@ -321,21 +323,49 @@ static int wb_la_finite_%(t)s(const %(ctype)s *x, npy_intp count) {
 static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
 #define WB_LA_EPS_%(t)s (sizeof(%(rtype)s) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON)
 
-/* The 1-norm (largest column sum of moduli) of the n x n column-major a (part 0); of
-   the symmetric (Hermitian) matrix its lower (part 1) or upper (part 2) triangle
-   describes; the infinity norm (largest row sum) of a (part 3). LAPACK's *con routines
-   take it with the factorisation. */
-static %(rtype)s wb_la_norm_%(t)s(const %(ctype)s *a, npy_intp n, int part) {
+/* The largest of the n sums (a NaN wins, as in wb_la_norm). */
+static %(rtype)s wb_la_largest_%(t)s(const %(rtype)s *sums, npy_intp n) {
+  %(rtype)s best = 0;
+  for (npy_intp j = 0; j < n; ++j) if (sums[j] > best || sums[j] != sums[j]) best = sums[j];
+  return best;
+}
+
+/* The 1-norm (largest column sum of moduli) of the n x n column-major a. LAPACK's *con
+   routines take it with the factorisation. */
+static %(rtype)s wb_la_norm_%(t)s(const %(ctype)s *a, npy_intp n) {
   %(rtype)s best = 0;
   for (npy_intp j = 0; j < n; ++j) {
     %(rtype)s sum = 0;
-    for (npy_intp i = 0; i < n; ++i) {
-      const int mirror = part == 3 || (part == 1 && i < j) || (part == 2 && i > j);
-      sum += wb_la_abs_%(t)s(mirror ? a[j + i * n] : a[i + j * n]);
-    }
+    for (npy_intp i = 0; i < n; ++i) sum += wb_la_abs_%(t)s(a[i + j * n]);
     if (sum > best || sum != sum) best = sum;
   }
   return best;
+}
+
+/* The 1-norm of the symmetric (Hermitian) matrix the lower (`lower`) or upper triangle
+   of the n x n column-major a describes, in one pass down the triangle's columns: an
+   entry off the diagonal counts in its own column's sum and, mirrored, in its row's
+   (`sums`, n entries of work), so no entry is read across a row (a stride of n). */
+static %(rtype)s wb_la_sym_norm_%(t)s(const %(ctype)s *a, npy_intp n, int lower,
+                                    %(rtype)s *sums) {
+  for (npy_intp i = 0; i < n; ++i) sums[i] = 0;
+  for (npy_intp j = 0; j < n; ++j) {
+    const %(ctype)s *col = a + j * n;
+    const npy_intp lo = lower ? j + 1 : 0, hi = lower ? n : j;  /* off the diagonal */
+    %(rtype)s own[4] = {wb_la_abs_%(t)s(col[j]), 0, 0, 0};
+    npy_intp i = lo;
+    for (; i + 4 <= hi; i += 4)
+      for (int q = 0; q < 4; ++q) {
+        const %(rtype)s x = wb_la_abs_%(t)s(col[i + q]);
+        own[q] += x; sums[i + q] += x;
+      }
+    for (; i < hi; ++i) {
+      const %(rtype)s x = wb_la_abs_%(t)s(col[i]);
+      own[0] += x; sums[i] += x;
+    }
+    sums[j] += (own[0] + own[1]) + (own[2] + own[3]);
+  }
+  return wb_la_largest_%(t)s(sums, n);
 }
 /* buf (column-major, leading dimension m) = the m x n matrix at p with strides s0, s1,
    copied in tiles so that neither side is read with a long stride for long. */
@@ -386,12 +416,6 @@ static int wb_la_load_rows_norm_%(t)s(const char *p, npy_intp s0, npy_intp s1, n
   return !bad;
 }
 
-/* The largest of the n sums (a NaN wins, as in wb_la_norm). */
-static %(rtype)s wb_la_largest_%(t)s(const %(rtype)s *sums, npy_intp n) {
-  %(rtype)s best = 0;
-  for (npy_intp j = 0; j < n; ++j) if (sums[j] > best || sums[j] != sums[j]) best = sums[j];
-  return best;
-}
 
 /* The C-ordered m x n matrix at out = buf (column-major, leading dimension m). */
 static void wb_la_store_%(t)s(%(ctype)s *out, npy_intp m, npy_intp n, const %(ctype)s *buf) {
