@@ -270,3 +270,21 @@ def test_pinv_takes_one_rcond_per_matrix_and_numpys_rtol_none(linker, hermitian)
     assert kept[0, 1, 1] == pytest.approx(1 / 6e-16) and cut[0, 1, 1] == 0.0
     with pytest.raises(ValueError, match="rtol and rcond cannot both be set"):
         la.pinv(a, rcond=0.1, rtol=None)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_block_diag_batches_as_scipy(linker):
+    # leading dimensions are batch dimensions broadcast between the inputs (scipy >=
+    # 1.15); a 3-d input raised 'every input must have at most 2'
+    import scipy.linalg as sl
+
+    rng = np.random.default_rng(6)
+    values = [rng.standard_normal((3, 1, 2, 2)), rng.standard_normal((4, 1, 3)), np.arange(3.0)]
+    inputs = [wt.tensor("float64", shape=(None,) * v.ndim) for v in values]
+    f = wb.function(inputs, la.block_diag(*inputs), linker=linker)
+    np.testing.assert_array_equal(f(*values), sl.block_diag(*values))
+    assert la.block_diag(*[wt.tensor("float64", shape=v.shape) for v in values]
+                         ).type.shape == (3, 4, 4, 8)
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        la.block_diag(wt.tensor("float64", shape=(2, 2, 2)), wt.tensor("float64", shape=(3, 1, 1)))
+    verify_grad(la.block_diag, [values[0], values[1]], rng=rng)

@@ -230,7 +230,9 @@ def kron(a: Any, b: Any) -> Variable:
 
 def block_diag(*arrs: Any) -> Variable:
     """scipy.linalg.block_diag: the matrices on the diagonal of a zero matrix (a 1-d input
-    is one row, a 0-d one a 1x1 block); the dtype promotes the inputs'."""
+    is one row, a 0-d one a 1x1 block); the dtype promotes the inputs'. Dimensions
+    before the last two are batch dimensions, broadcast between the inputs (scipy >=
+    1.15): one block-diagonal matrix per batch index."""
     from workbench.core.dtypes import result_type
     from workbench.core.tensor.basic import cast
     from workbench.core.tensor.creation import zeros
@@ -241,11 +243,8 @@ def block_diag(*arrs: Any) -> Variable:
     if not arrs:
         return zeros((1, 0), "float64")
     blocks = []
-    for position, arr in enumerate(arrs):
+    for arr in arrs:
         v = as_tensor_variable(arr)
-        if v.type.ndim > 2:
-            raise ValueError(f"block_diag: input {position} has {v.type.ndim} dimensions; "
-                             "every input must have at most 2")
         if v.type.ndim == 0:
             v = dimshuffle(v, ("x", "x"))
         elif v.type.ndim == 1:
@@ -253,19 +252,50 @@ def block_diag(*arrs: Any) -> Variable:
         blocks.append(v)
     dtype = result_type(*[b.type.dtype for b in blocks])
     blocks = [b if b.type.dtype == dtype else cast(b, dtype) for b in blocks]
-    shapes = [shape_tuple(b) for b in blocks]
+    batch = _common_batch(blocks)
+    blocks = [_broadcast_batch(b, batch) for b in blocks]
+    shapes = [shape_tuple(b)[-2:] for b in blocks]
     rows = []
     for i, (block, (r, _)) in enumerate(zip(blocks, shapes)):
         before = [s[1] for s in shapes[:i]]
         after = [s[1] for s in shapes[i + 1:]]
         parts = []
         if before:
-            parts.append(zeros((r, _length_sum(before)), dtype))
+            parts.append(zeros((*batch, r, _length_sum(before)), dtype))
         parts.append(block)
         if after:
-            parts.append(zeros((r, _length_sum(after)), dtype))
-        rows.append(parts[0] if len(parts) == 1 else concatenate(parts, axis=1))
-    return rows[0] if len(rows) == 1 else concatenate(rows, axis=0)
+            parts.append(zeros((*batch, r, _length_sum(after)), dtype))
+        rows.append(parts[0] if len(parts) == 1 else concatenate(parts, axis=-1))
+    return rows[0] if len(rows) == 1 else concatenate(rows, axis=-2)
+
+
+def _common_batch(blocks: list[Variable]) -> tuple[Any, ...]:
+    """The broadcast batch shape (dimensions before the last two) of `blocks`: ints where
+    known, lengths computed when run otherwise; ValueError for static lengths that
+    cannot broadcast."""
+    from workbench.core.tensor.elemwise import broadcast_length, broadcast_static_shapes
+    from workbench.core.tensor.shape import shape_tuple
+
+    nb = max(b.type.ndim - 2 for b in blocks)
+    if nb == 0:
+        return ()
+    static = [(1,) * (nb - b.type.ndim + 2) + b.type.shape[:-2] for b in blocks]
+    if broadcast_static_shapes(static) is None:
+        raise ValueError("block_diag: the batch dimensions "
+                         f"{', '.join(str(b.type.shape[:-2]) for b in blocks)} cannot be "
+                         "broadcast together")
+    lengths = [(1,) * (nb - b.type.ndim + 2) + tuple(shape_tuple(b)[:-2]) for b in blocks]
+    return tuple(broadcast_length(list(axis)) for axis in zip(*lengths))
+
+
+def _broadcast_batch(block: Variable, batch: tuple[Any, ...]) -> Variable:
+    """`block` broadcast to the batch shape `batch` (its core matrix unchanged)."""
+    from workbench.core.tensor.reshape import broadcast_to
+    from workbench.core.tensor.shape import shape_tuple
+
+    if not batch:
+        return block
+    return broadcast_to(block, (*batch, *shape_tuple(block)[-2:]))
 
 
 def _length_sum(lengths: list[Any]) -> Any:
