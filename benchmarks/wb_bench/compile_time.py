@@ -153,13 +153,15 @@ def _args(what: str) -> tuple[Any, ...]:
 
 
 NEW_PROCESS_NOTES = {
+    (SUBJECT, "cold cache"): "new process, empty WORKBENCH_CACHE_DIR (probes, runtime, kinds)",
+    (SUBJECT, "warm cache, new process"): "new process, its WORKBENCH_CACHE_DIR kept",
     ("jax jit", "cold cache"): "new process: trace + XLA compile (no persistent cache)",
     ("jax jit", "warm cache, new process"): "new process: compiles again (no persistent "
                                             "cache)",
     ("pytensor default", "cold cache"): "new process, empty base_compiledir (C and Numba "
                                         "caches)",
     ("pytensor default", "warm cache, new process"): "new process, its base_compiledir kept",
-}
+}  # keyed (system, cache state)
 
 KINDS = ("cold cache", "warm cache, new process")
 
@@ -223,7 +225,7 @@ def new_process_rows(what: str, label: str, systems: list[str], samples: int,
             compiled = kinds.get(key, [])
             rounds = (f"kinds compiled per round {', '.join(map(str, compiled))}"
                       if len(set(compiled)) > 1 else "")  # e.g. a 'warm' one that compiled
-            note = "; ".join(filter(None, [NEW_PROCESS_NOTES.get(key, ""), spread,
+            note = "; ".join(filter(None, [NEW_PROCESS_NOTES.get((name, kind), ""), spread,
                                            extra.get(key, ""), rounds]))
             rows.append(Row(case, name, statistics.median(walls), note,
                             cpu_seconds=statistics.median(cpus) if cpus else None))

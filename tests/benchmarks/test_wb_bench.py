@@ -67,6 +67,13 @@ def test_new_process_rows_are_medians_of_fresh_caches_after_an_untimed_warm_up()
     assert all(row.cpu_seconds == 1.5 for row in rows)  # the process and its compilers
     assert "median of 3 fresh processes" in by["compile fused chain (cold cache)",
                                                SUBJECT].note
+    # each row says how its system was made cold or warm (the lookup once never matched)
+    assert by["compile fused chain (cold cache)", "pytensor default"].note.startswith(
+        "new process, empty base_compiledir")
+    assert by["compile fused chain (cold cache)", SUBJECT].note.startswith(
+        "new process, empty WORKBENCH_CACHE_DIR")
+    assert by["compile fused chain (warm cache, new process)", "pytensor default"
+              ].note.startswith("new process, its base_compiledir kept")
 
 
 def test_a_warm_process_that_compiled_is_named_in_its_rows_note():
