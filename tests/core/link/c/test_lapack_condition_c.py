@@ -1,13 +1,14 @@
-"""The C linker's LinAlgWarning for a real `solve` "gen" and "pos"
+"""The C linker's LinAlgWarning for a real `solve` "gen", "pos" and "sym"
 (link/c/ops/lapack.py, `_RCOND_C`): a probe solve first, the estimate only when the
 probe cannot show the matrix well conditioned. The warning is the decision of LAPACK's
-gecon on the same LU factors (those of a^T, norm "I"), or of pocon on the same Cholesky
-factor, on families of ill-conditioned matrices on both sides of the threshold. The
-bound of agreement: the probe is a fixed pseudo-random vector, and an ill-conditioned
-matrix escapes it (no warning) with probability at most 1e-8 over probes drawn
-independently of the matrix; where the estimate runs, gen's rcond is gecon's within
-1e-3 (tests/core/tensor/test_linalg_lapack.py) and pos's is pocon's, so cases whose
-rcond is within 10% of the epsilon are left out."""
+gecon on the same LU factors (those of a^T, norm "I"), of pocon on the same Cholesky
+factor, of sycon on the same Bunch-Kaufman factors, on families of ill-conditioned
+matrices on both sides of the threshold. The bound of agreement: the probe is a fixed
+pseudo-random vector, and an ill-conditioned matrix escapes it (no warning) with
+probability at most 1e-8 over probes drawn independently of the matrix; where the
+estimate runs, gen's rcond is gecon's within 1e-3 (tests/core/tensor/
+test_linalg_lapack.py) and the others' are LAPACK's, so cases whose rcond is within 10%
+of the epsilon are left out."""
 
 from __future__ import annotations
 
@@ -161,6 +162,51 @@ def test_the_pos_warning_is_pocons_decision(dtype, lower):
         rcond = _pocon_rcond(value, lower)
         if rcond is None or abs(rcond / eps - 1) < 0.1:
             continue  # not positive definite; or too close to call
+        expected = rcond < eps
+        assert _warned(f, value) == expected, (name, rcond / eps)
+        checked[expected] += 1
+    assert min(checked.values()) >= 3, checked
+
+
+def _sycon_rcond(a: np.ndarray, lower: bool) -> float | None:
+    from scipy.linalg import lapack
+
+    sytrf, sycon = ((lapack.ssytrf, lapack.ssycon) if a.dtype == np.float32
+                    else (lapack.dsytrf, lapack.dsycon))
+    f, ipiv, info = sytrf(a, lower=lower)
+    if info > 0:
+        return None
+    triangle = np.tril(a) if lower else np.triu(a)
+    symmetric = triangle + triangle.T - np.diag(np.diag(a))
+    rcond, _ = sycon(f, ipiv, np.abs(symmetric).sum(axis=0).max(), lower=lower)
+    return float(rcond)
+
+
+def _symmetric_families() -> list[tuple[str, np.ndarray]]:
+    cases = [(f"hilbert{n}", _hilbert(n)) for n in range(5, 15)]
+    g = np.random.default_rng(9)
+    for d in (6, 7, 8, 10, 14, 15, 15.5, 16, 17, 18):
+        q, _ = np.linalg.qr(g.standard_normal((40, 40)))
+        signs = np.where(np.arange(40) % 3 == 1, -1.0, 1.0)  # indefinite
+        cases.append((f"indefinite{d}", (q * (signs * np.logspace(0, -d, 40))) @ q.T))
+    for n in (1, 6, 150):
+        m = g.standard_normal((n, n))
+        cases.append((f"random{n}", m + m.T))
+    return cases
+
+
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_sym_warning_is_sycons_decision(dtype, lower):
+    a, b = wt.tensor(dtype, shape=(None, None)), wt.tensor(dtype, shape=(None,))
+    f = wb.function([a, b], la.solve(a, b, assume_a="sym", lower=lower), linker="c")
+    eps = np.finfo(dtype).eps
+    checked = {True: 0, False: 0}
+    for name, value in _symmetric_families():
+        value = value.astype(dtype)
+        rcond = _sycon_rcond(value, lower)
+        if rcond is None or abs(rcond / eps - 1) < 0.1:
+            continue  # singular; or too close to call
         expected = rcond < eps
         assert _warned(f, value) == expected, (name, rcond / eps)
         checked[expected] += 1

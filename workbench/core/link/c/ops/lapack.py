@@ -254,10 +254,11 @@ def _probed(node: Any, probe: str, estimate: str) -> str:
 #: the estimate inf (rcond 0: the warning), where gecon scales its way to a tiny rcond
 #: (the warning too).
 #:
-#: The estimate takes five solves (five passes over the factors), pocon ("pos") as many
-#: plus dlatrs's scaling (0.16 to 0.45 ms next to a 1 ms potrf at n = 500), where only
-#: the comparison with the epsilon is wanted; so one solve with a probe vector v goes
-#: first (`wb_la_probe_lu`, `wb_la_probe_cholesky`), v uniform in the cube
+#: The estimate takes five solves (five passes over the factors), pocon ("pos") and
+#: sycon ("sym") as many, pocon with dlatrs's scaling (0.16 to 0.45 ms next to a 1 ms
+#: potrf at n = 500), where only the comparison with the epsilon is wanted; so one solve
+#: with a probe vector v goes first (`wb_la_probe_lu`, `wb_la_probe_cholesky`,
+#: `wb_la_probe_ldl`), v uniform in the cube
 #: [-1/2, 1/2]^n. For any B and sign vector s, |B v|_1 >= |s^T B v| = |(B^T s)^T v|,
 #: and by Ball's cube-slicing theorem (1986: no central section of the unit cube exceeds
 #: sqrt(2) in volume) the density of w^T v is at most sqrt(2) for a unit w, so
@@ -317,6 +318,14 @@ static int wb_la_probe_cholesky_%(t)s(char uplo, const %(ctype)s *c, wb_laint n,
   const char first = uplo == 'U' ? 'T' : 'N', second = uplo == 'U' ? 'N' : 'T', diag = 'N';
   wb_la_%(t)strsv(&uplo, &first, &diag, &n, c, &n, v, &one, (size_t)1, (size_t)1, (size_t)1);
   wb_la_%(t)strsv(&uplo, &second, &diag, &n, c, &n, v, &one, (size_t)1, (size_t)1, (size_t)1);
+  return wb_la_probe_passed_%(t)s(v, n, anorm, eps);
+}
+/* The probe of B = A^-1 for A = U D U^T or L D L^T held by sytrf (sysv) in f, ipiv. */
+static int wb_la_probe_ldl_%(t)s(char uplo, const %(ctype)s *f, const wb_laint *ipiv,
+                               wb_laint n, double anorm, double eps, %(ctype)s *v) {
+  if (!wb_la_probe_fill_%(t)s(v, n, eps)) return 0;
+  const wb_laint one = 1; wb_laint info = 0;
+  wb_la_%(t)ssytrs(&uplo, &n, &one, f, &n, ipiv, v, &n, &info, (size_t)1);
   return wb_la_probe_passed_%(t)s(v, n, anorm, eps);
 }
 static %(rtype)s wb_la_asum_%(t)s(const %(ctype)s *x, wb_laint n) {
@@ -384,9 +393,9 @@ SYSV_WORK = 64
 class SolveC(_SolveLikeC):
     """getrf + getrs ("gen"), posv ("pos"), sysv ("sym", and "her" of real matrices),
     hesv ("her" of complex matrices), trtrs ("tri"). The condition estimate of "gen"
-    for real matrices is gecon's algorithm by getrs solves; it and pocon ("pos") run
-    after a probe solve that skips them for a real matrix it shows well conditioned
-    (`_RCOND_C`)."""
+    for real matrices is gecon's algorithm by getrs solves; it, pocon ("pos") and sycon
+    ("sym") run after a probe solve that skips them for a real matrix it shows well
+    conditioned (`_RCOND_C`)."""
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         lt = DTYPES[str(node.inputs[0].type.dtype)]
@@ -425,8 +434,10 @@ class SolveC(_SolveLikeC):
                     + sym_norm +
                     f"    wb_la_%(t)s{routine}(&uplo, &wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, "
                     "&wb_ld, wb_work, &wb_lwork, &info, (size_t)1);\n    if (info == 0) "
-                    + _condition(node, routine[:2] + "con", "&uplo, &wb_n, wb_a, &wb_ld, "
-                                 "wb_ipiv"))
+                    + _probed(node, "wb_la_probe_ldl_%(t)s(uplo, wb_a, wb_ipiv, wb_n, "
+                              "(double)anorm, WB_LA_EPS_%(t)s, wb_cw)",
+                              _condition(node, routine[:2] + "con", "&uplo, &wb_n, wb_a, "
+                                         "&wb_ld, wb_ipiv")))
             texts = messages("Singular matrix: D is exactly zero at pivot ")
             return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
                                    work=(("wb_work", "%(ctype)s", f"{SYSV_WORK} * n"),

@@ -89,6 +89,9 @@ LAPACK_ROUTINES: dict[str, tuple[str, int, str]] = {
     "gemm": ("const char *transa, const char *transb, const wb_laint *m, const wb_laint *n, "
              "const wb_laint *k, const T *alpha, const T *a, const wb_laint *lda, const T *b, "
              "const wb_laint *ldb, const T *beta, T *c, const wb_laint *ldc", 2, ALL),
+    "sytrs": ("const char *uplo, const wb_laint *n, const wb_laint *nrhs, const T *a, "
+              "const wb_laint *lda, const wb_laint *ipiv, T *b, const wb_laint *ldb, "
+              "wb_laint *info", 1, "sd"),
     "trsv": ("const char *uplo, const char *trans, const char *diag, const wb_laint *n, "
              "const T *a, const wb_laint *lda, T *x, const wb_laint *incx", 3, ALL),
     "trsm": ("const char *side, const char *uplo, const char *transa, const char *diag, "
