@@ -1,5 +1,6 @@
 """(5) Compile time, graph to first result, of the fused chain (1) and the MLP step (4),
-every system measured alike, from after its import to its first result:
+every system measured alike, from after its import (workbench with its C linker's
+modules, PyTensor with its default Numba linker's modules and numba) to its first result:
 - cold cache: a new process with empty caches (workbench: a fresh WORKBENCH_CACHE_DIR;
   PyTensor: a fresh `base_compiledir`, which holds both its C `compiledir` and the cache
   of its default Numba linker, `base_compiledir/numba`; JAX keeps no compilation cache
