@@ -84,8 +84,10 @@ def test_bench_fits_its_table_to_the_terminal(width):
     assert result.exit_code == 0, result.stderr
     assert widest(result.stdout) <= width
     table = [line for line in result.stdout.splitlines() if line.startswith("| ")]
-    assert [c.strip() for c in table[0].strip("|").split("|")][:2] == ["case",
-                                                                        "implementation"]
+    # the implementation header shortens to "impl." when the measured figures leave too
+    # little room (their widths vary from run to run)
+    header = [c.strip() for c in table[0].strip("|").split("|")][:2]
+    assert header in (["case", "implementation"], ["case", "impl."])
     threads = " ".join(line.split("|")[5] for line in table[2:]).split()
     # a count, or a call too short for the per-thread clocks: never a bare "-" on Linux
     assert threads and all(t.isdigit() or t in ("too", "short") for t in threads)
