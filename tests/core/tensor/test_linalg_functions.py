@@ -288,3 +288,22 @@ def test_block_diag_batches_as_scipy(linker):
     with pytest.raises(ValueError, match="cannot be broadcast"):
         la.block_diag(wt.tensor("float64", shape=(2, 2, 2)), wt.tensor("float64", shape=(3, 1, 1)))
     verify_grad(la.block_diag, [values[0], values[1]], rng=rng)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_expm_of_a_diagonal_matrix_is_the_exponential_of_its_diagonal(linker, dtype):
+    # as scipy: diag(inf, -inf, nan) gives diag(inf, 0, nan) with zeros elsewhere, where
+    # every linker gave NaN everywhere (a non-finite matrix)
+    import scipy.linalg as sl
+
+    values = np.stack([np.diag([np.inf, -np.inf, 1.0]), np.diag([np.nan, 2.0, -1.0]),
+                       np.diag([30.0, -30.0, 0.0]), np.triu(np.full((3, 3), np.inf))])
+    values = values.astype(dtype)
+    a = wt.tensor(dtype, shape=(None, None, None))
+    got = wb.function([a], la.expm(a), linker=linker)(values)
+    with np.errstate(invalid="ignore"):
+        want = np.stack([sl.expm(m) for m in values[:3]])
+    np.testing.assert_allclose(got[:3], want, rtol=1e-6, equal_nan=True)
+    assert got.dtype == values.dtype
+    assert np.isnan(got[3]).all()  # not diagonal: NaN as before

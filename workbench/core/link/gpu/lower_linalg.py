@@ -336,8 +336,18 @@ def lower_qr(node: Apply, ctx: LowerContext) -> Kernel:
 @register_lowering(Expm)
 @_shape_checked
 def lower_expm(node: Apply, ctx: LowerContext) -> Kernel:
+    """torch's matrix_exp; a diagonal matrix gets the exponential of its diagonal, as on
+    the other linkers and in scipy (its infinities included)."""
     torch = ctx.torch
-    return lambda a: [torch.linalg.matrix_exp(a)]
+
+    def kernel(a: Any) -> list[Any]:
+        d = torch.diagonal(a, dim1=-2, dim2=-1)
+        exact = torch.diag_embed(torch.exp(d))
+        on = torch.eye(a.shape[-1], dtype=torch.bool, device=a.device)
+        diagonal = (a.masked_fill(on, 0) == 0).flatten(-2).all(-1)
+        return [torch.where(diagonal[..., None, None], exact, torch.linalg.matrix_exp(a))]
+
+    return kernel
 
 
 @register_lowering(TriangularMatmul)

@@ -103,10 +103,15 @@ def expm_numpy(a: np.ndarray) -> np.ndarray:
     triangular matrix the diagonal and first superdiagonal are recomputed exactly
     after the approximant and after each squaring (Al-Mohy and Higham 2009, as
     scipy.linalg.expm): a squaring doubles their rounding errors (the nilpotent
-    [[0, 1e10], [0, 0]] lost 2.4e-7 on its unit diagonal)."""
+    [[0, 1e10], [0, 0]] lost 2.4e-7 on its unit diagonal). A diagonal matrix is the
+    exponential of its diagonal, as scipy's, infinities included (exp(-inf) = 0);
+    another matrix with an inf or a NaN gives NaN everywhere."""
     n = a.shape[0]
     if n == 0:
         return np.zeros((0, 0), a.dtype)
+    if not np.any(a[~np.eye(n, dtype=bool)]):  # diagonal: exp of it, as scipy (inf: inf)
+        with np.errstate(over="ignore"):
+            return np.diag(np.exp(np.diag(a))).astype(a.dtype)
     if not np.all(np.isfinite(a)):
         return np.full((n, n), np.nan, a.dtype)
     upper, lower = not np.any(np.tril(a, -1)), not np.any(np.triu(a, 1))

@@ -17,7 +17,9 @@ scaled powers are formed in the same order as `perform`'s NumPy expressions.
 the same matrix, so they commute and ``Q P^-1 = P^-1 Q``: read row-major, the answer
 is r_m itself, with no transposition. A triangular matrix (a lower one through its
 transpose) has its diagonal and first superdiagonal recomputed exactly after the
-approximant and each squaring, as `expm_numpy`. A non-finite matrix gives NaN (as `perform`); a
+approximant and each squaring, as `expm_numpy`. A diagonal matrix is the exponential of
+its diagonal (as scipy, infinities included); another non-finite matrix gives NaN (as
+`perform`); a
 singular denominator raises numpy.linalg.LinAlgError as numpy.linalg.solve does.
 Calls follow the C linker's BLAS thread policy (blas_threads.py) and large stacks
 run without the GIL. Graphs compiled where no BLAS/LAPACK is found run `perform`.
@@ -95,6 +97,14 @@ static long wb_ex_expm_%(t)s(npy_intp n, %(real)s *a, %(real)s *out, %(real)s *w
                             wb_laint *ipiv) {
   const npy_intp nn = n * n;
   %(real)s norm = 0;
+  int diagonal = 1;  /* the exponential of its diagonal, as scipy (inf: inf, -inf: 0) */
+  for (npy_intp k = 0; k < nn && diagonal; ++k)
+    if (k / n != k %% n && a[k] != 0) diagonal = 0;
+  if (diagonal) {
+    for (npy_intp k = 0; k < nn; ++k)
+      out[k] = (k / n == k %% n) ? (%(real)s)exp((double)a[k]) : 0;
+    return 0;
+  }
   for (npy_intp k = 0; k < nn; ++k)
     if (!isfinite(a[k])) {
       for (npy_intp i = 0; i < nn; ++i) out[i] = NAN;
@@ -266,4 +276,4 @@ class ExpmC(LapackC):
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (5,)
+        return (6,)
