@@ -269,6 +269,29 @@ def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
 @pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize(("dtype", "bounds"), [
+    ("float32", (-0.3, 2.2)), ("float32", (np.float64(-0.3), np.float64(2.2))),
+    ("float32", (np.float32(-0.3), np.float32(2.2))), ("float16", (-1.1, 0.7)),
+    ("int8", (0, 3)), ("float32", None),
+])
+def test_histogram_edges_of_a_range_are_numpys_bit_for_bit(linker, dtype, bounds) -> None:
+    """NumPy computes equal edges as linspace of the range in the range's precision
+    (float64 for Python numbers) rounded to the edges' dtype: float32 data with
+    range=(-0.3, 2.2) had edges computed in float32 (-0.22500001 for -0.225), so values
+    on an edge (0.0, 0.9, 1.4, ...) were counted one bin off."""
+    data = (np.arange(31) * 0.1).astype(dtype) if dtype != "int8" else np.arange(-3, 7, dtype=dtype)
+    v = wt.TensorType(dtype, (None,))("v")
+    for bins in (10, 100, "sturges"):
+        counts, edges = wb.function([v], list(wt.histogram(v, bins, range=bounds)),
+                                    linker=linker)(data)
+        want_counts, want_edges = np.histogram(data, bins, range=bounds)
+        assert edges.dtype == want_edges.dtype
+        np.testing.assert_array_equal(edges, want_edges)
+        np.testing.assert_array_equal(counts, want_counts)
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
 def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
     x, w = wt.lvector("x"), wt.dvector("w")
     f = wb.function([x, w], wt.bincount(x, w), linker=linker)

@@ -346,17 +346,38 @@ def _outer_edges(a: Variable, range: Any, dtype: Any) -> tuple[Variable, Variabl
     return switch(same, lo - 0.5, lo), switch(same, hi + 0.5, hi)
 
 
+def _edge_dtypes(a: Variable, range: Any) -> tuple[Any, Any]:
+    """(the dtype equal edges are computed in, the edges' dtype). NumPy computes them as
+    numpy.linspace of the outer edges: of an explicit range in its own precision (float64
+    for Python numbers), rounded to result_type(range, a) (float32 for float32 data: the
+    edges of range=(-0.3, 2.2) were computed in float32, -0.22500001 for NumPy's -0.225,
+    and values on an edge counted in the bin beside); of the data's min and max in a's
+    (floating) dtype."""
+    from workbench.core import dtypes
+
+    data = dtypes.result_type(a.type.dtype, 1.0)
+    if range is None:
+        return data, data
+    lo, hi = range
+    compute = np.result_type(lo, hi, 1.0)
+    edges = np.result_type(lo, hi, np.empty(0, a.type.dtype.numpy))
+    if edges.kind in "biu":
+        edges = np.result_type(edges, float)
+    return dtypes.as_dtype(compute), dtypes.as_dtype(edges)
+
+
 def _edges(a: Variable, bins: Any, range: Any, weights: Any) -> tuple[Variable, Any]:
     """(bin edges, number of bins) of numpy.histogram's `bins` and `range`."""
-    from workbench.core import dtypes
+    from workbench.core.tensor.basic import cast
     from workbench.core.tensor.grids import linspace
 
-    dtype = dtypes.result_type(a.type.dtype, 1.0)
+    dtype, edge_dtype = _edge_dtypes(a, range)
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
         if bins < 1:
             raise ValueError(f"histogram: bins must be a positive int, got {bins}")
         lo, hi = _outer_edges(a, range, dtype)
-        return _finite_sized(linspace(lo, hi, int(bins) + 1), int(bins)), int(bins)
+        edges = cast(linspace(lo, hi, int(bins) + 1), edge_dtype)
+        return _finite_sized(edges, int(bins)), int(bins)
     if isinstance(bins, str):
         from workbench.core.tensor.creation import arange
         from workbench.core.tensor.histogram_bins import bin_count
@@ -366,10 +387,11 @@ def _edges(a: Variable, bins: Any, range: Any, weights: Any) -> tuple[Variable, 
             raise TypeError(f"histogram: bins={bins!r} (an estimator) does not take weights, "
                             "as in NumPy; give a number of bins or the edges")
         lo, hi = _outer_edges(a, range, dtype)
-        n_bins = bin_count(bins, a, lo, hi, trim=range is not None)
+        n_bins = bin_count(bins, a, lo, hi, trim=range is not None, compare=edge_dtype)
         # numpy.linspace(lo, hi, n_bins + 1): start + j * step, the last edge exactly hi
         edges = arange(n_bins + 1).astype(dtype) * ((hi - lo) / n_bins.astype(dtype)) + lo
-        return _finite_sized(set_subtensor(edges[-1], hi), "the"), n_bins
+        edges = cast(set_subtensor(edges[-1], hi), edge_dtype)
+        return _finite_sized(edges, "the"), n_bins
     edges = as_tensor_variable(bins)
     if edges.type.ndim != 1:
         raise ValueError(f"histogram: bins must be an int or a 1-d tensor of edges, got "

@@ -13,6 +13,8 @@ a graph does not).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from workbench.core.graph.basic import Variable
@@ -112,12 +114,13 @@ def _width(rule: str, x: Variable, n: Variable, first: Variable, last: Variable
     return switch((n <= 1) | (ptp == 0), 0.0, ptp / bins)
 
 
-def bin_count(rule: str, a: Variable, first: Variable, last: Variable, trim: bool
-              ) -> Variable:
+def bin_count(rule: str, a: Variable, first: Variable, last: Variable, trim: bool,
+              compare: Any = "float64") -> Variable:
     """The int64 number of equal bins numpy.histogram picks for ``bins=rule`` on the
     flattened float data `a` of the given integer-ness, between the outer edges
     `first` and `last` (`trim`: drop the values outside them first, as NumPy does when
-    a range is given)."""
+    a range is given, comparing in the dtype `compare`: NumPy rounds a Python range to
+    float16 data's precision, where float16(0.7) > 0.7)."""
     from workbench.core.tensor.join import concatenate
     from workbench.core.tensor.math import ceil, maximum, switch
 
@@ -128,7 +131,8 @@ def bin_count(rule: str, a: Variable, first: Variable, last: Variable, trim: boo
     x = a.astype("float64")
     first64, last64 = first.astype("float64"), last.astype("float64")
     if trim:
-        x = x[(x >= first64) & (x <= last64)]
+        data, low, high = (v.astype(compare) for v in (a, first, last))
+        x = x[(data >= low) & (data <= high)]
     n = x.shape[0]
     # with no data the rules see one dummy value (their width is then not used)
     x_safe = concatenate([x, first64.dimshuffle("x")])[: maximum(n, 1)]
