@@ -218,3 +218,33 @@ def test_the_sign_of_slogdet_of_a_diagonal_is_numpys(linker):
         want = np.linalg.slogdet(np.diag(d))
         for got, expected in zip(f(np.array(d)), want):
             np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("linker", [name for name in LINKERS if name in ("py", "c")])
+def test_a_diagonal_solve_warns_as_the_solve_it_replaces(linker):
+    # solve(diag(v), b) became b / v without scipy's LinAlgWarning for an ill-conditioned
+    # matrix (rcond = min|v| / max|v|); solve_triangular never warns, as scipy's
+    import warnings
+
+    v, b, a = wt.dvector("v"), wt.dvector("b"), wt.dmatrix("a")
+    bad, good = np.array([1.0, 1e-20]), np.array([1.0, 1e-3])
+    builds = [(lambda: la.solve(wt.diag(v), b), [v, b], bad, good, True),
+              (lambda: la.solve(a, b, assume_a="diagonal"), [a, b], np.diag(bad),
+               np.diag(good), True),
+              (lambda: la.solve_triangular(wt.diag(v), b), [v, b], bad, good, False)]
+    for build, inputs, ill, fine, warns in builds:
+        f = wb.function(inputs, build(), linker=linker)
+        assert "Solve" not in {type(n.op).__name__ for n in f.maker.fgraph.apply_nodes}
+        if warns:
+            with pytest.warns(la.LinAlgWarning, match=r"solve: Ill-conditioned matrix "
+                                                       r"\(rcond=1e-20\)"):
+                f(ill, np.ones(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", la.LinAlgWarning)
+            np.testing.assert_allclose(f(fine, np.ones(2)), 1 / good)
+            if not warns:
+                f(ill, np.ones(2))
+    k = wt.dtensor3("k")  # a stack: the first ill-conditioned matrix is named
+    f = wb.function([k, b], la.solve(k, b, assume_a="diagonal"), linker=linker)
+    with pytest.warns(la.LinAlgWarning, match=r"\(matrix 1 of the stack\)"):
+        f(np.stack([np.diag(good), np.diag(bad), np.diag(bad)]), np.ones(2))

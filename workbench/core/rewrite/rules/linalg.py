@@ -548,8 +548,8 @@ def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
         d = tm.conj(d)
     hermitian = isinstance(op, Solve) and op.assume_a in ("her", "pos")
     positive = isinstance(op, Solve) and op.assume_a == "pos"
-    return [DiagonalSolve(op.b_ndim, op.check_finite, hermitian, positive)(
-        _cast_like(d, a), b)]
+    return [DiagonalSolve(op.b_ndim, op.check_finite, hermitian, positive,
+                          warn=isinstance(op, Solve))(_cast_like(d, a), b)]
 
 
 def _factor_kept(fgraph: Any, factor: Variable) -> bool:

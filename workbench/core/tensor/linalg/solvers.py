@@ -69,6 +69,7 @@ from workbench.core.tensor.linalg.base import (
     transpose,
     triangle,
     warn_if_ill_conditioned,
+    warn_ill_conditioned,
 )
 from workbench.core.tensor.linalg.products import matmul
 
@@ -421,17 +422,22 @@ class DiagonalSolve(_SolveOp):
     `hermitian`: the solve read a Hermitian matrix (``assume_a="her"|"pos"``), whose
     diagonal LAPACK takes as real: ``b / real(d)`` (after the finite check of `d`).
     `positive`: it assumed a positive-definite one (``"pos"``): an entry of
-    ``real(d)`` <= 0 raises its "not positive definite" LinAlgError."""
+    ``real(d)`` <= 0 raises its "not positive definite" LinAlgError. `warn`: the solve
+    warned `LinAlgWarning` for an ill-conditioned matrix (`solve`, not
+    `solve_triangular`): so does this, with the exact reciprocal condition number of a
+    diagonal matrix, ``min|d| / max|d|`` (py and C; not gpu, as `Solve`)."""
 
-    __props__ = ("b_ndim", "check_finite", "hermitian", "positive")
+    __props__ = ("b_ndim", "check_finite", "hermitian", "positive", "warn")
+    pprint_hidden = ("b_ndim", "check_finite", "warn")
     function_name = "solve"
 
     def __init__(self, b_ndim: int = 2, check_finite: bool = False, hermitian: bool = False,
-                 positive: bool = False) -> None:
+                 positive: bool = False, warn: bool = False) -> None:
         self.b_ndim = self.checked_b_ndim("DiagonalSolve", b_ndim)
         self.check_finite = bool(check_finite)
         self.positive = bool(positive)
         self.hermitian = bool(hermitian) or self.positive
+        self.warn = bool(warn)
 
     @property
     def gufunc_signature(self) -> str:  # type: ignore[override]
@@ -455,6 +461,15 @@ class DiagonalSolve(_SolveOp):
             raise linalg_error("solve", "Singular matrix: the diagonal matrix has a zero at "
                                f"position {int(np.argmax(flat[row]))}",
                                row if d.ndim > 1 else None)
+        if self.warn and d.shape[-1]:
+            batch = np.broadcast_shapes(d.shape[:-1], b2.shape[:-2])
+            magnitude = np.abs(np.broadcast_to(d, (*batch, d.shape[-1])))
+            with np.errstate(invalid="ignore"):
+                rcond = (magnitude.min(axis=-1) / magnitude.max(axis=-1)).reshape(-1)
+            bad = np.flatnonzero(rcond < np.finfo(d.dtype).eps)  # a NaN never warns
+            if bad.size:
+                warn_ill_conditioned("solve", float(rcond[bad[0]]),
+                                     int(bad[0]) if batch else None)
         return b2 / d[..., None]
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:
@@ -655,7 +670,7 @@ def _banded_solve(a: Variable, b: Variable, diagonal: bool, transposed: bool,
                             not_finite_message("solve", "a"))
     nd = _b_ndim(b)
     if diagonal:
-        return DiagonalSolve(nd, check_finite)(diagonal_of(a, 0, -2, -1), b)
+        return DiagonalSolve(nd, check_finite, warn=True)(diagonal_of(a, 0, -2, -1), b)
     idx = arange(shape_tuple(a)[-1])
     band = tm.le(tm.abs(tm.sub(add_axis(idx, -1), add_axis(idx, 0))), 1)
     band_of_a = tm.switch(band, transpose(a) if transposed else a, 0)

@@ -501,6 +501,13 @@ class DiagonalSolveC(LapackC):
       }}
     }}
   }}"""
+        # warn: min|d| / max|d|, the exact rcond of a diagonal matrix (a NaN never warns)
+        rcond_entry = rcond_note = ""
+        if op.warn:
+            rcond_entry = (f"const %(rtype)s m = wb_la_abs_%(t)s({entry}); wb_nan |= m != m; "
+                           "if (i == 0 || m < wb_lo) wb_lo = m; if (m > wb_hi) wb_hi = m;")
+            rcond_note = ("if (!wb_status && !wb_nan && n > 0) "
+                          "{ WB_LA_NOTE_RCOND(wb_lo / wb_hi, WB_LA_EPS_%(t)s) }")
         k = "1" if nd == 1 else f"PyArray_DIM({b}, PyArray_NDIM({b}) - 1)"
         sb1 = "0" if nd == 1 else f"PyArray_STRIDE({b}, PyArray_NDIM({b}) - 1)"
         finite = ""
@@ -540,12 +547,17 @@ class DiagonalSolveC(LapackC):
   int wb_status = 0; long wb_pos = 0; npy_intp wb_where = 0;
   {finite}
   {positive}
+  double wb_rcond = 0; npy_intp wb_rcond_at = -1;  /* WB_LA_NOTE_RCOND (warn) */
   for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
     const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
-    for (npy_intp i = 0; i < n; ++i)
+    %(rtype)s wb_lo = 0, wb_hi = 0; int wb_nan = 0;
+    for (npy_intp i = 0; i < n; ++i) {{
       if ({entry} == 0) {{
         wb_status = 1; wb_pos = (long)i; wb_where = wb_i; break;
       }}
+      {rcond_entry}
+    }}
+    {rcond_note}
   }}
   for (npy_intp wb_i = 0; wb_i < wb_nb && !wb_status; ++wb_i) {{
     const char *pd = wb_la_at({d}, 1, wb_bshape, wb_bnd, wb_i);
@@ -575,8 +587,13 @@ class DiagonalSolveC(LapackC):
     wb_la_raise("solve", wb_messages[0], wb_pos, wb_where, wb_bnd > 0);
     {fail}
   }}
+  if (wb_rcond_at >= 0 && wb_la_warn("solve", wb_rcond, wb_bnd > 0 ? wb_rcond_at : -1) < 0)
+    {fail}
 }}"""
         return typed(code, node.inputs[0].type.dtype)
+
+    def c_code_cache_version(self) -> tuple[int, ...]:
+        return (*super().c_code_cache_version(), 1)
 
 
 @register_c_op(SolveTriangular)
