@@ -421,3 +421,24 @@ def test_an_index_out_of_range_names_the_axis_on_every_linker(linker: str) -> No
     f = wb.function([a, i], wt.take(a, i, axis=1), linker=linker)
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 1 with size 4"):
         f(np.ones((3, 4)), np.array([0, 5]))
+
+
+@pytest.mark.filterwarnings("ignore:workbench GPU linker")
+@pytest.mark.parametrize("linker", LINKERS)
+def test_python_numbers_are_weak_in_isclose_and_linspace(linker: str) -> None:
+    """NEP 50, as NumPy 2: isclose(float32 x, 0.1) compares in float32 (0.1 rounded to
+    float32 is close to itself; in float64 it was not), linspace(float32 x, 0.7) is
+    float32 (it was float64); a NumPy float64 scalar stays strong."""
+    x = wt.fvector("x")
+    value = np.array([0.1, 0.5], np.float32)
+    outs = [wt.isclose(x, 0.1, rtol=0, atol=0), wt.isclose(x, np.float64(0.1), rtol=0, atol=0),
+            wt.allclose(x[:1], 0.1, rtol=0, atol=0), wt.linspace(x[0], 0.7, 4),
+            wt.linspace(x[0], 2, 3, endpoint=False)]
+    got = wb.function([x], outs, linker=linker)(value)
+    want = [np.isclose(value, 0.1, rtol=0, atol=0),
+            np.isclose(value, np.float64(0.1), rtol=0, atol=0),
+            np.allclose(value[:1], 0.1, rtol=0, atol=0), np.linspace(value[0], 0.7, 4),
+            np.linspace(value[0], 2, 3, endpoint=False)]
+    for g, w in zip(got, want):
+        assert g.dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)

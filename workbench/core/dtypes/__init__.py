@@ -87,6 +87,7 @@ from workbench.core.dtypes.promotion import (
     infer_dtype,
     promote_types,
     result_type,
+    weak_or_dtype,
 )
 
 __all__ = [  # noqa: RUF022 (grouped by topic)
@@ -99,7 +100,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "is_bool_dtype", "is_int_dtype", "is_signed_int_dtype", "is_uint_dtype", "is_float_dtype",
     "is_complex_dtype", "is_numeric_dtype",
     # promotion and casting
-    "promote_types", "result_type", "can_cast", "infer_dtype",
+    "promote_types", "result_type", "weak_or_dtype", "can_cast", "infer_dtype",
     # defaults
     "default_float_dtype", "set_default_float_dtype", "default_float_dtype_as",
     "default_int_dtype", "set_default_int_dtype", "default_int_dtype_as", "default_complex_dtype",

@@ -116,6 +116,12 @@ def promote_types(a: DtypeLike, b: DtypeLike) -> Dtype:
 _WEAK_RANK: dict[type, int] = {bool: 0, int: 1, float: 2, complex: 3}
 
 
+def weak_or_dtype(value: object, dtype: Dtype) -> object:
+    """`value` itself where it is a Python scalar (weak in `result_type`: ``isclose(x, 0.1)``
+    of a float32 x compares in float32, as NumPy 2), else `dtype` (of its tensor)."""
+    return value if type(value) in _WEAK_RANK else dtype
+
+
 def _classify(x: object) -> Dtype | int:
     """A strong operand's Dtype, or the kind rank (0-3) of a weak Python scalar."""
     if isinstance(x, (str, np.dtype, type)):

@@ -216,9 +216,11 @@ def isclose(a: TensorLike, b: TensorLike, rtol: float = 1e-05, atol: float = 1e-
     to themselves; NaNs to NaNs when `equal_nan`). A boolean tensor."""
     from workbench.core.tensor.math import abs, and_, eq, isfinite, isnan, le, or_
 
-    a, b = _tensor(a, "isclose", "a"), _tensor(b, "isclose", "b")
-    work = dtypes.result_type(a.type.dtype, b.type.dtype, 1.0)
-    x, y = cast(a, work), cast(b, work)
+    ta, tb = _tensor(a, "isclose", "a"), _tensor(b, "isclose", "b")
+    # a Python number is weak (NEP 50): isclose(float32 x, 0.1) compares in float32
+    work = dtypes.result_type(dtypes.weak_or_dtype(a, ta.type.dtype),
+                              dtypes.weak_or_dtype(b, tb.type.dtype), 1.0)
+    x, y = cast(ta, work), cast(tb, work)
     close = or_(and_(le(abs(x - y), atol + rtol * abs(y)), isfinite(y)), eq(x, y))
     if equal_nan:
         close = or_(close, and_(isnan(x), isnan(y)))

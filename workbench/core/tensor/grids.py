@@ -41,9 +41,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if isinstance(num, (bool, np.bool_)) or not isinstance(num, (int, np.integer)) or num < 0:
         raise ValueError(f"linspace: num must be a non-negative Python int, got {num!r}")
     num = int(num)
-    start, stop = as_tensor_variable(start), as_tensor_variable(stop)
-    work = dtypes.result_type(start.type.dtype, stop.type.dtype, 1.0)
-    start, stop = cast(start, work), cast(stop, work)
+    # a Python number is weak (NEP 50): linspace(float32 x, 0.7) is float32, as NumPy 2
+    strong = [as_tensor_variable(v) for v in (start, stop)]
+    work = dtypes.result_type(*(dtypes.weak_or_dtype(v, t.type.dtype)
+                                for v, t in zip((start, stop), strong)), 1.0)
+    start, stop = (cast(t, work) for t in strong)
     delta = stop - start
     div = num - 1 if endpoint else num
     from workbench.core.tensor.linalg.base import real_dtype
