@@ -35,12 +35,14 @@ for path in (str(HERE.parent), str(HERE)):  # the repository (workbench) and wb_
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from wb_bench.threads import CPUS_VARIABLE, apply_coretype, limit_threads, pin_cpu  # noqa: E402
-
-FAMILIES = ("fused", "overhead", "rows", "mlp", "compile", "linalg", "indexing")
-MODULES = {"fused": "wb_bench.fused", "overhead": "wb_bench.overhead", "rows": "wb_bench.rows",
-           "mlp": "wb_bench.mlp", "compile": "wb_bench.compile_time",
-           "linalg": "wb_bench.linalg", "indexing": "wb_bench.indexing"}
+from wb_bench.families import FAMILIES, MODULES  # noqa: E402
+from wb_bench.threads import (  # noqa: E402
+    CPUS_VARIABLE,
+    apply_coretype,
+    check_coretype,
+    limit_threads,
+    pin_cpu,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -71,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
                         help="fit the table and its notes to this many columns (default: "
                              "COLUMNS, else the terminal's width, else 100)")
-    parser.add_argument("--coretype", default=None, metavar="NAME",
+    parser.add_argument("--coretype", default=None, metavar="NAME|auto",
                         help="OPENBLAS_CORETYPE for this run, set before NumPy loads "
                              "OpenBLAS: a kernel name (Haswell, SkylakeX, Zen, ...) or 'auto' "
                              "(OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset together: OpenBLAS "
@@ -85,6 +87,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     else:
         try:
             args.pin = pin_cpu(args.pin, args.threads, os.sched_getaffinity(0))
+        except ValueError as exc:
+            parser.error(str(exc))
+    if args.coretype is not None:
+        try:
+            check_coretype(args.coretype)
         except ValueError as exc:
             parser.error(str(exc))
     if args.only:

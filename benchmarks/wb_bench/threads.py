@@ -3,8 +3,9 @@
 - `thread_ticks` / `threads_run`: which threads of this process got CPU time (Linux's
   /proc/self/task, in clock ticks of 10 ms: the only per-thread clock this sandbox has);
 - `pin_cpu`: the CPU a per-core run pins the whole process to;
-- `apply_coretype` / `coretype_banner`: `--coretype` (OpenBLAS's kernels), and the line
-  naming the kernels a run really used (threadpoolctl) and what chose them;
+- `check_coretype` / `apply_coretype` / `coretype_banner`: `--coretype` (OpenBLAS's
+  kernels), and the line naming the kernels a run really used (threadpoolctl) and what
+  chose them;
 - `threads_note`: what every library was told (environment, XLA_FLAGS);
 - `readback_note`: read back after the run: every pool threadpoolctl finds (BLAS and
   OpenMP), workbench's own cap (`blas_threads.max_threads`), the CPUs the process may
@@ -111,6 +112,17 @@ def limit_threads(threads: int) -> None:
 #: or compute wrong results on some CPUs); `--coretype auto` unsets them together, in the
 #: benchmark's own process and children only
 CORETYPE_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def check_coretype(choice: str) -> str:
+    """`choice` if `--coretype` can take it: 'auto' or a kernel name of letters and digits
+    (OpenBLAS matches names without case; one it does not know, it ignores silently and
+    picks this CPU's kernels, which the run's headline then names). ValueError else."""
+    if choice == "auto" or (choice[:1].isalpha() and choice.replace("_", "").isalnum()
+                            and choice.isascii()):
+        return choice
+    raise ValueError(f"--coretype takes 'auto' or an OpenBLAS kernel name (letters and "
+                     f"digits: Haswell, SkylakeX, Zen, ...), got {choice!r}")
 
 
 def apply_coretype(choice: str | None, environ: MutableMapping[str, str]) -> None:

@@ -482,6 +482,15 @@ def test_coretype_auto_unsets_the_kernel_and_cache_size_together():
     assert env == {"PATH": "/bin"}
 
 
+def test_coretype_takes_auto_or_a_kernel_name_and_refuses_anything_else():
+    for name in ("auto", "Haswell", "SkylakeX", "zen", "NEOVERSEN1", "ARMV8SVE"):
+        assert threads.check_coretype(name) == name
+    for bad in ("", "Sky lake", "Haswell=1", "8", "-x", "Zén"):
+        with pytest.raises(ValueError, match=r"--coretype takes 'auto' or an OpenBLAS "
+                                             r"kernel name .*, got "):
+            threads.check_coretype(bad)
+
+
 def test_contention_slowdown_is_against_the_quieter_idle_phase():
     # pooling both idle phases hid a slowdown when one of them was not idle (the BLAS's
     # own threads: 3.5x against the pool, 20x against the first idle phase)

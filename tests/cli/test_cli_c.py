@@ -1,4 +1,5 @@
-"""`workbench compile` on the C linker (timings, cache hits, --show-code) and `workbench bench`."""
+"""`workbench compile` and `workbench profile` on the C linker (timings, cache hits,
+--show-code)."""
 
 import json
 import os
@@ -82,32 +83,6 @@ def test_compile_show_code_in_a_real_subprocess():
                           env=env, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "wb_node_run" in done.stdout
-
-
-def test_bench_rejects_unknown_families():
-    code, _, err = run("bench", "--only", "fused,nonsense")
-    assert code == 2
-    assert err.strip().count("\n") == 0 and "nonsense" in err and "Traceback" not in err
-
-
-@needs_cc
-def test_bench_runs_the_suite_and_prints_json_rows():
-    code, out, err = run("bench", "--quick", "--only", "overhead", "--no-pytensor", "--no-jax",
-                         "--json")
-    assert code == 0, err
-    document = json.loads(out)
-    assert document["quick"] is True
-    rows = document["rows"]
-    cases = {row["case"] for row in rows}
-    # Every case is measured in both call patterns (issue 22): back-to-back and interleaved.
-    assert cases == {f"call overhead {case} [{pattern}]"
-                     for case in ("scalar", "scalar trust_input", "vector[10]",
-                                  "vector[10] trust_input")
-                     for pattern in ("back-to-back", "interleaved")}
-    subject = [row for row in rows if row["impl"] == "workbench c"]
-    assert len(subject) == 8 and all(row["seconds"] > 0 and row["ratio"] == 1.0
-                                     for row in subject)
-    assert any("PyTensor: skipped" in note for note in document["notes"])
 
 
 @needs_cc

@@ -24,6 +24,7 @@ COMMANDS = {
     "compile": ["compile", "--example", "mlp", "--linker", "py"],
     "profile": ["profile", "--example", "mlp", "--linker", "py", "--calls", "2"],
     "cache info": ["cache", "info"],
+    "bench help": ["bench", "--help"],
     "demo": ["demo"],
 }
 

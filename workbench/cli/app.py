@@ -73,7 +73,8 @@ class OneLineErrors(TyperGroup):
 METAVARS = {"graph": "GRAPH", "var": "NAME=DTYPE[SHAPE]", "example": "NAME", "wrt": "NAME",
             "format": "FORMAT", "output": "FILE", "trace_path": "FILE", "mode": "MODE",
             "exclude": "NAME", "at": "K", "linker": "NAME", "compare_with": "A,B",
-            "inputs": "NAME=DATA", "only": "FAMILIES"}
+            "inputs": "NAME=DATA", "only": "FAMILIES",
+            "pin": "CPU|auto|none", "coretype": "NAME|auto"}
 
 
 #: what --help shows in the type column of a positional argument (instead of `<str>`)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Optional
 
 import typer
@@ -17,21 +20,49 @@ from workbench.cli.terminal import columns
 cache_app = typer.Typer(help="Inspect or clear the compiled-module cache.", no_args_is_help=True)
 
 
-#: the families of benchmarks/run.py
-BENCH_FAMILIES = ("fused", "overhead", "rows", "mlp", "compile")
+#: the benchmark suite: it ships with the source checkout, not with the installed package
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def suite_module(name: str) -> Optional[ModuleType]:  # noqa: UP045
+    """benchmarks/wb_bench/<name>.py loaded by its path, or None outside a source checkout:
+    for the suite's modules of plain Python (`families`, `threads`), which the command
+    reads without importing the suite or anything it measures."""
+    path = BENCHMARKS / "wb_bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_wb_bench_{name}", path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the families of benchmarks/run.py, from its one list (none outside a source checkout)
+BENCH_FAMILIES: tuple[str, ...] = getattr(suite_module("families"), "FAMILIES", ())
 
 
 def bench(
     quick: bool = typer.Option(False, "--quick",
                                help="Smaller sizes, fewer repeats (a few minutes)."),
     as_json: bool = typer.Option(False, "--json", help="The rows as JSON."),
-    only: Optional[str] = typer.Option(None, "--only",  # noqa: UP045
-                                       help="Comma-separated families: fused, overhead, "
-                                            "rows, mlp, compile."),
+    only: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--only", help=f"Comma-separated families: {', '.join(BENCH_FAMILIES)} "
+                             f"(default: all)." if BENCH_FAMILIES else
+                             "Comma-separated families of benchmarks/run.py."),
     no_pytensor: bool = typer.Option(False, "--no-pytensor", help="Do not time PyTensor."),
     no_jax: bool = typer.Option(False, "--no-jax", help="Do not time JAX."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1,  # noqa: UP045
-                                          help="Threads for BLAS, OpenMP and XLA alike."),
+    threads: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--threads", min=0, help="Threads for BLAS, OpenMP and XLA alike (default 1: "
+                                       "per-core figures; 0: each library's own)."),
+    pin: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--pin", help="Run the whole suite on this CPU (a number), or 'none'. "
+                            "Default 'auto': the highest CPU when on one thread (a "
+                            "per-core table), else none."),
+    coretype: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--coretype", help="OpenBLAS's kernels, for this run only: a NAME (Haswell, "
+                                 "SkylakeX, Zen, ...) sets OPENBLAS_CORETYPE; 'auto' unsets "
+                                 "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (OpenBLAS picks "
+                                 "this CPU's). Default: the environment's."),
 ) -> None:
     """Run the benchmark suite of `benchmarks/` (benchmarks/run.py): a table of ratios
     against NumPy and, when installed, PyTensor and JAX, fitted to the terminal's width
@@ -39,30 +70,54 @@ def bench(
 
     Example:
 
-        workbench bench --quick
+        workbench bench --quick --only mlp --coretype auto
     """
     with exit_codes():
-        script = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
-        if not script.is_file():
-            raise UsageError("no benchmark suite found: it ships with the source checkout "
-                             "(benchmarks/run.py), not with the installed package")
-        families = [f.strip() for f in (only or "").split(",") if f.strip()]
-        unknown = [f for f in families if f not in BENCH_FAMILIES]
-        if unknown:
-            raise UsageError(f"--only: unknown benchmark families {', '.join(unknown)}; "
-                             f"known: {', '.join(BENCH_FAMILIES)}")
-        args = [sys.executable, str(script)]
-        args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
-        args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
-        args += ["--threads", str(threads)] if threads is not None else []
-        # the suite's stdout is a pipe: it is told the width of this command's terminal
-        args += ["--width", str(columns())]
+        args = bench_command(quick=quick, as_json=as_json, only=only,
+                             no_pytensor=no_pytensor, no_jax=no_jax, threads=threads,
+                             pin=pin, coretype=coretype)
         # stdout is the table (captured, then echoed); progress goes straight to stderr
         done = subprocess.run(args, check=False, stdout=subprocess.PIPE, text=True)
         if done.stdout:
             typer.echo(done.stdout, nl=False)
         if done.returncode != 0:
             raise RuntimeError(f"the benchmark suite failed (exit code {done.returncode})")
+
+
+def bench_command(*, quick: bool = False, as_json: bool = False,
+                  only: Optional[str] = None, no_pytensor: bool = False,  # noqa: UP045
+                  no_jax: bool = False, threads: Optional[int] = None,  # noqa: UP045
+                  pin: Optional[str] = None, coretype: Optional[str] = None,  # noqa: UP045
+                  ) -> list[str]:
+    """The command line running benchmarks/run.py with `workbench bench`'s options (those
+    left at None: the suite's defaults), each checked first: UsageError naming the option,
+    what it takes and what it got."""
+    script = BENCHMARKS / "run.py"
+    options = suite_module("threads")
+    if not script.is_file() or options is None:
+        raise UsageError("no benchmark suite found: it ships with the source checkout "
+                         "(benchmarks/run.py), not with the installed package")
+    families = [f.strip() for f in (only or "").split(",") if f.strip()]
+    unknown = [f for f in families if f not in BENCH_FAMILIES]
+    if unknown:
+        raise UsageError(f"--only: unknown benchmark families {', '.join(unknown)}; "
+                         f"known: {', '.join(BENCH_FAMILIES)}")
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    try:
+        if pin is not None:  # the suite's own checks, before minutes of running
+            options.pin_cpu(pin, 1 if threads is None else threads, cpus)
+        if coretype is not None:
+            options.check_coretype(coretype)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    args = [sys.executable, str(script)]
+    args += ["--quick"] * quick + ["--json"] * as_json + ["--no-pytensor"] * no_pytensor
+    args += ["--no-jax"] * no_jax + (["--only", ",".join(families)] if families else [])
+    args += ["--threads", str(threads)] if threads is not None else []
+    args += ["--pin", pin] if pin is not None else []
+    args += ["--coretype", coretype] if coretype is not None else []
+    # the suite's stdout is a pipe: it is told the width of this command's terminal
+    return [*args, "--width", str(columns())]
 
 
 @cache_app.command("info")
