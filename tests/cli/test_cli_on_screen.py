@@ -37,6 +37,7 @@ SCREENS = [
     ("cli-grad-18px-1280x800.png", 18,
      ["grad", "--example", "logistic_regression", "--wrt", "w", "--simplify"]),
     ("cli-functions-18px-1280x800.png", 18, ["functions"]),
+    ("cli-bench-help-18px-1280x800.png", 18, ["bench", "--help"]),
 ]
 
 TERMINAL = """<!doctype html><html><body style="margin:0;background:#1d1f21;
