@@ -90,6 +90,29 @@ def test_gemv_for_matrix_vector_and_vector_matrix() -> None:
     assert isinstance(fgraph.outputs[0].owner.op, Gemv)
 
 
+def test_a_sum_of_two_products_is_one_dot_and_one_gemm_accumulating_into_it() -> None:
+    # a weight used twice: its gradient x.T @ g1 + y.T @ g2 accumulates in one gemm
+    # (beta = 1), the transposed operands left as views for BLAS's transpose flags
+    x, y, g1, g2 = (wt.dmatrix(n) for n in ("x", "y", "g1", "g2"))
+    out = wt.dot(x.T, g1) + wt.dot(y.T, g2)
+    fgraph = check([x, y, g1, g2], out, "local_dot_to_gemm",
+                   mats((5, 3), (4, 3), (5, 2), (4, 2)))
+    gemm = fgraph.outputs[0].owner
+    assert isinstance(gemm.op, Gemm)
+    assert [n.inputs[4].data for n in [gemm]] == [1.0]
+    products = [type(n.op).__name__ for n in fgraph.apply_nodes
+                if type(n.op).__name__ in ("Dot", "Gemm", "Gemv")]
+    assert sorted(products) == ["Dot", "Gemm"]
+
+
+def test_the_gradient_of_a_weight_used_twice_accumulates_in_a_gemm() -> None:
+    x, y = wt.dmatrix("x"), wt.dmatrix("y")
+    w = wb.shared(RNG.standard_normal((3, 2)), name="W")
+    grad = wb.grad((wt.dot(x, w) ** 2).sum() + (wt.dot(y, w) ** 3).sum(), w)
+    fgraph = check([x, y], grad, "local_dot_to_gemm", mats((5, 3), (4, 3)))
+    assert isinstance(fgraph.outputs[0].owner.op, Gemm)
+
+
 def test_no_gemm_when_the_product_is_used_elsewhere_or_dtypes_differ() -> None:
     x, y, z = wt.dmatrix("x"), wt.dmatrix("y"), wt.dmatrix("z")
     d = wt.dot(x, y)

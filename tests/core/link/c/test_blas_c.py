@@ -397,6 +397,28 @@ def test_mlp_training_step_runs_its_products_through_blas_and_matches_the_py_lin
         np.testing.assert_allclose(pc.get_value(), pp.get_value(), **TOL[dtype])
 
 
+@pytest.mark.parametrize("linker", ["c", "py"])
+def test_the_mlp_step_updates_every_parameter_in_its_own_storage(linker):
+    # issue 22 found W1 copied every step: each update writes into the shared value
+    from workbench.examples.mlp import build_source, initial_params, make_batch, numpy_step
+
+    sizes = dict(n_in=12, n_hidden=8, n_out=3)
+    src = build_source(**sizes, batch=5)
+    f = wb.function(src.inputs, src.outputs, updates=src.updates, linker=linker)
+    weights = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, Gemm)
+               and n.op.inplace and n.inputs[0].name in ("W1", "W2")]
+    assert sorted(n.inputs[0].name for n in weights) == ["W1", "W2"]
+    storage = [p.get_value(borrow=True) for p, _ in src.updates]
+    reference = initial_params(**sizes)
+    x, labels = make_batch(5, 12, 3, seed=3)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x, labels), numpy_step(reference, x, labels),
+                                   **TOL["float64"])
+    for (shared, _), own, want in zip(src.updates, storage, reference):
+        assert shared.get_value(borrow=True) is own, shared.name
+        np.testing.assert_allclose(own, want, **TOL["float64"])
+
+
 def test_sgd_update_of_a_weight_matrix_is_one_gemm_in_c():
     w, x, g = wt.dmatrix("W"), wt.dmatrix("x"), wt.dmatrix("g")
     f = wb.function([w, x, g], w - 0.1 * wt.dot(x.T, g), linker="c")

@@ -95,11 +95,18 @@ def _may_be(var_type: Any, out_type: Any) -> bool:
 
 
 def _elemwise_pattern(handler: DestroyHandler, node: Apply) -> dict[int, int]:
-    """A greedy inplace_pattern for an Elemwise node: output k -> a free input of its Type."""
+    """A greedy inplace_pattern for an Elemwise node: output k -> a free input of its Type.
+
+    Inputs that are a mutable graph input (an updated shared value, ``b - lr * g``) come
+    first: the update is then written into the shared value's own storage, and the other
+    operand's buffer stays free to be reused by its node at the next call."""
     pattern: dict[int, int] = {}
     used_roots: set[Any] = set()
+    mutable = set(handler.mutable)
+    order = sorted(range(len(node.inputs)), key=lambda i: node.inputs[i] not in mutable)
     for k, out in enumerate(node.outputs):
-        for i, var in enumerate(node.inputs):
+        for i in order:
+            var = node.inputs[i]
             if i in pattern.values() or var.type != out.type:
                 continue
             roots = set(view_roots(var))
