@@ -47,6 +47,28 @@ def test_memory_and_flops_from_types_and_ops():
     assert memory.largest[0][1] == 50 * 30 * 8
 
 
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_views_and_in_place_updates_allocate_no_memory(linker):
+    # an SGD step: x.T is a view, the Gemm writes into W's own storage, the
+    # gradient x.T @ d is folded into that Gemm; only x @ W allocates (tanh in place)
+    import workbench as wb
+    from workbench.core.tensor.blas import Gemm
+
+    x, d = wt.dmatrix("x"), wt.dmatrix("d")
+    w = wb.shared(np.ones((40, 30)), name="W")
+    f = function([x, d], wt.tanh(x @ w), updates=[(w, w - 0.1 * (x.T @ d))],
+                 profile=True, linker=linker)
+    f(np.ones((50, 40)), np.ones((50, 30)))
+    rows = {r.op: r for r in f.profile.by_node()}
+    assert rows["DimShuffle{1,0}"].output_bytes == 0
+    assert rows[str(Gemm(inplace=True))].output_bytes == 0
+    assert rows["Elemwise{tanh,inplace}"].output_bytes == 0
+    assert rows["Dot"].output_bytes == 50 * 30 * 8
+    memory = f.profile.memory()
+    assert memory.peak_without_gc == memory.largest[0][1] == 50 * 30 * 8
+    assert "in-place results count 0" in format_profile(f.profile)
+
+
 def test_workbench_profile_json_chrome_trace_and_text():
     inputs, cost = mlp_layer()
     f = function(inputs, cost)

@@ -148,6 +148,7 @@ class ProfileStats:
         rows = []
         for position, node in enumerate(self.order):
             info = vm.output_info.get(node)
+            aliased = getattr(vm, "output_aliased", {}).get(node)
             rows.append(NodeRow(
                 position=position,
                 node=str(node),
@@ -156,7 +157,7 @@ class ProfileStats:
                 backend=BACKEND_NAMES.get(backends.get(node, "py"), str(backends.get(node))),
                 time=vm.node_time.get(node, 0.0),
                 calls=vm.node_calls.get(node, 0),
-                output_bytes=_output_bytes(node, info),
+                output_bytes=_output_bytes(node, info, aliased),
                 flops=_node_flops(node, info),
                 threads=_threads_text(threads.get(node)),
             ))
@@ -187,7 +188,8 @@ class ProfileStats:
         return self._grouped(lambda row: row.op)
 
     def memory(self, top: int = 5) -> MemoryReport:
-        """Peak bytes of node outputs alive at once, with and without freeing them."""
+        """Peak bytes of node outputs alive at once, with and without freeing them (an
+        output that is a view of an input, or written into one, allocates nothing)."""
         order = self.order
         sizes = {node: row.output_bytes or 0 for node, row in zip(order, self.by_node())}
         last_use: dict[Any, int] = {}
@@ -204,7 +206,8 @@ class ProfileStats:
             for k, out in enumerate(node.outputs):
                 if out in outputs:
                     continue
-                share = _output_share(node, k, self.vm.output_info.get(node))
+                share = _output_share(node, k, self.vm.output_info.get(node),
+                                      getattr(self.vm, "output_aliased", {}).get(node))
                 at = last_use.get(out, i)
                 frees[at] = frees.get(at, 0) + share
             alive -= frees.pop(i, 0)
@@ -279,8 +282,10 @@ def _threads_text(span: tuple[int, int] | None) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _output_share(node: Apply, k: int, info: Sequence[Any] | None) -> int:
-    if not info or info[k] is None:
+def _output_share(node: Apply, k: int, info: Sequence[Any] | None,
+                  aliased: Sequence[bool] | None = None) -> int:
+    """Bytes output k of `node` allocated: 0 for a view of an input or one in place."""
+    if not info or info[k] is None or (aliased and aliased[k]):
         return 0
     try:
         return int(node.outputs[k].type.get_size(info[k]))
@@ -288,10 +293,11 @@ def _output_share(node: Apply, k: int, info: Sequence[Any] | None) -> int:
         return 0
 
 
-def _output_bytes(node: Apply, info: Sequence[Any] | None) -> int | None:
+def _output_bytes(node: Apply, info: Sequence[Any] | None,
+                  aliased: Sequence[bool] | None = None) -> int | None:
     if not info:
         return None
-    return sum(_output_share(node, k, info) for k in range(len(node.outputs)))
+    return sum(_output_share(node, k, info, aliased) for k in range(len(node.outputs)))
 
 
 def _node_flops(node: Apply, info: Sequence[Any] | None) -> float | None:
@@ -380,7 +386,8 @@ def format_profile(stats: ProfileStats, top: int = 15, width: int | None = None)
     memory = stats.memory()
     lines += ["", "Memory:",
               f"  peak with freeing of intermediates: {memory.peak_with_gc} bytes",
-              f"  peak without freeing:               {memory.peak_without_gc} bytes"]
+              f"  peak without freeing:               {memory.peak_without_gc} bytes",
+              "  (allocated outputs only: views of inputs and in-place results count 0)"]
     for name, size in memory.largest:
         lines += _named(f"  {size:12d} bytes  ", name, width)
     report = stats.linker_report

@@ -340,6 +340,9 @@ class VM:
         self._thread_probe = thread_probe
         self.events: list[tuple[Apply, float, float]] = []
         self.output_info: dict[Apply, list[Any]] = {}
+        #: when profiling: per node, whether each output's last value was a view of an
+        #: input or written into one (view_map/destroy_map): memory it did not allocate
+        self.output_aliased: dict[Apply, list[bool]] = {}
         roots = set(fgraph.inputs)
         # Cells emptied at the start of each run: outputs that must be fresh each call.
         self._clear = tuple(
@@ -370,6 +373,11 @@ class VM:
         clock = time.perf_counter
         out_cells = [(out.type, self.storage_map[out]) for out in node.outputs]
         output_info = self.output_info
+        output_aliased = self.output_aliased
+        # only outputs an Op declares as views or in place may share an input's memory
+        may_alias = set(getattr(node.op, "view_map", None) or {}) | set(
+            getattr(node.op, "destroy_map", None) or {})
+        in_cells = [self.storage_map[v] for v in node.inputs] if may_alias else []
         probe, node_threads = self._thread_probe, self.node_threads
 
         def timed() -> Any:
@@ -393,6 +401,10 @@ class VM:
                                          for t, cell in out_cells]
                 except Exception:  # a Type without shape info: no memory figure
                     output_info[node] = [None for _ in out_cells]
+                if may_alias:
+                    output_aliased[node] = [
+                        k in may_alias and _shares_an_input(cell[0], in_cells)
+                        for k, (_, cell) in enumerate(out_cells)]
 
         return timed
 
@@ -418,6 +430,15 @@ class VM:
                 if out not in roots:
                     self.storage_map[out][0] = None
                     self.compute_map[out][0] = 0
+
+
+def _shares_an_input(value: Any, in_cells: list[Cell]) -> bool:
+    """Whether the array `value` may share memory with an input's value (a view of it, or
+    written into it); a new buffer does not."""
+    if not isinstance(value, np.ndarray):
+        return False
+    return any(isinstance(cell[0], np.ndarray) and np.may_share_memory(value, cell[0])
+               for cell in in_cells)
 
 
 class LoopVM(VM):
