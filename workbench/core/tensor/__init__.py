@@ -160,11 +160,13 @@ __all__ = [
 ]  # fmt: skip
 __all__ += [name for module in _FAMILIES for name in module.__all__]
 __all__ += ["linalg"]  # the namespace wt.linalg (solve, cholesky, det, ...)
-# numpy's top-level names among them: wt.kron, wt.trace (numpy.trace's axis1/axis2)
+# numpy's top-level names among them: wt.kron, wt.trace (numpy.trace's axis1/axis2),
+# NumPy 2's wt.matrix_transpose and wt.vecdot
 from workbench.core.tensor.linalg.functions import kron  # noqa: E402
 from workbench.core.tensor.linalg.functions import trace_np as trace  # noqa: E402
+from workbench.core.tensor.linalg.numpy_names import matrix_transpose, vecdot  # noqa: E402
 
-__all__ += ["kron", "trace"]
+__all__ += ["kron", "matrix_transpose", "trace", "vecdot"]
 del _FAMILIES
 
 # batching a graph written for one example over leading dimensions

@@ -15,10 +15,12 @@ from workbench.core.tensor.linalg.decompositions import __all__ as _decompositio
 from workbench.core.tensor.linalg.functions import *  # noqa: F403,E402
 from workbench.core.tensor.linalg.functions import __all__ as _functions_all  # noqa: E402
 from workbench.core.tensor.linalg.matrix_exp import expm  # noqa: E402
+from workbench.core.tensor.linalg.numpy_names import *  # noqa: F403,E402
+from workbench.core.tensor.linalg.numpy_names import __all__ as _numpy_names_all  # noqa: E402
 from workbench.core.tensor.linalg.rectangular import *  # noqa: F403,E402
 from workbench.core.tensor.linalg.rectangular import __all__ as _rectangular_all  # noqa: E402
 from workbench.core.tensor.linalg.solvers import *  # noqa: F403,E402
 from workbench.core.tensor.linalg.solvers import __all__ as _solvers_all  # noqa: E402
 
-__all__ += [*_decompositions_all, *_functions_all, *_rectangular_all, *_solvers_all,
-            "expm", "LinAlgError", "LinAlgWarning"]
+__all__ += [*_decompositions_all, *_functions_all, *_numpy_names_all, *_rectangular_all,
+            *_solvers_all, "expm", "LinAlgError", "LinAlgWarning"]
