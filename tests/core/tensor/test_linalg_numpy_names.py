@@ -146,3 +146,16 @@ def test_the_numpy_2_names_are_also_top_level() -> None:
     assert {"matrix_transpose", "vecdot"} <= set(wt.__all__)
     assert {"cond", "cross", "matrix_rank", "matrix_transpose", "multi_dot",
             "vecdot"} <= set(la.__all__)
+
+
+def test_complex_matrices_use_conjugates_as_numpy() -> None:
+    rng = np.random.default_rng(3)
+    value = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    x = wt.tensor3("x", dtype="complex128")
+    f = wb.function([x], [*(la.cond(x, p) for p in ORDERS), la.matrix_rank(x),
+                          la.vecdot(x, x[0])])
+    expected = [*(np.linalg.cond(value, p) for p in ORDERS), np.linalg.matrix_rank(value),
+                np.linalg.vecdot(value, value[0])]
+    for got, e in zip(f(value), expected):
+        assert got.dtype == e.dtype
+        np.testing.assert_allclose(got, e, rtol=1e-10)
