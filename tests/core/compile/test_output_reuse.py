@@ -122,3 +122,43 @@ def test_a_dropped_result_is_reused_by_default_and_a_held_one_never(data, vector
     third = f(a, b)  # `second` and a view of it are held: a new array
     assert third is not second
     np.testing.assert_allclose(view, expected(b, a)[:10], rtol=1e-12)
+
+
+def _buffers(f):
+    """The data address of every intermediate ndarray a node of `f` left in its cell."""
+    cells, outputs = f.vm.storage_map, set(f.maker.fgraph.outputs)
+    return {v: cells[v][0].ctypes.data for v in cells if v.owner is not None
+            and v not in outputs and isinstance(cells[v][0], np.ndarray)}
+
+
+def test_an_intermediate_read_through_a_view_or_in_place_keeps_its_buffer(data):
+    # exp(x) is read through the view y[::-1] and then written in place: the view's and
+    # the in-place node's cells are emptied before each run, so exp's node, its cell the
+    # one holder again, writes into the same buffer every call (issue 22: temporaries
+    # were allocated per call)
+    x = wt.dvector("x")
+    y = wt.exp(x)
+    f = wb.function([x], (wt.sin(y[::-1]) * y[::-1]).sum(), linker="c")
+    ops = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+    assert "Subtensor" in ops and any(n.op.destroy_map for n in f.maker.fgraph.toposort())
+    a, b = data
+    f(a)
+    first = _buffers(f)
+    for v in (b, a):
+        got = f(v)
+        np.testing.assert_allclose(got, (np.sin(np.exp(v)[::-1]) * np.exp(v)[::-1]).sum(),
+                                   rtol=1e-12)
+        assert _buffers(f) == first
+
+
+def test_an_intermediate_whose_view_the_caller_holds_is_never_overwritten(data):
+    x = wt.dvector("x")
+    y = wt.exp(x)
+    f = wb.function([x], [y[::-1], y.sum()], linker="c")
+    a, b = data
+    held, _ = f(a)
+    kept = held.copy()
+    again, total = f(b)
+    np.testing.assert_array_equal(held, kept)  # the caller's view: its base untouched
+    np.testing.assert_allclose(again, np.exp(b)[::-1], rtol=1e-15)
+    np.testing.assert_allclose(total, np.exp(b).sum(), rtol=1e-12)

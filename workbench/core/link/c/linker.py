@@ -234,6 +234,13 @@ def _inner_nodes(order: Sequence[Apply]) -> list[Apply]:
     return found
 
 
+def _aliases_an_input(node: Apply, k: int) -> bool:
+    """Whether output k of `node` is declared a view of an input or written into one."""
+    op = node.op
+    return k in (getattr(op, "view_map", None) or {}) or k in (
+        getattr(op, "destroy_map", None) or {})
+
+
 class CProgramVM(VM):
     """A VM whose loop over nodes is runtime.c's `Program` (no Python frame per node)."""
 
@@ -273,6 +280,14 @@ class CProgramVM(VM):
         made_in_c = {id(smap[out]) for node in order if node in self._capsules
                      for out in node.outputs}
         clear = tuple(cell for cell in self._clear if id(cell) not in made_in_c)
+        # A value that another node's output views or was written into has two holders
+        # after a run, so its own node could not reuse it at the next one: the outputs
+        # that alias an input (view_map, destroy_map) need no buffer of their own, and
+        # their cells are emptied before each run (not lent ones: the caller holds those)
+        keep = {id(cell) for cell in (*clear, *overwrite)}
+        clear += tuple({id(smap[out]): smap[out] for node in order
+                        for k, out in enumerate(node.outputs) if _aliases_an_input(node, k)
+                        and id(smap[out]) not in keep}.values())
         self.program = runtime().Program(tuple(steps), clear, self._on_error, overwrite,
                                          guard)
         return self.program.run
