@@ -352,3 +352,22 @@ def test_reporting_functions_names_what_the_compiler_finished(tmp_path):
     names.clear()
     compiler.compile_module(src, "wbr", out_dir=tmp_path / "again")  # nobody listening
     assert names == []
+
+
+def test_a_kind_is_keyed_by_the_blas_compiled_code_links(monkeypatch, tmp_path):
+    # exp(x) calls no BLAS, but its bundle may link one: under another WORKBENCH_BLAS
+    # choice it must be another kind, never that bundle (a second OpenBLAS in-process)
+    from workbench.core.link.c import blas_lib
+
+    if not blas_lib.blas_available():
+        pytest.skip("no BLAS found here: nothing to tell apart")
+    x = wt.dvector("x")
+    node = wb.function([x], wt.exp(x), linker="py").maker.fgraph.toposort()[0]
+    cache = ModuleCache(tmp_path)
+    monkeypatch.delenv(blas_lib.BLAS_ENV, raising=False)
+    linked = bundle.kind_key(cache, node_source(node))
+    monkeypatch.setenv(blas_lib.BLAS_ENV, "none")
+    unlinked = bundle.kind_key(cache, node_source(node))
+    assert linked != unlinked
+    monkeypatch.delenv(blas_lib.BLAS_ENV)
+    assert bundle.kind_key(cache, node_source(node)) == linked

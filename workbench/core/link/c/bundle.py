@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.graph.basic import Apply
-from workbench.core.link.c import compile_progress, tiers
+from workbench.core.link.c import blas_lib, compile_progress, tiers
 from workbench.core.link.c import compiler as cc
 from workbench.core.link.c.cache import ModuleCache
 from workbench.core.link.c.codegen import (
@@ -207,9 +207,22 @@ def plan_bundles(kinds: Sequence[Kind], workers: int) -> list[list[Kind]]:
     return bundles
 
 
+def _node_parts() -> tuple[str, str]:
+    """The key parts of every node kind: its role and the BLAS library compiled code
+    links now (its file, or "none"). A bundle links the BLAS of the WORKBENCH_BLAS
+    choice it was built under, so a kind that calls no BLAS itself, keyed alike under
+    two choices, loaded another choice's bundle and with it a second OpenBLAS and
+    thread pool (two pools on 2 cores: NumPy and compiled calls 37% slower)."""
+    try:
+        lib = blas_lib.find_blas()
+    except (ValueError, blas_lib.BlasNotFoundError):
+        lib = None
+    return ("node", "none" if lib is None else lib.path)
+
+
 def kind_key(cache: ModuleCache, src: NodeSource) -> str:
     """The cache key of a node kind: that of its one-module source."""
-    return cache.key(("node",), src.source, src.module_name, **src.build_args())
+    return cache.key(_node_parts(), src.source, src.module_name, **src.build_args())
 
 
 def module_file(cache: ModuleCache, src: NodeSource) -> str | None:
@@ -400,7 +413,7 @@ def _compile_kinds(kinds: list[Kind], cache: ModuleCache, workers: int,
     if failed:
         def single(kind: Kind) -> Any:
             src = kind.source
-            module = cache.get_or_build(("node",), src.source, src.module_name,
+            module = cache.get_or_build(_node_parts(), src.source, src.module_name,
                                         **src.build_args())
             progress.advance([kind.key])
             return module
