@@ -12,6 +12,7 @@ import workbench.core.tensor as wt
 from workbench.core.compile.mode import available_linkers, get_mode
 from workbench.core.rewrite import rewrite_db
 from workbench.core.rewrite.rules import linalg as rules
+from workbench.core.rewrite.rules.rule_utils import computed_unconditionally
 
 la = wt.linalg
 rng = np.random.default_rng(3)
@@ -30,7 +31,10 @@ VALUES = {A: _spd(4), B: rng.random((4, 3)), b: rng.random(4), v: rng.random(4) 
 
 
 def _op_names(f) -> set[str]:
-    return {type(node.op).__name__ for node in f.maker.fgraph.apply_nodes}
+    """The Ops every call runs (not those only the untaken branch of an ifelse needs)."""
+    graph = f.maker.fgraph
+    return {type(node.op).__name__ for node in graph.apply_nodes
+            if computed_unconditionally(graph, node)}
 
 
 def _fires(rule: str, inputs, output, absent: set[str] = frozenset()) -> None:
@@ -87,7 +91,8 @@ FIRING = [
      lambda: la.solve(wt.diag(v), b), {"Solve"}),
     ("solve_eye_times_unchecked", "local_solve_diagonal_matrix", [v, b],
      lambda: la.solve(wt.eye(4) * v, b, check_finite=False), {"Solve"}),
-    # the factorisation stays for another use (its sum, a solve): it still raises
+    # the factorisation stays for another use (its sum, a solve): it still raises; the
+    # product stays only for a matrix with an inf or a NaN (an ifelse's lazy branch)
     ("cholesky_outer", "local_cholesky_outer_product", [A], lambda: L @ L.T + L.sum(),
      {"Dot", "MatMul"}),
     ("cholesky_upper_outer", "local_cholesky_outer_product", [A, b],
@@ -199,6 +204,44 @@ def test_the_outer_product_of_a_negative_definite_factor_still_raises(linker):
     assert "local_cholesky_outer_product" in kept.maker.rewrite_trace.rewrites_used()
     with pytest.raises(np.linalg.LinAlgError, match="cholesky: Matrix is not positive"):
         kept(negative)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("position", [(0, 0), (1, 0), (0, 1), (2, 2), (2, 1)])
+def test_the_outer_product_of_a_non_finite_matrix_keeps_its_nans(linker, value, position):
+    # an inf or a NaN spreads through the factor into L @ L.T (numpy: NaN rows and
+    # columns; +inf on the diagonal makes 0 * inf): the rewrite gave a, one entry off
+    spd = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
+    a = spd.copy()
+    a[position] = value
+    f = wb.function([A], [L @ L.T, L], linker=linker)
+    plain = wb.function([A], [L @ L.T, L], linker=linker, mode="FAST_COMPILE")
+    assert "local_cholesky_outer_product" in f.maker.rewrite_trace.rewrites_used()
+    with np.errstate(invalid="ignore"):
+        try:
+            expected = plain(a)[0]
+        except np.linalg.LinAlgError:  # -inf on the diagonal, an inf below it
+            with pytest.raises(np.linalg.LinAlgError, match="cholesky"):
+                f(a)
+            return
+        np.testing.assert_array_equal(f(a)[0], expected)
+    np.testing.assert_allclose(f(spd)[0], spd, rtol=1e-12)  # finite: a itself
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_a_stack_with_one_non_finite_matrix_keeps_the_products(linker):
+    factor = la.cholesky(K)
+    product = factor @ factor.transpose(0, 2, 1)
+    f = wb.function([K], [product, factor], linker=linker)
+    assert "local_cholesky_outer_product" in f.maker.rewrite_trace.rewrites_used()
+    stack = VALUES[K].copy()
+    stack[1, 0, 0] = np.inf
+    with np.errstate(invalid="ignore"):
+        low = np.linalg.cholesky(stack)
+        got = f(stack)[0]
+    np.testing.assert_allclose(got, low @ low.transpose(0, 2, 1), rtol=1e-12)
+    assert np.isnan(got[1, 1:, 0]).all() and np.isfinite(got[0]).all()
 
 
 def test_the_unchecked_outer_product_is_asked_for_by_tag():

@@ -41,7 +41,10 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   factor's triangle describes) for ``L = cholesky(a)``, and ``U^T @ U`` for the
   upper factor, where the factorisation stays in the graph for another use: it still
   raises for an `a` that is not positive definite, so the product's outcome cannot
-  change. Where the product is the factor's only use the rewrite would drop that
+  change. An inf or a NaN in `a` spreads through the factor into the product (NaN
+  rows and columns, where `a` has the one entry), so the product stays, lazily, for
+  such an `a`: ``ifelse(all(isfinite(a)), a, L @ L^T)`` (an O(n^2) check for the
+  O(n^3) product). Where the product is the factor's only use the rewrite would drop that
   error (``L @ L^T`` of a negative-definite `a` would give `a`, where SciPy raises):
   that is ``local_cholesky_outer_product_unchecked``, in no default mode, tagged
   ``drops_checks`` (`DROPS_CHECKS`, as random draws' ``changes_draws``): ask for it
@@ -567,10 +570,11 @@ def _factor_kept(fgraph: Any, factor: Variable) -> bool:
 def local_cholesky_outer_product(fgraph: Any, node: Apply) -> Any:
     """``cholesky(a) @ cholesky(a)^T -> a`` (and ``U^T @ U`` for the upper factor), `a`
     made symmetric from the triangle the factorisation read, where the factorisation
-    stays in the graph (`_factor_kept`).
+    stays in the graph (`_factor_kept`), and `a` is finite: the product is kept, in the
+    lazy else branch of an `ifelse`, for an `a` with an inf or a NaN.
 
     Domain: every `a`: one that is not positive definite still raises, in the
-    factorisation that stays."""
+    factorisation that stays; one that is not finite gets the product."""
     return _cholesky_outer_product(fgraph, node, checked=True)
 
 
@@ -579,8 +583,9 @@ def local_cholesky_outer_product_unchecked(fgraph: Any, node: Apply) -> Any:
     """`local_cholesky_outer_product` also where the product is the factor's only use:
     the factorisation goes, and with it its error.
 
-    Domain: a positive-definite `a` only (for another, the graph raised LinAlgError and
-    the rewritten one returns `a`): in no default mode (tag ``drops_checks``)."""
+    Domain: a positive-definite, finite `a` only (for another, the graph raised
+    LinAlgError, or gave NaNs for an inf or a NaN, and the rewritten one returns `a`): in
+    no default mode (tag ``drops_checks``)."""
     return _cholesky_outer_product(fgraph, node, checked=False)
 
 
@@ -609,6 +614,29 @@ def _cholesky_outer_product(fgraph: Any, node: Apply, checked: bool) -> Any:
         if checked and not _factor_kept(fgraph, factor):
             continue
         (a,) = factor.owner.inputs
-        sym = tm.add(triangle(a, lower), transpose(triangle(a, lower, strict=True)))
-        return [_cast_like(sym, node.outputs[0])]
+        sym = _cast_like(tm.add(triangle(a, lower), transpose(triangle(a, lower, strict=True))),
+                         node.outputs[0])
+        if not checked:
+            return [sym]
+        if _is_fallback(fgraph, node.outputs[0]):
+            return None  # the product this rule left for a matrix with an inf or a NaN
+        # a = L L^T only for a finite a: an inf or a NaN spreads through the factor and its
+        # product (NaN rows and columns; +inf on the diagonal gives 0 * inf), not in a
+        from workbench.core.ifelse import ifelse
+        from workbench.core.tensor.reduction import all as reduce_all
+
+        product = node.op(*node.inputs)
+        return [ifelse(reduce_all(tm.isfinite(a)), sym, _cast_like(product, node.outputs[0]))]
     return None
+
+
+def _is_fallback(fgraph: Any, var: Variable) -> bool:
+    """Whether `var` is the else branch of an `IfElse` (where `local_cholesky_outer_product`
+    keeps the product for a matrix that is not finite)."""
+    from workbench.core.ifelse import IfElse
+
+    for client, i in (fgraph.clients.get(var, ()) if fgraph is not None else ()):
+        if not isinstance(client, str) and isinstance(client.op, IfElse) \
+                and i > client.op.n_outs:
+            return True
+    return False
