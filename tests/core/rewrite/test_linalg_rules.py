@@ -107,6 +107,37 @@ def test_rule_fires_and_keeps_the_values(case, rule, inputs, build, absent):
     _fires(rule, inputs, build(), set(absent))
 
 
+INV_SHAPES = [  # (product, values): the error the user's graph raises when run
+    ("inv(A) @ b", [np.ones((2, 3)), np.ones(3)], np.linalg.LinAlgError,
+     r"inv: last 2 dimensions of the array must be square, but a's are \(2, 3\)"),
+    ("B @ inv(A)", [np.ones((3, 2)), np.ones((2, 3))], np.linalg.LinAlgError,
+     r"inv: last 2 dimensions of the array must be square, but a's are \(3, 2\)"),
+    ("inv(A) @ b", [np.eye(3), np.ones(4)], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
+    ("inv(A) @ B", [np.eye(3), np.ones((4, 2))], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
+    ("B @ inv(A)", [np.eye(3), np.ones((2, 4))], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
+    ("b @ inv(A)", [np.eye(3), np.ones(4)], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
+]
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize(("product", "values", "error", "message"), INV_SHAPES)
+def test_inv_times_b_of_wrong_shapes_raises_inv_or_the_products_error(
+        linker, product, values, error, message):
+    # the graph says inv: a matrix that is not square is inv's error, not solve's
+    # ValueError about a transposed `a`; a b that does not fit is the product's
+    second = b if product.endswith(" b") or product.startswith("b ") else B
+    out = {"inv(A) @ b": lambda: la.inv(A) @ b, "inv(A) @ B": lambda: la.inv(A) @ B,
+           "B @ inv(A)": lambda: B @ la.inv(A), "b @ inv(A)": lambda: b @ la.inv(A)}[product]()
+    f = wb.function([A, second], out, linker=linker)
+    assert "local_inv_dot_to_solve" in f.maker.rewrite_trace.rewrites_used()
+    plain = wb.function([A, second], out, linker=linker, mode="FAST_COMPILE")
+    for call in (plain, f):
+        with pytest.raises(error, match=message) as raised:
+            call(*values)
+        assert "solve" not in str(raised.value)
+        assert str(raised.value).lower().startswith(("inv: ", "dot: ", "shapes ("))
+
+
 def test_an_inverse_used_elsewhere_is_kept():
     inverse = la.inv(A)
     f = wb.function([A, b], [inverse @ b, inverse])

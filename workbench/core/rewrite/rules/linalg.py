@@ -344,7 +344,10 @@ def _cast_like(new: Variable, old: Variable) -> Variable:
 def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
     """``inv(a) @ b -> solve(a, b)``; ``b @ inv(a) -> solve(a^T, b^T)^T``.
 
-    Domain: every nonsingular `a` (a singular one raises LinAlgError either way)."""
+    Domain: every nonsingular `a` (a singular one raises LinAlgError either way). Shapes
+    the graph checks when run raise as the user's graph would: a non-square `a` inv's
+    LinAlgError naming `a` (not solve's ValueError on a transposed `a`), a `b` that does
+    not fit the product's error, named after the product (`_product_checked`)."""
     x, y = node.inputs
     out = node.outputs[0]
     if x.owner is not None and isinstance(x.owner.op, Inv) and single_client(fgraph, x):
@@ -352,15 +355,30 @@ def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
         if y.type.dtype != a.type.dtype or y.type.ndim < 1:
             return None
         b_ndim = 1 if y.type.ndim == 1 else 2
+        a = _product_checked(node, _square("inv", a), y, True)
         return [_cast_like(Solve("gen", False, b_ndim)(a, y), out)]
     if y.owner is not None and isinstance(y.owner.op, Inv) and single_client(fgraph, y):
         (a,) = y.owner.inputs
         if x.type.dtype != a.type.dtype or x.type.ndim < 1:
             return None
+        a = _product_checked(node, _square("inv", a), x, False)
         if x.type.ndim == 1:  # x @ inv(a) = inv(a)^T x = solve(a^T, x)
             return [_cast_like(Solve("gen", False, 1)(transpose(a), x), out)]
         return [_cast_like(transpose(Solve("gen", False, 2)(transpose(a), transpose(x))), out)]
     return None
+
+
+def _product_checked(node: Apply, a: Variable, other: Variable, inverse_first: bool
+                     ) -> Variable:
+    """`a`, checked (`shape_checked`) to fit `other` in the product `node` as ``inv(a)``
+    does: ``inv(a) @ other`` (`inverse_first`) or ``other @ inv(a)``. The error names
+    the product (``dot``/``matmul``), whose error the unrewritten graph raises, not the
+    solve it became."""
+    from workbench.core.tensor.linalg.base import shape_checked
+
+    core = "m" if other.type.ndim == 1 else ("m,n" if inverse_first else "n,m")
+    function = "dot" if isinstance(node.op, Dot) else "matmul"
+    return shape_checked(function, f"(m,m),({core})->({core})", a, other)
 
 
 @register_stabilize
