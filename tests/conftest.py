@@ -25,6 +25,46 @@ settings.load_profile("portable")
 os.environ.setdefault("WORKBENCH_C_TIERED", "0")
 
 
+def _linker_params() -> list[Any]:
+    """py; c (skipped, with the reason, where there is no C compiler); gpu where torch
+    imports (on torch's CPU device when there is no GPU, with its warning)."""
+    import importlib.util
+
+    from workbench.core.link.c.compiler import has_compiler
+
+    params: list[Any] = ["py", pytest.param("c", marks=pytest.mark.skipif(
+        not has_compiler(), reason="needs a C compiler"))]
+    if importlib.util.find_spec("torch") is not None:
+        params.append("gpu")
+    return params
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", "linkers(*names): run a test taking `linker` on these linkers only "
+        "(those of them this machine has), not on every one")
+
+
+@pytest.hookimpl(trylast=True)  # after the parametrize marks: the linker's id comes last
+def pytest_generate_tests(metafunc: Any) -> None:
+    """A test taking an argument `linker` that it does not parametrize itself runs on
+    every linker (`_linker_params`), or on those named by ``@pytest.mark.linkers(...)``."""
+    if "linker" not in metafunc.fixturenames:
+        return
+    if any("linker" in _argnames(mark) for mark in metafunc.definition.iter_markers("parametrize")):
+        return
+    params = _linker_params()
+    chosen = metafunc.definition.get_closest_marker("linkers")
+    if chosen is not None:
+        params = [p for p in params if getattr(p, "values", (p,))[0] in chosen.args]
+    metafunc.parametrize("linker", params)
+
+
+def _argnames(mark: Any) -> list[str]:
+    names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+
+
 def evaluate_graph(outputs: Variable | Sequence[Variable],
                    givens: Mapping[Variable, Any] | None = None,
                    check: bool = True) -> Any:

@@ -8,10 +8,6 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
-from workbench.core.link.c.compiler import has_compiler
-
-LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
-                                                             reason="needs a C compiler"))]
 
 
 def _accumulator(linker: str):
@@ -21,7 +17,7 @@ def _accumulator(linker: str):
     return f, w, x
 
 
-@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.linkers("py", "c")
 def test_swap_reads_and_updates_the_other_shared_variable(linker: str) -> None:
     f, w, _ = _accumulator(linker)
     other = wb.shared(np.full(3, 10.0), "other")
@@ -33,7 +29,7 @@ def test_swap_reads_and_updates_the_other_shared_variable(linker: str) -> None:
     np.testing.assert_array_equal(w.get_value(), [2.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.linkers("py", "c")
 def test_delete_updates_leaves_the_shared_variables_alone(linker: str) -> None:
     f, w, _ = _accumulator(linker)
     h = f.copy(delete_updates=True, name="h")

@@ -16,7 +16,6 @@ from workbench.core.rewrite.rules.rule_utils import computed_unconditionally
 
 la = wt.linalg
 rng = np.random.default_rng(3)
-LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
 A, B, b, v = wt.dmatrix("A"), wt.dmatrix("B"), wt.dvector("b"), wt.dvector("v")
 K = wt.dtensor3("K")
 
@@ -119,7 +118,6 @@ INV_SHAPES = [  # (product, values): the error the user's graph raises when run
 ]
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize(("product", "values", "error", "message"), INV_SHAPES)
 def test_inv_times_b_of_wrong_shapes_raises_inv_or_the_products_error(
         linker, product, values, error, message):
@@ -173,7 +171,6 @@ def test_a_scaled_matrix_is_not_diagonal(linker):
         g(np.ones((2, 3)), 2, 3, v)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_the_triangular_solve_keeps_check_finite(linker):
     # solve checks for infs and NaNs (scipy's check_finite) in what it reads: the
     # triangular solve checks the same, and tril(x) keeps its mask (x's other triangle
@@ -192,7 +189,6 @@ def test_the_triangular_solve_keeps_check_finite(linker):
     assert np.isnan(unchecked(spd, np.array([1.0, np.nan]))).any()
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_a_zero_on_the_diagonal_still_raises_as_scipy(linker):
     # solve(diag(v), b) gave b / v = inf for a zero in v, where scipy raises
     f = wb.function([v, B], la.solve(wt.diag(v), B), linker=linker)
@@ -209,7 +205,6 @@ def test_a_zero_on_the_diagonal_still_raises_as_scipy(linker):
                                sl.solve(np.diag([2.0, 4.0]), np.ones((2, 3))))
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_eye_times_a_non_finite_matrix_keeps_its_checked_solve(linker):
     # eye(n) * x has 0 * inf = NaN off the diagonal: scipy's check_finite refuses it
     x = np.array([[2.0, np.inf], [1.0, 4.0]])
@@ -221,7 +216,6 @@ def test_eye_times_a_non_finite_matrix_keeps_its_checked_solve(linker):
         sl.solve(np.eye(2) * x, np.ones(2))
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_the_outer_product_of_a_negative_definite_factor_still_raises(linker):
     # cholesky(a) @ cholesky(a).T -> a dropped the factorisation, and its error
     negative = -np.array([[4.0, 1.0], [1.0, 3.0]])
@@ -237,7 +231,6 @@ def test_the_outer_product_of_a_negative_definite_factor_still_raises(linker):
         kept(negative)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("position", [(0, 0), (1, 0), (0, 1), (2, 2), (2, 1)])
 def test_the_outer_product_of_a_non_finite_matrix_keeps_its_nans(linker, value, position):
@@ -260,7 +253,6 @@ def test_the_outer_product_of_a_non_finite_matrix_keeps_its_nans(linker, value, 
     np.testing.assert_allclose(f(spd)[0], spd, rtol=1e-12)  # finite: a itself
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_a_stack_with_one_non_finite_matrix_keeps_the_products(linker):
     factor = la.cholesky(K)
     product = factor @ factor.transpose(0, 2, 1)
@@ -338,14 +330,13 @@ def test_rules_are_registered_with_their_pass_tags():
         assert "rules" in (rewrite_db[name].source or "")
 
 
+@pytest.mark.skipif("c" not in available_linkers(), reason="no C linker here")
 def test_the_diagonal_solve_runs_in_c():
-    if "c" not in LINKERS:
-        pytest.skip("no C linker here")
     f = wb.function([v, B], la.solve(wt.diag(v), B), linker="c")
     assert "DiagonalSolve" in {type(n.op).__name__ for n in f.linker.report.c_nodes}
 
 
-@pytest.mark.parametrize("linker", [name for name in LINKERS if name in ("py", "c")])
+@pytest.mark.linkers("py", "c")
 def test_gradient_of_log_det_is_finite_where_the_determinant_underflows(linker):
     # A 300x300 squared-exponential kernel: det(K) underflows to 0, so log's 1/det times
     # Det's det * inv(K)^T was 0 * inf = NaN; the cancelled product is slogdet's gradient.
@@ -372,7 +363,7 @@ def test_gradient_of_log_det_at_an_overflowing_determinant():
     np.testing.assert_allclose(g(VALUES[A]), np.linalg.inv(VALUES[A]).T, rtol=1e-12)
 
 
-@pytest.mark.parametrize("linker", [name for name in LINKERS if name in ("py", "c")])
+@pytest.mark.linkers("py", "c")
 def test_det_does_not_reuse_a_cholesky_from_an_untaken_ifelse_branch(linker):
     # "Cholesky if positive definite, else a fallback": the factor may raise, so only
     # the taken branch computes it; det/slogdet of the indefinite a = [[2, 3], [3, -2]]

@@ -11,10 +11,8 @@ import scipy.linalg as sl
 
 import workbench as wb
 import workbench.core.tensor as wt
-from workbench.core.compile.mode import available_linkers
 
 la = wt.linalg
-LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
 
 
 def _outcome(call, *args):
@@ -35,7 +33,6 @@ def _agree(f, g, values, expected) -> None:
             np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("assume_a", ["sym", "her", "pos"])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("structure", ["tril", "triu", "cholesky"])
@@ -57,7 +54,6 @@ def test_a_mirrored_solve_of_a_triangular_matrix_is_not_a_triangular_solve(
     _agree(f, g, [xs, bs], expected)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_a_general_solve_of_a_triangular_matrix_is_still_triangular(linker):
     x, b = wt.dmatrix("x"), wt.dmatrix("b")
     f = wb.function([x, b], la.solve(wt.tril(x), b), linker=linker)
@@ -71,7 +67,6 @@ V = np.array([1 + 2j, 3 - 1j, 2 + 0.5j])
 BV = np.array([[1 + 1j, 2], [0.5j, 1], [3, -1j]])
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("case", ["trans_c", "trans_c_eye", "her", "pos", "sym"])
 def test_a_diagonal_solve_conjugates_or_reads_a_real_diagonal_as_scipy(linker, case):
     # the rewrite gave b / v whatever the solve's conjugate or assume_a said
@@ -92,7 +87,6 @@ def test_a_diagonal_solve_conjugates_or_reads_a_real_diagonal_as_scipy(linker, c
     _agree(f, g, [V, BV], ref)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_a_positive_definite_diagonal_solve_still_raises_for_a_negative_entry(linker, dtype):
     v, b = wt.vector("v", dtype=dtype), wt.matrix("b", dtype=dtype)
@@ -113,7 +107,6 @@ CS = wt.matrix("s", dtype="complex128")
 SV = np.array([[2, 0], [0.5j, 2]])
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("form", ["s + s.T", "s.T + s", "s @ s.T", "diag"])
 def test_a_complex_symmetric_matrix_takes_no_determinant_from_its_factor(linker, form):
     # a complex s + s^T is complex-symmetric, not Hermitian: its Cholesky factor reads
@@ -133,7 +126,6 @@ def test_a_complex_symmetric_matrix_takes_no_determinant_from_its_factor(linker,
         np.testing.assert_allclose([s, l], [sign, logabsdet], rtol=1e-12)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("form", ["s + s^H", "s @ s^H", "s^H @ s"])
 def test_a_hermitian_matrix_takes_its_determinant_from_its_factor(linker, form):
     a, value = {"s + s^H": (CS + wt.conj(CS).T, SV + SV.conj().T),
@@ -168,7 +160,6 @@ NOT_SQUARE = [  # (name, build from x, values, the reference), x of shape (2, 3)
 ]
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize(("name", "build", "reference"), NOT_SQUARE,
                          ids=[case[0] for case in NOT_SQUARE])
 def test_a_rule_reading_a_diagonal_keeps_the_square_check(linker, name, build, reference):
@@ -183,7 +174,6 @@ def test_a_rule_reading_a_diagonal_keeps_the_square_check(linker, name, build, r
             f(value)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_an_eye_of_a_length_known_only_when_run_may_spread(linker):
     # eye(k) * x with k = 1 is x itself: det, solve and solve_triangular read it as
     # diagonal and gave prod(diag(x)) and b / diag(x)
@@ -206,7 +196,6 @@ def test_an_eye_of_a_length_known_only_when_run_may_spread(linker):
     np.testing.assert_allclose(f(m, np.ones(3)), 1 / np.diag(m), rtol=1e-12)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_the_sign_of_slogdet_of_a_diagonal_is_numpys(linker):
     # slogdet(diag(d)) from the diagonal: prod(sign(d)) made a NaN entry's sign NaN and
     # a 0 beside a NaN gave logdet NaN, where numpy (and the unrewritten graph on py and
@@ -220,7 +209,7 @@ def test_the_sign_of_slogdet_of_a_diagonal_is_numpys(linker):
             np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("linker", [name for name in LINKERS if name in ("py", "c")])
+@pytest.mark.linkers("py", "c")
 def test_a_diagonal_solve_warns_as_the_solve_it_replaces(linker):
     # solve(diag(v), b) became b / v without scipy's LinAlgWarning for an ill-conditioned
     # matrix (rcond = min|v| / max|v|); solve_triangular never warns, as scipy's

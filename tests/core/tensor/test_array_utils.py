@@ -11,16 +11,6 @@ import pytest
 
 import workbench as wb
 import workbench.core.tensor as wt
-from workbench.core.link.c.compiler import has_compiler
-
-LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
-                                                             reason="needs a C compiler"))]
-try:
-    import torch  # noqa: F401
-
-    LINKERS.append("gpu")
-except ImportError:  # pragma: no cover - torch is optional
-    pass
 
 
 def static(*shape: int) -> wt.TensorVariable:
@@ -89,7 +79,6 @@ def _numpy_put(arr: np.ndarray, indices: np.ndarray, values: object, axis: int |
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_round_to_many_decimals_is_bitwise_numpys(linker: str) -> None:
     """NumPy scales by 10**|decimals| built by repeated multiplication, which differs by an
     ulp from pow from 10**23 on (round(0.35, 300) and round(1e300, -300) were an ulp off)."""
@@ -106,7 +95,6 @@ def test_round_to_many_decimals_is_bitwise_numpys(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_round_of_booleans_and_decimals_past_float_range_as_numpy(linker: str) -> None:
     """Booleans round to float16 (NumPy's rint; they came back boolean); 10**decimals
     past float64's range gives NaN as in NumPy (Python's OverflowError was raised)."""
@@ -124,7 +112,6 @@ def test_round_of_booleans_and_decimals_past_float_range_as_numpy(linker: str) -
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_put_along_axis_keeps_the_shape_and_casts_values_as_numpy(linker: str) -> None:
     """axis=None writes into arr.flat and keeps arr's shape; values are cast to arr's
     dtype (float64 into float32, floats truncated into integers), as NumPy does."""
@@ -160,7 +147,6 @@ def test_put_along_axis_refuses_what_numpy_refuses() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_take_reads_boolean_indices_as_0_and_1_as_numpy(linker: str) -> None:
     a, mask, s = wt.dmatrix("a"), wt.TensorType("bool", (None, None))("mask"), wt.dscalar("s")
     f = wb.function([a, mask, s], [wt.take(a, mask), wt.take(a, mask, axis=1, mode="wrap"),
@@ -229,7 +215,6 @@ def test_take_refuses_out_of_range_indices_when_run() -> None:
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
 @pytest.mark.filterwarnings("ignore:.*2-dimensional vectors are deprecated")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_cross_of_lengths_known_only_when_run(linker: str) -> None:
     """2- and 3-vectors whose length is known only when run (a SpecifyShape (?, 3)
     refused the 2-vectors): mixed 2 and 3 as NumPy; two 2-vectors are refused then,
@@ -259,7 +244,6 @@ def test_cross_of_lengths_known_only_when_run(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_cross_takes_numpys_axis_arguments(linker: str) -> None:
     a, b, c = wt.dtensor3("a"), wt.dmatrix("b"), wt.lmatrix("c")
     f = wb.function([a, b, c], [wt.cross(a, b, axisa=1, axisb=0, axisc=-2),
@@ -298,7 +282,6 @@ def test_cross_of_2_vectors_warns_and_computes_as_numpy() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_linspace_and_logspace_of_complex_endpoints(linker: str) -> None:
     a, b = wt.zscalar("a"), wt.zmatrix("b")
     f = wb.function([a, b], [wt.linspace(a, b, 4, endpoint=False, axis=1),
@@ -311,7 +294,6 @@ def test_linspace_and_logspace_of_complex_endpoints(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize(("start", "stop", "base", "axis"), [
     (0.0, 3.0, [2.0, 10.0], 0),
     ([0.0, 1.0], 2.0, [2.0, 10.0], -1),
@@ -339,7 +321,6 @@ def test_interp_with_period_wraps_unsorted_knots() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_interp_of_complex_values_interpolates_both_parts(linker: str) -> None:
     """A complex fp gives complex128 (it lost its imaginary part), with complex left and
     right, periodic knots, and infinite parts kept where NumPy keeps them."""
@@ -382,7 +363,6 @@ def test_interp_refuses_what_numpy_refuses() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_interp_refuses_empty_or_mismatched_knots_when_run(linker: str) -> None:
     x, xp, fp = wt.dvector("x"), wt.dvector("xp"), wt.dvector("fp")
     f = wb.function([x, xp, fp], wt.interp(x, xp, fp), linker=linker)
@@ -413,7 +393,6 @@ def test_methods_users_type_by_habit() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_an_index_out_of_range_names_the_axis_on_every_linker(linker: str) -> None:
     """NumPy's message, naming x's axis: the gpu linker passed on torch's, which counts the
     index array's dimensions ("for dimension 0" for take along axis 1)."""
@@ -424,7 +403,6 @@ def test_an_index_out_of_range_names_the_axis_on_every_linker(linker: str) -> No
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_python_numbers_are_weak_in_isclose_and_linspace(linker: str) -> None:
     """NEP 50, as NumPy 2: isclose(float32 x, 0.1) compares in float32 (0.1 rounded to
     float32 is close to itself; in float64 it was not), linspace(float32 x, 0.7) is

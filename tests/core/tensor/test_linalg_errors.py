@@ -15,10 +15,8 @@ import scipy.linalg as sl
 
 import workbench as wb
 import workbench.core.tensor as wt
-from workbench.core.compile.mode import available_linkers
 
 la = wt.linalg
-LINKERS = [name for name in ("py", "c", "gpu") if name in available_linkers()]
 
 SQUARE = np.array([[4.0, 1.0], [1.0, 3.0]])
 NON_SQUARE = np.ones((2, 3))
@@ -103,7 +101,6 @@ def _assert_same_outcome(name, expected, got):
     assert np.isnan(got[1])[nan].all(), (ref, got[1])
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize(("name", "bad", "ours", "ref", "values"), CASES, ids=IDS)
 def test_bad_input_fails_as_scipy_or_numpy_when_run(linker, name, bad, ours, ref, values):
     inputs = [wt.tensor("float64", shape=(None,) * np.ndim(v)) for v in values]
@@ -124,7 +121,6 @@ def test_bad_static_shapes_fail_as_scipy_or_numpy_when_built(name, ours, ref, va
     _assert_same_outcome(name, _outcome(lambda: ref(*values)), _outcome(lambda: ours(*inputs)))
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_the_shape_is_checked_before_b(linker):
     # a non-square a with a b that fits neither side: the square check comes first
     a, b = wt.dmatrix("a"), wt.dvector("b")
@@ -137,7 +133,6 @@ def test_the_shape_is_checked_before_b(linker):
         g(NON_SQUARE)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_a_stack_names_the_failing_check_and_check_finite_can_be_turned_off(linker):
     a, b = wt.dtensor3("a"), wt.dmatrix("b")
     values = np.stack([SQUARE, NAN])
@@ -155,7 +150,6 @@ def _with(value, where):
     return m
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_unchecked_triangular_solve_of_non_finite_entries_gives_scipys_values(linker, value):
     # scipy (check_finite=False) runs trtrs/trsm: a substitution, so an inf or a NaN

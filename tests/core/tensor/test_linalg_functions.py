@@ -9,18 +9,9 @@ import pytest
 import workbench as wb
 import workbench.core.tensor as wt
 from workbench.core.gradcheck import verify_grad
-from workbench.core.link.c.compiler import has_compiler
 
 la = wt.linalg
 
-LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
-                                                             reason="needs a C compiler"))]
-try:
-    import torch  # noqa: F401
-
-    LINKERS.append("gpu")
-except ImportError:  # pragma: no cover - torch is optional
-    pass
 
 
 def test_invalid_norm_orders_are_refused_like_numpy():
@@ -77,7 +68,7 @@ def test_expm_matches_scipy_across_norms(scale):
     np.testing.assert_allclose(got, scipy_linalg.expm(value), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("linker", LINKERS[:2])
+@pytest.mark.linkers("py", "c")
 def test_expm_of_a_triangular_matrix_is_exact_on_its_diagonal(linker):
     # the squarings doubled the rounding errors of the diagonal: the nilpotent N gave
     # 0.99999976 on py; the diagonal and superdiagonal are now recomputed exactly
@@ -133,7 +124,6 @@ def test_debug_mode_accepts_another_basis_of_a_rank_deficient_matrix_singular_ve
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_norms_of_empty_axes_are_numpys(linker: str) -> None:
     """The maximum-based orders (vector inf, matrix 1, 2, inf) give 0 over an empty axis,
     as numpy.linalg (they raised); the minimum-based ones raise NumPy's ValueError."""
@@ -154,7 +144,6 @@ def test_norms_of_empty_axes_are_numpys(linker: str) -> None:
         g(np.zeros((0, 3)))
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_lstsq_rank_is_numpys_int32(linker):
     a, b = wt.dmatrix("a"), wt.dvector("b")
     x, residuals, rank, s = la.lstsq(a, b)
@@ -165,7 +154,6 @@ def test_lstsq_rank_is_numpys_int32(linker):
     assert got.dtype == want.dtype == np.int32 and got == want == 3
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("rcond", [None, -1, 0, 1e-300, 0.5, 1.0, 2.0, np.nan])
 def test_lstsq_rcond_follows_gelsd_as_numpy(linker, rcond):
     # gelsd takes rcond <= 0 or >= 1 as the unit roundoff: rcond=-1 (NumPy's default
@@ -187,7 +175,6 @@ def test_lstsq_rcond_follows_gelsd_as_numpy(linker, rcond):
         np.testing.assert_allclose(x, want[0], rtol=1e-6, atol=1e-12)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_qr_raw_is_numpys_reflectors_and_has_no_gradient(linker):
     a = wt.dmatrix("a")
     h, tau = la.qr(a, mode="raw")
@@ -204,7 +191,6 @@ def test_qr_raw_is_numpys_reflectors_and_has_no_gradient(linker):
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_maximum_norms_are_one_max_from_zero_and_propagate_nan(linker: str) -> None:
     """Vector inf and matrix 1, 2, inf norms fold their maximum from 0 (numpy's initial),
     in place: no join of a zero slice however unknown the lengths; the values are
@@ -242,7 +228,6 @@ def test_maximum_norm_gradients() -> None:
         verify_grad(lambda m, o=o, a=a: la.norm(m, o, axis=a), [value], rng=rng)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("hermitian", [False, True])
 def test_pinv_takes_one_rcond_per_matrix_and_numpys_rtol_none(linker, hermitian):
     # rcond of shape (4,) for a stack of four 4x4 matrices cut each matrix's singular
@@ -272,7 +257,6 @@ def test_pinv_takes_one_rcond_per_matrix_and_numpys_rtol_none(linker, hermitian)
         la.pinv(a, rcond=0.1, rtol=None)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 def test_block_diag_batches_as_scipy(linker):
     # leading dimensions are batch dimensions broadcast between the inputs (scipy >=
     # 1.15); a 3-d input raised 'every input must have at most 2'
@@ -290,7 +274,6 @@ def test_block_diag_batches_as_scipy(linker):
     verify_grad(la.block_diag, [values[0], values[1]], rng=rng)
 
 
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
 def test_expm_of_a_diagonal_matrix_is_the_exponential_of_its_diagonal(linker, dtype):
     # as scipy: diag(inf, -inf, nan) gives diag(inf, 0, nan) with zeros elsewhere, where

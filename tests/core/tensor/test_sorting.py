@@ -13,18 +13,8 @@ import workbench as wb
 import workbench.core.tensor as wt
 from workbench.core.link.c.compiler import has_compiler
 
-LINKERS = ["py", pytest.param("c", marks=pytest.mark.skipif(not has_compiler(),
-                                                             reason="needs a C compiler"))]
-try:
-    import torch  # noqa: F401
-
-    LINKERS.append("gpu")
-except ImportError:  # pragma: no cover - torch is optional
-    pass
-
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_ties_keep_their_order_on_every_linker(linker: str) -> None:
     x = wt.dmatrix("x")
     values = np.array([[2.0, 1.0, 2.0, 1.0, np.nan, 1.0], [0.0, 0.0, 0.0, -1.0, 3.0, 3.0]])
@@ -187,7 +177,6 @@ def test_flops_count_comparisons() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_histogram_refuses_non_finite_data_without_a_range_as_numpy(linker: str) -> None:
     """NaN or inf in the data: NumPy's ValueError when the range is autodetected (the
     counts were all 0); with a finite range the values outside it are not counted."""
@@ -212,7 +201,6 @@ def test_histogram_refuses_non_finite_data_without_a_range_as_numpy(linker: str)
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_unique_equal_nan_as_numpy(linker: str) -> None:
     """equal_nan=True (NumPy's default) counts the NaNs as one value, equal_nan=False
     keeps each (index, inverse and counts agreeing); rows holding a NaN are distinct
@@ -235,7 +223,6 @@ def test_unique_equal_nan_as_numpy(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str) -> None:
     """NumPy's refusals when run: edges that decrease, equal bins too narrow (or wide)
     for float, weights of another shape; complex weights give complex counts (they
@@ -268,7 +255,6 @@ def test_histogram_checks_edges_and_weights_and_sums_complex_weights(linker: str
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize(("dtype", "bounds"), [
     ("float32", (-0.3, 2.2)), ("float32", (np.float64(-0.3), np.float64(2.2))),
     ("float32", (np.float32(-0.3), np.float32(2.2))), ("float16", (-1.1, 0.7)),
@@ -291,7 +277,6 @@ def test_histogram_edges_of_a_range_are_numpys_bit_for_bit(linker, dtype, bounds
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
     x, w = wt.lvector("x"), wt.dvector("w")
     f = wb.function([x, w], wt.bincount(x, w), linker=linker)
@@ -301,7 +286,6 @@ def test_bincount_refuses_weights_of_another_length(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("dtype", ["int64", "uint64"])
 def test_bincount_refuses_a_value_whose_count_has_no_int64_length(linker: str, dtype: str
                                                                   ) -> None:
@@ -321,7 +305,6 @@ def test_bincount_refuses_a_value_whose_count_has_no_int64_length(linker: str, d
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_searchsorted_follows_numpys_nan_order(linker: str, dtype: str) -> None:
     """NumPy sorts NaN last and searches as if NaN were above +inf (all NaNs equal,
@@ -345,7 +328,6 @@ def test_searchsorted_follows_numpys_nan_order(linker: str, dtype: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_searchsorted_refuses_a_sorter_numpy_refuses(linker: str) -> None:
     """A sorter of another length than `a`, or with a position outside it, raises
     NumPy's ValueError (the answer came from ``a[sorter]``, another array, and a
@@ -374,7 +356,6 @@ def test_searchsorted_refuses_a_sorter_numpy_refuses(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", LINKERS)
 def test_unique_along_an_axis_as_numpy(linker: str) -> None:
     """Distinct slices of a matrix holding NaNs and -0.0 in NumPy's order (NaN last in
     the lexicographic order; the gpu linker put those slices first, index, inverse and
@@ -399,7 +380,7 @@ def test_unique_along_an_axis_as_numpy(linker: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:workbench GPU linker")
-@pytest.mark.parametrize("linker", ["py"] + (["gpu"] if "gpu" in LINKERS else []))
+@pytest.mark.linkers("py", "gpu")
 def test_bfloat16_sorts_and_searches_with_nan_last(linker: str) -> None:
     """bfloat16 (ml_dtypes) in NumPy's float order, as its float32 values sort: the py
     linker's NumPy calls let a NaN scramble the sort (the C linker refuses bfloat16
