@@ -63,10 +63,19 @@ def pytensor_function_graph(x: Any, y: Any) -> Any:
     return fgraph
 
 
+def pytensor_rewrite(x: Any, y: Any) -> Any:
+    """`y` rewritten as `pytensor.function([x], y)` rewrites it: its FunctionGraph (with
+    its Supervisor) through the default mode's rewriter; the rewritten FunctionGraph."""
+    from pytensor.compile.mode import get_default_mode
+
+    fgraph = pytensor_function_graph(x, y)
+    get_default_mode().optimizer.rewrite(fgraph)
+    return fgraph
+
+
 def pytensor_timer(n: int) -> Callable[[], tuple[float, float]] | None:
     try:
         import pytensor.tensor as pt
-        from pytensor.compile.mode import get_default_mode
     except Exception:  # not installed, or broken install
         return None
 
@@ -76,8 +85,7 @@ def pytensor_timer(n: int) -> Callable[[], tuple[float, float]] | None:
         for i in range(n):
             y = pt.tanh(y) * 0.999 if i % 2 == 0 else y * 1.0001 + 0.5
         cpu, start = time.process_time(), time.perf_counter()
-        fgraph = pytensor_function_graph(x, y)
-        get_default_mode().optimizer.rewrite(fgraph)
+        pytensor_rewrite(x, y)
         return time.perf_counter() - start, time.process_time() - cpu
 
     return run

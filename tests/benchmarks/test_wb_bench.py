@@ -449,6 +449,37 @@ def test_rewrite_scaling_reports_a_failing_pytensor_and_goes_on(monkeypatch, cap
     assert "workbench time(N=8) / time(N=4)" in out
 
 
+def test_rewrite_scaling_rewrites_pytensors_graph_as_pytensor_function_does():
+    # issue 22: PyTensor's side is its default mode's rewriter on the FunctionGraph its
+    # functions get, not rewrite_graph(include=("fast_run",)); compared with the graph
+    # FunctionMaker (what pytensor.function builds before linking) rewrites
+    pytest.importorskip("pytensor")
+    import warnings
+
+    import bench_rewrite_scaling as scaling
+    import pytensor.tensor as pt
+    from pytensor.compile import FunctionMaker
+    from pytensor.compile.io import In
+    from pytensor.compile.mode import get_default_mode
+
+    x = pt.dvector("x")
+    y = x
+    for i in range(6):
+        y = pt.tanh(y) * 0.999 if i % 2 == 0 else y * 1.0001 + 0.5
+    y = pt.sort(y) + 1.0  # an intermediate the inplace phase may overwrite
+
+    def nodes(fgraph):
+        return [(str(n.op), getattr(n.op, "destroy_map", {})) for n in fgraph.toposort()]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTensor's warning that it links no BLAS
+        ours = nodes(scaling.pytensor_rewrite(x, y))
+        functions = nodes(FunctionMaker([In(x)], [y], mode=get_default_mode()).fgraph)
+    assert ours == functions
+    assert len(ours) == 3  # the chain fused into one Composite, the sort, the add
+    assert any(destroy for _, destroy in ours)  # the inplace phase ran
+
+
 def test_the_headline_names_the_openblas_kernels_a_run_used(monkeypatch):
     # read with threadpoolctl under the run's environment, forced or not
     seen = []
