@@ -480,6 +480,31 @@ def test_rewrite_scaling_rewrites_pytensors_graph_as_pytensor_function_does():
     assert any(destroy for _, destroy in ours)  # the inplace phase ran
 
 
+def test_pytensors_c_mode_says_whether_it_links_a_blas(monkeypatch):
+    # issue 22: "pytensor C" without a BLAS (matrix products through NumPy from Python)
+    # must say so in its label and in the run's notes; quick runs time the default only
+    pytest.importorskip("pytensor")
+    import warnings
+
+    from wb_bench import common
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTensor's warning that it links no BLAS
+        separate_c = common.pytensor_default_linker() not in ("cvm", "c", "vm")
+        for has_blas, label, note in (
+                (False, "pytensor C (CVM, no BLAS)", "no BLAS linked to its C code"),
+                (True, "pytensor C (CVM)", "its C code links a BLAS")):
+            monkeypatch.setattr(common, "pytensor_has_blas", lambda has_blas=has_blas: has_blas)
+            ctx = Context(repeats=1)
+            assert common.pytensor_module(ctx) is not None
+            assert any(note in line for line in ctx.notes)
+            labels = [name for name, _ in common.pytensor_modes(ctx)]
+            expected = ["pytensor default", label] if separate_c else ["pytensor default"]
+            assert labels == expected
+            quick = [name for name, _ in common.pytensor_modes(Context(quick=True, repeats=1))]
+            assert quick == ["pytensor default"]
+
+
 def test_the_headline_names_the_openblas_kernels_a_run_used(monkeypatch):
     # read with threadpoolctl under the run's environment, forced or not
     seen = []
