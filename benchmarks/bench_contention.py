@@ -14,8 +14,11 @@ scheduler has not run yet. The C linker now chooses the thread count per call
 In every phase the implementations take turns, block by block, in one process:
 
 - `workbench c`: the C linker with its thread policy (the default);
+- `workbench c, policy on OpenBLAS's threads`: the same function with its GEMMs on
+  OpenBLAS's threads instead of workbench's pool (the policy before the pool: sizes,
+  caps and back-off as above; `blas_threads.gemm_pool(False)`);
 - `workbench c, BLAS's threads`: the same function with the policy reduced to what it
-  was before (every call on the BLAS's own thread count, no back-off);
+  was before issue 22 (every call on the BLAS's own thread count, no back-off, no pool);
 - `workbench c, 1 thread`: the same function capped at one thread (on an idle machine
   the policy's figure should be that of the BLAS's threads, not this one);
 - `jax jit` (if `import jax` works): `value_and_grad`, donated buffers.
@@ -82,9 +85,9 @@ def load() -> str:
 
 
 def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
-                                         Callable[[], Any]]:
-    """(the step under the thread policy, the same step on the BLAS's own threads, the
-    same step on one thread)."""
+                                         Callable[[], Any], Callable[[], Any]]:
+    """(the step under the thread policy, the same with its GEMMs on OpenBLAS's threads,
+    the same step on the BLAS's own threads, the same step on one thread)."""
     from wb_bench import mlp as bench_mlp
 
     from workbench.core.link.c import blas_threads
@@ -96,6 +99,10 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
 
     def with_policy() -> Any:
         return fn(x, labels)
+
+    def openblas_pool() -> Any:
+        with blas_threads.gemm_pool(False):
+            return fn(x, labels)
 
     def blas_own_threads() -> Any:
         # the policy as it was before issue 22: any size may use every thread, no
@@ -111,7 +118,7 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
         finally:
             blas_threads.set_max_threads(cap)
 
-    return with_policy, blas_own_threads, one_thread
+    return with_policy, openblas_pool, blas_own_threads, one_thread
 
 
 def jax_step(dtype: str) -> Callable[[], Any] | None:
@@ -182,9 +189,10 @@ def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")
-    with_policy, own_threads, one_thread = workbench_steps(args.dtype)
+    with_policy, openblas_pool, own_threads, one_thread = workbench_steps(args.dtype)
     impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
     if not args.no_baseline:
+        impls["workbench c, policy on OpenBLAS's threads"] = openblas_pool
         impls["workbench c, BLAS's threads"] = own_threads
         impls["workbench c, 1 thread"] = one_thread
     jax_call = None if args.no_jax else jax_step(args.dtype)

@@ -39,7 +39,9 @@ def policy():
                             solo_ratio=saved["solo_ratio"], spare=saved["spare"],
                             recalibrate=saved["recalibrate"],
                             evidence=int(saved["evidence"]),
-                            backoff=(saved["backoff_min"], saved["backoff_max"]))
+                            backoff=(saved["backoff_min"], saved["backoff_max"]),
+                            pool=bool(saved["pool"]),
+                            panels_per_thread=int(saved["panels"]))
 
 
 def _cores() -> int:
@@ -144,9 +146,10 @@ def test_slow_threaded_calls_give_one_thread_until_the_back_off_ends(policy):
     wb.config.blas_threads = 2
     # a ratio no call meets: every threaded call is "slower than one thread"
     # recalibrate 0: the next call measures the site's one-thread time, even when an
-    # earlier test of this process already ran this kind (its site keeps its estimate)
+    # earlier test of this process already ran this kind (its site keeps its estimate);
+    # pool off: the back-off is for calls on OpenBLAS's threads (a pooled GEMM needs none)
     policy.set_policy(work_per_thread=1000, adaptive=True, solo_ratio=0.0, spare=0.0,
-                      recalibrate=0.0, backoff=(60.0, 60.0))
+                      recalibrate=0.0, backoff=(60.0, 60.0), pool=False)
     events = blas_threads.busy_events()
     f(a, b)
     assert blas_threads.last_threads() == 1 and blas_threads.busy_events() == events
@@ -220,7 +223,7 @@ def test_blas_own_threads_drops_the_policy_for_a_block_and_keeps_its_back_off(po
     a, b = _values(64)
     wb.config.blas_threads = 2
     policy.set_policy(work_per_thread=1000, solo_ratio=0.0, spare=0.0, recalibrate=1e9,
-                      backoff=(60.0, 60.0))
+                      backoff=(60.0, 60.0), pool=False)
     f(a, b)  # measures one thread
     f(a, b)  # threaded, "slower than one thread": forgiven
     f(a, b)  # again: a back-off of 60 s
@@ -231,6 +234,9 @@ def test_blas_own_threads_drops_the_policy_for_a_block_and_keeps_its_back_off(po
     assert blas_threads.policy()["busy_until"] == busy_until
     f(a, b)
     assert blas_threads.last_threads() == 1  # still backing off
+    with blas_threads.gemm_pool(True):  # a pooled GEMM never waits for a late helper
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+        assert blas_threads.last_threads() == 2
 
 
 def _gp_nll_and_gradient(profile: bool):

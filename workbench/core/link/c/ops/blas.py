@@ -20,7 +20,9 @@ Only float32 and float64 with every operand of the output's dtype go to BLAS
 (`c_supports`); other dtypes (integers, complex, float16, mixed) and graphs
 compiled where no BLAS is found run the Ops' `perform`. Large calls release the GIL.
 Each call chooses its BLAS thread count (blas_threads.py: by size, capped by
-`config.blas_threads`, one thread while the machine is busy).
+`config.blas_threads`, one thread while the machine is busy); a GEMM given several
+runs in panels over workbench's own threads (`wb_gemm_call`, thread_pool.py), each
+panel a one-thread BLAS call.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
+from workbench.core.link.c.thread_pool import POOL_C
 from workbench.core.tensor.blas import Gemm, Gemv
 from workbench.core.tensor.linalg import Dot
 from workbench.core.tensor.linalg.products import MatMul
@@ -111,6 +114,62 @@ static PyArrayObject *wb_blas_c_copy(PyArrayObject *a) {
 """
 
 _TYPED_C = r"""
+/* A row-major GEMM c = alpha op(a) op(b) + beta c cut in panels along the longer side of
+   c (columns: each panel repacks op(a); rows: each repacks op(b)), `width` items each. */
+typedef struct {
+  int ta, tb, by_columns;
+  wb_blasint m, n, k, lda, ldb, ldc, width;
+  %(ctype)s alpha, beta;
+  const %(ctype)s *a, *b;
+  %(ctype)s *c;
+} wb_gemm_panels_%(t)s;
+
+/* Panels [p0, p1) of a wb_gemm_panels, each one BLAS call (for wb_pool_run). */
+static void wb_gemm_panel_%(t)s(void *ctx, npy_intp p0, npy_intp p1) {
+  const wb_gemm_panels_%(t)s *g = (const wb_gemm_panels_%(t)s *)ctx;
+  const int ta = g->ta ? WB_TRANS : WB_NO_TRANS, tb = g->tb ? WB_TRANS : WB_NO_TRANS;
+  for (npy_intp p = p0; p < p1; p++) {
+    const wb_blasint s = (wb_blasint)p * g->width;
+    const wb_blasint len = g->by_columns ? g->n : g->m;
+    const wb_blasint w = len - s < g->width ? len - s : g->width;
+    if (g->by_columns)
+      wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta, tb, g->m, w, g->k, g->alpha, g->a, g->lda,
+                       g->tb ? g->b + (npy_intp)s * g->ldb : g->b + s, g->ldb, g->beta,
+                       g->c + s, g->ldc);
+    else
+      wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta, tb, w, g->n, g->k, g->alpha,
+                       g->ta ? g->a + s : g->a + (npy_intp)s * g->lda, g->lda, g->b, g->ldb,
+                       g->beta, g->c + (npy_intp)s * g->ldc, g->ldc);
+  }
+}
+
+/* The row-major GEMM c = alpha op(a) op(b) + beta c (op: transposed when ta / tb) on the
+   threads the policy gives the call at `site` (blas_threads.py): on several, in panels
+   shared by the caller and the pool's helpers (thread_pool.py), each panel a one-thread
+   BLAS call, so a helper the scheduler has not run never holds the call up. */
+static void wb_gemm_call_%(t)s(wb_blas_site *site, int ta, int tb, wb_blasint m,
+                               wb_blasint n, wb_blasint k, %(ctype)s alpha,
+                               const %(ctype)s *a, wb_blasint lda, const %(ctype)s *b,
+                               wb_blasint ldb, %(ctype)s beta, %(ctype)s *c, wb_blasint ldc) {
+  wb_blas_call call;
+  wb_blas_begin_pooled(&call, site, (double)m * n * k, 1);
+  if (call.pooled) {
+    wb_gemm_panels_%(t)s g = {ta, tb, n >= m, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, c};
+    const wb_blasint len = g.by_columns ? n : m;
+    const double per = wb_blas_policy[WB_BP_PANELS] >= 1 ? wb_blas_policy[WB_BP_PANELS] : 1;
+    const wb_blasint want = (wb_blasint)(per * call.threads);
+    wb_blasint width = (len + want - 1) / want;
+    if (width > 16) width = (width + 15) / 16 * 16;  /* whole blocks of the BLAS kernel */
+    g.width = width;
+    const npy_intp panels = (len + width - 1) / width;
+    call.worked = wb_pool_run(wb_gemm_panel_%(t)s, &g, panels, 1, call.threads - 1,
+                              wb_blas_policy[WB_BP_HOLD] != 0);
+  } else {
+    wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
+                     m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  wb_blas_end(&call);
+}
 /* c[...] = beta * c[...] for an array of rank <= 2; exactly 0 when beta == 0. */
 static void wb_blas_scale_%(t)s(PyArrayObject *c, %(ctype)s beta) {
   const int nd = PyArray_NDIM(c);
@@ -160,15 +219,10 @@ static int wb_gemm_%(t)s(PyArrayObject *a, PyArrayObject *b, %(ctype)s alpha, %(
   const double work = (double)m * n * k;
   PyThreadState *ts = work >= WB_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
   static wb_blas_site site;  /* this helper's one-thread estimate (blas_threads.py) */
-  wb_blas_call call;
-  wb_blas_begin(&call, &site, work);
   if (!tc)  /* c row-major: c = op(a) op(b) */
-    wb_cblas_%(t)sgemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
-                     m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+    wb_gemm_call_%(t)s(&site, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
   else      /* c F-ordered: its row-major transpose is op(b)^T op(a)^T */
-    wb_cblas_%(t)sgemm(WB_ROW_MAJOR, tb ? WB_NO_TRANS : WB_TRANS, ta ? WB_NO_TRANS : WB_TRANS,
-                     n, m, k, alpha, pb, ldb, pa, lda, beta, pc, ldc);
-  wb_blas_end(&call);
+    wb_gemm_call_%(t)s(&site, !tb, !ta, n, m, k, alpha, pb, ldb, pa, lda, beta, pc, ldc);
   if (ts) PyEval_RestoreThread(ts);
   Py_XDECREF(ac); Py_XDECREF(bc);
   return 0;
@@ -280,7 +334,8 @@ class _BlasC(COpAdapter):
         return ["<numpy/arrayobject.h>"]
 
     def c_support_code(self) -> str:
-        return _blas().declarations() + POLICY_C + _SHARED_C % {"nogil": NOGIL_FLOPS}
+        return (_blas().declarations() + POLICY_C + POOL_C
+                + _SHARED_C % {"nogil": NOGIL_FLOPS})
 
     def c_init_code(self) -> list[str]:
         """Find the thread policy block (blas_threads.py) when the module loads."""
@@ -295,14 +350,14 @@ class _BlasC(COpAdapter):
     def c_lib_dirs(self) -> list[str]:
         return [_blas().lib_dir]
 
-    def c_libraries(self) -> list[str]:
-        return [_blas().library]
-
     def c_compile_args(self) -> list[str]:
         return _blas().link_args
 
+    def c_libraries(self) -> list[str]:
+        return [_blas().library, "pthread"]
+
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (6,)
+        return (7,)
 
     @staticmethod
     def _out(o: str, nd: int, dims: str, npy: str, fail: str) -> str:
@@ -593,12 +648,8 @@ class MatMulC(_BlasC):
     for (npy_intp it = 0; it < wb_total; it++) {{
       const char *px = xa, *py = ya;
       for (int d = 0; d < {nb}; d++) {{ px += wb_i[d] * wb_xs[d]; py += wb_i[d] * wb_ys[d]; }}
-      wb_blas_call call;
-      wb_blas_begin(&call, &site, work);
-      wb_cblas_{t}gemm(WB_ROW_MAJOR, ta ? WB_TRANS : WB_NO_TRANS, tb ? WB_TRANS : WB_NO_TRANS,
-                       n, m, k, 1, (const {ctype} *)px, lda, (const {ctype} *)py, ldb, 0,
-                       pc + it * n * m, ldc);
-      wb_blas_end(&call);
+      wb_gemm_call_{t}(&site, ta, tb, n, m, k, 1, (const {ctype} *)px, lda,
+                       (const {ctype} *)py, ldb, 0, pc + it * n * m, ldc);
       for (int d = {nb} - 1; d >= 0; d--) {{ if (++wb_i[d] < wb_b[d]) break; wb_i[d] = 0; }}
     }}
     if (ts) PyEval_RestoreThread(ts);

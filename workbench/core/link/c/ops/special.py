@@ -36,6 +36,7 @@ from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.ops.buffers import alloc_output
 from workbench.core.link.c.ops.reduction import fill
 from workbench.core.link.c.scalar_c import VECTOR_MATH_DECLARATIONS
+from workbench.core.link.c.thread_pool import POOL_C
 from workbench.core.link.c.types import C_TYPES, c_type_name, type_num
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
 
@@ -51,67 +52,11 @@ SUM_BLOCK = 1024
 PARALLEL_MIN_ELEMENTS = 100_000
 
 
-#: A small pool of helper threads for the row loops. Not an OpenMP team on purpose: an
-#: OpenMP region ends with a barrier that waits for every thread of the team to arrive, and
-#: on a machine busy with other processes a helper that the scheduler has not run yet stalls
-#: the call for a whole time slice (measured here: 8 ms instead of 2 ms serial). Here the
-#: calling thread takes chunks of rows itself and waits only for chunks a helper has
-#: actually started; a helper that wakes up late finds no work and sleeps again. Each row is
-#: computed by one thread with the same kernel, so results do not depend on the threads.
-PARALLEL_SUPPORT = r"""
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <unistd.h>
-typedef void (*wb_rows_fn)(void *ctx, npy_intp r0, npy_intp r1);
+#: The row loops share their rows through the helper threads of thread_pool.py (the
+#: caller takes rows too and never waits for a helper that has not started). Each row
+#: is computed by one thread with the same kernel, so results do not depend on threads.
+PARALLEL_SUPPORT = POOL_C + r"""
 typedef struct { const void *src; void *dst; npy_intp n; } wb_rows_ctx;
-#define WB_POOL_MAX 64
-static pthread_mutex_t wb_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wb_pool_wake = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t wb_pool_idle = PTHREAD_COND_INITIALIZER;
-static int wb_pool_threads = 0, wb_pool_in_use = 0, wb_pool_forked_hook = 0;
-static wb_rows_fn wb_job_fn; static void *wb_job_ctx;
-static npy_intp wb_job_rows = 0, wb_job_next = 0, wb_job_chunk = 1;
-static int wb_job_helpers = 0, wb_job_max_helpers = 0, wb_job_busy = 0;
-
-/* The next chunk of rows of the current job (lock held); 0 when none is left. */
-static int wb_job_claim(npy_intp *r0, npy_intp *r1) {
-  if (wb_job_next >= wb_job_rows) return 0;
-  *r0 = wb_job_next;
-  *r1 = wb_job_rows - *r0 > wb_job_chunk ? *r0 + wb_job_chunk : wb_job_rows;
-  wb_job_next = *r1;
-  return 1;
-}
-
-static void *wb_pool_main(void *arg) {
-  (void)arg;
-  pthread_mutex_lock(&wb_pool_mu);
-  for (;;) {
-    while (wb_job_next >= wb_job_rows || wb_job_helpers >= wb_job_max_helpers)
-      pthread_cond_wait(&wb_pool_wake, &wb_pool_mu);
-    wb_job_helpers++;
-    npy_intp r0, r1;
-    while (wb_job_claim(&r0, &r1)) {
-      const wb_rows_fn fn = wb_job_fn; void *ctx = wb_job_ctx;
-      wb_job_busy++;
-      pthread_mutex_unlock(&wb_pool_mu);
-      fn(ctx, r0, r1);
-      pthread_mutex_lock(&wb_pool_mu);
-      if (--wb_job_busy == 0) pthread_cond_signal(&wb_pool_idle);
-    }
-  }
-  return NULL;
-}
-
-/* A forked child has none of the parent's helpers: start from an empty pool. */
-static void wb_pool_after_fork(void) {
-  pthread_mutex_init(&wb_pool_mu, NULL);
-  pthread_cond_init(&wb_pool_wake, NULL);
-  pthread_cond_init(&wb_pool_idle, NULL);
-  wb_pool_threads = 0; wb_pool_in_use = 0;
-  wb_job_rows = wb_job_next = 0; wb_job_helpers = wb_job_max_helpers = wb_job_busy = 0;
-}
 
 /* Threads wanted for `rows` rows of `n` elements: 1 below the size threshold, else
    WB_THREADS_ENV, OMP_NUM_THREADS, or the processors this process may run on. */
@@ -120,58 +65,17 @@ static int wb_row_threads(const npy_intp rows, const npy_intp n) {
   const char *env = getenv(WB_THREADS_ENV);
   long t = env && *env ? strtol(env, NULL, 10) : 0;
   if (t <= 0 && (env = getenv("OMP_NUM_THREADS")) && *env) t = strtol(env, NULL, 10);
-#ifdef CPU_COUNT
-  cpu_set_t wb_cpus;
-  if (t <= 0 && sched_getaffinity(0, sizeof wb_cpus, &wb_cpus) == 0) t = CPU_COUNT(&wb_cpus);
-#endif
-  if (t <= 0) t = sysconf(_SC_NPROCESSORS_ONLN);
-  if (t > WB_POOL_MAX) t = WB_POOL_MAX;
+  if (t <= 0) t = wb_pool_cpus();
+  if (t > WB_POOL_MAX + 1) t = WB_POOL_MAX + 1;
   if (t > rows) t = (long)rows;
   return t > 1 ? (int)t : 1;
 }
 
 /* fn(ctx, 0, rows), the rows shared among helper threads when the input is large. */
-static void wb_run_rows(const wb_rows_fn fn, void *ctx, const npy_intp rows, const npy_intp n) {
+static void wb_run_rows(const wb_pool_fn fn, void *ctx, const npy_intp rows, const npy_intp n) {
   const int threads = wb_row_threads(rows, n);
   if (threads < 2) { fn(ctx, 0, rows); return; }
-  pthread_mutex_lock(&wb_pool_mu);
-  if (wb_pool_in_use) { pthread_mutex_unlock(&wb_pool_mu); fn(ctx, 0, rows); return; }
-  if (!wb_pool_forked_hook) {
-    pthread_atfork(NULL, NULL, wb_pool_after_fork);
-    wb_pool_forked_hook = 1;
-  }
-  if (wb_pool_threads < threads - 1) {
-    /* helpers block every signal (they inherit the mask): signals stay Python's business */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    while (wb_pool_threads < threads - 1) {
-      pthread_t tid; pthread_attr_t attr;
-      pthread_attr_init(&attr);
-      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      const int bad = pthread_create(&tid, &attr, wb_pool_main, NULL);
-      pthread_attr_destroy(&attr);
-      if (bad) break;  /* no more threads: fewer helpers */
-      wb_pool_threads++;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-  }
-  npy_intp chunk = rows / ((npy_intp)threads * 8);
-  wb_pool_in_use = 1;
-  wb_job_fn = fn; wb_job_ctx = ctx; wb_job_rows = rows; wb_job_next = 0;
-  wb_job_chunk = chunk > 0 ? chunk : 1;
-  wb_job_helpers = 0; wb_job_max_helpers = threads - 1; wb_job_busy = 0;
-  if (wb_pool_threads) pthread_cond_broadcast(&wb_pool_wake);
-  npy_intp r0, r1;
-  while (wb_job_claim(&r0, &r1)) {
-    pthread_mutex_unlock(&wb_pool_mu);
-    fn(ctx, r0, r1);
-    pthread_mutex_lock(&wb_pool_mu);
-  }
-  while (wb_job_busy > 0) pthread_cond_wait(&wb_pool_idle, &wb_pool_mu);
-  wb_job_rows = wb_job_next = 0; wb_job_max_helpers = 0;
-  wb_pool_in_use = 0;
-  pthread_mutex_unlock(&wb_pool_mu);
+  wb_pool_run(fn, ctx, rows, rows / ((npy_intp)threads * 8), threads - 1, 0);
 }
 """
 
@@ -415,7 +319,7 @@ class _RowC(COpAdapter):
         return [*vector_math_libraries(), "m", "pthread"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (4,)
+        return (5,)
 
 
 @register_c_op(Softmax)
