@@ -165,3 +165,15 @@ def test_a_process_with_helpers_forks_and_exits_cleanly(tmp_path):
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("done")
+
+
+def test_the_profile_counts_the_threads_that_computed_a_panel(pooled):
+    x, y = wt.dmatrix("x"), wt.dmatrix("y")
+    f = wb.function([x, y], wt.dot(x, y), linker="c", profile=True)
+    rng = np.random.default_rng(5)
+    xv, yv = rng.standard_normal((80, 40)), rng.standard_normal((40, 120))
+    with blas_threads.helpers_held():
+        f(xv, yv)
+    product = next(row for row in f.profile.by_node() if row.threads)
+    assert product.threads == "1"  # given two, but the helper took no panel
+    assert "those that computed a panel" in str(f.profile)

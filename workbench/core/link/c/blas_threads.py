@@ -270,10 +270,11 @@ def last_worked_threads() -> int:
 
 
 def take_last_threads() -> int:
-    """`last_threads()`, then forget it (the profiler reads it around each node)."""
-    k = _INDEX["last"]
-    value = int(POLICY[k])
-    POLICY[k] = 0.0
+    """`last_worked_threads()` (the threads that really computed the most recent call:
+    `last_threads()` unless a pooled GEMM's helper came too late), then forget both (the
+    profiler reads it around each node)."""
+    value = int(POLICY[_INDEX["worked"]])
+    POLICY[_INDEX["last"]] = POLICY[_INDEX["worked"]] = 0.0
     return value
 
 
