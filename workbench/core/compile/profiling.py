@@ -381,8 +381,8 @@ def format_profile(stats: ProfileStats, top: int = 15, width: int | None = None)
                         f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  "
                         f"{row.threads or '-':>7s}  ", row.node, width)
     if any(row.threads for row in node_rows):
-        lines.append("  (threads: BLAS threads per call, chosen by size and machine load; "
-                     "of a GEMM on workbench's helpers, those that computed a panel)")
+        lines += _prose("  (threads: BLAS threads per call, chosen by size and machine load; "
+                        "of a GEMM on workbench's helpers, those that computed a panel)", width)
     lines += _inner_lines(stats, top, width)
     memory = stats.memory()
     lines += ["", "Memory:",
