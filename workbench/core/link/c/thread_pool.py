@@ -11,7 +11,8 @@ serial; a GEMM of 0.4 ms on one thread took 30-50 ms on two one call in ten). He
 calling thread takes chunks of items itself, from one counter shared with the helpers,
 and waits only for chunks a helper has actually started: a helper that wakes up late
 finds no work and sleeps again, and one that runs still helps. After a job a helper
-polls for the next one for `SPIN_NS` (a job that follows soon skips the wake-up), then
+polls for the next one for `SPIN_NS`, yielding its core at each look (a job that follows
+soon skips the wake-up), then
 sleeps on a condition variable (no long spinning: on a busy machine a spinning helper
 takes a core from the process it waits for); helpers block every signal (signals stay
 Python's).
@@ -34,8 +35,11 @@ __all__ = ["POOL_C", "POOL_MAX"]
 POOL_MAX = 64
 #: Nanoseconds a helper polls for the next job before it sleeps (waking a sleeping
 #: thread takes tens of microseconds; a job that follows soon finds it awake).
-#: 100 us: the MLP step of issue 22 on two idle cores, 0.605 ms sleeping at once, 0.57 ms
-#: polling 50-200 us.
+#: It polls with sched_yield: when the core is wanted (on a busy machine the helper may
+#: share the caller's core) the waiting thread runs first. 100 us: the MLP step of issue
+#: 22 on two idle cores, 0.605 ms sleeping at once, 0.57 ms polling 50-200 us; with the
+#: other core taken by another process (load 3.7-4.6), medians 0.94-0.95 ms polling with
+#: sched_yield, 0.95-1.0 ms sleeping at once, 1.15-1.18 ms polling with `pause`.
 SPIN_NS = 100_000
 
 _POOL_BODY = r"""
@@ -84,10 +88,8 @@ static void *wb_pool_main(void *arg) {
       int posted = 0;
       for (int i = 0; !posted; i++) {
         posted = __atomic_load_n(&wb_job_gen, __ATOMIC_ACQUIRE) != seen;
-        if (!posted && (i & 63) == 63 && wb_pool_now_ns() >= end) break;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        if (!posted && (i & 7) == 7 && wb_pool_now_ns() >= end) break;
+        sched_yield();  /* a thread waiting for this core (the caller itself) runs first */
       }
       pthread_mutex_lock(&wb_pool_mu);
       if (posted || wb_job_gen != seen) continue;
