@@ -23,6 +23,10 @@ In every phase the implementations take turns, block by block, in one process:
   the policy's figure should be that of the BLAS's threads, not this one);
 - `jax jit` (if `import jax` works): `value_and_grad`, donated buffers.
 
+On a machine other people load, the `BLAS's threads` row's spinning workers slow down
+whatever runs after it (its steps took 46-99 ms at load 4-5 on the 2-core dev machine):
+leave it out with `--no-blas-threads` to compare the others.
+
 Each row gives the mean and median milliseconds per step and the slowdown busy/idle of
 the mean (the mean, because what a busy machine adds is a long tail of slow calls),
 against the quieter of the two idle phases (a warning names the implementations whose
@@ -69,6 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="do not time the step on the BLAS's own threads (its spinning "
                              "workers also slow down whatever runs next on a busy machine) "
                              "nor on one thread")
+    parser.add_argument("--no-blas-threads", action="store_true",
+                        help="do not time the step on the BLAS's own threads (keeps the "
+                             "other baselines)")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.block < 1:
         parser.error("--seconds must be > 0 and --block >= 1")
@@ -193,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
     if not args.no_baseline:
         impls["workbench c, policy on OpenBLAS's threads"] = openblas_pool
-        impls["workbench c, BLAS's threads"] = own_threads
+        if not args.no_blas_threads:
+            impls["workbench c, BLAS's threads"] = own_threads
         impls["workbench c, 1 thread"] = one_thread
     jax_call = None if args.no_jax else jax_step(args.dtype)
     if jax_call is not None:
