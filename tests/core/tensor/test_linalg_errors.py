@@ -168,3 +168,54 @@ def test_unchecked_triangular_solve_of_non_finite_entries_gives_scipys_values(li
                                                  check_finite=False) for m in mats])
             np.testing.assert_allclose(f(mats, rhs), want, rtol=1e-13, equal_nan=True,
                                        err_msg=f"lower={lower} trans={trans}")
+
+
+def _spd_with(value, where):
+    m = np.array([[4.0, 1.0, 0.5, 0.2], [1.0, 5.0, 1.0, 0.3], [0.5, 1.0, 6.0, 1.0],
+                  [0.2, 0.3, 1.0, 7.0]])
+    if where is not None:
+        m[where] = value
+    return m
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "her", "pos"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_an_unchecked_factorising_solve_of_non_finite_input_is_nan_where_it_reads_it(
+        linker, assume_a, value):
+    # LU, LDL^T and Cholesky make of an inf or a NaN what their algorithm does (numpy,
+    # scipy, OpenBLAS and torch differ: partial NaNs, finite values, a singular-matrix
+    # error), so the rule is workbench's, the same on every linker: NaN for a system
+    # whose a has one where the solve reads it, and for a column of b that has one
+    a, b = wt.dtensor3("a"), wt.dmatrix("b")
+    stack = np.stack([_spd_with(value, None), _spd_with(value, (2, 1)),
+                      _spd_with(value, (1, 2))])  # the last: in the upper triangle
+    rhs = np.arange(12.0).reshape(4, 3) + 1
+    rhs[0, 1] = value
+    f = wb.function([a, b], la.solve(a, b, assume_a=assume_a, lower=True,
+                                     check_finite=False), linker=linker)
+    clean = rhs.copy()
+    clean[:, 1] = 0
+    want = np.stack([sl.solve(m, clean, assume_a=assume_a, lower=True, check_finite=False)
+                     for m in np.where(np.isfinite(stack), stack, 0)])
+    want[:, :, 1] = np.nan
+    want[1] = np.nan  # reads (2, 1): every solve here
+    if assume_a == "gen":
+        want[2] = np.nan  # reads (1, 2) too; the others read the lower triangle only
+    np.testing.assert_allclose(f(stack, rhs), want, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_an_unchecked_triangular_solve_of_a_non_finite_b_gives_scipys_values(linker, value):
+    # a substitution: the inf or NaN reaches the entries after it (0 * inf included)
+    a, b = wt.dmatrix("a"), wt.dmatrix("b")
+    t = np.tril(_spd_with(value, None))
+    rhs = np.array([[1.0, 2.0], [value, 1.0], [3.0, 0.0], [1.0, 1.0]])
+    for lower, trans in ((True, False), (True, True), (False, False)):
+        m = t if lower else t.T
+        f = wb.function([a, b], la.solve_triangular(a, b, lower=lower, trans=trans,
+                                                    check_finite=False), linker=linker)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = sl.solve_triangular(m, rhs, lower=lower, trans=trans, check_finite=False)
+            np.testing.assert_allclose(f(m, rhs), want, rtol=1e-13, equal_nan=True,
+                                       err_msg=f"lower={lower} trans={trans}")

@@ -40,6 +40,7 @@ from workbench.core.tensor.linalg.solvers import (
     Solve,
     SolveTriangular,
     TriangularMatmul,
+    not_finite_systems,
 )
 
 __all__ = ["lower_cholesky", "lower_eigh", "lower_qr", "lower_solve", "lower_solve_triangular",
@@ -133,6 +134,22 @@ def _triangular(torch: Any, a: Any, b: Any, lower: bool, trans: bool, unit: bool
     return torch.linalg.solve_triangular(t, b, upper=not lower, unitriangular=unit)
 
 
+def _by_the_nan_rule(torch: Any, op: Any, a: Any, b2: Any, solve: Any) -> Any:
+    """``solve(a, b2)`` under the rule of non-finite input of unchecked solves
+    (solvers.py's docstring, `not_finite_systems`): the systems with an inf or a NaN are
+    solved as ``I x = 0``, then their solutions (columns) made NaN."""
+    bad = not_finite_systems(op, a, b2, torch) if op.nan_rule else None
+    if bad is None:
+        return solve(a, b2)
+    a_bad, columns_bad = bad
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    zero = torch.zeros((), dtype=b2.dtype, device=b2.device)
+    x = solve(torch.where(a_bad[..., None, None], eye, a),
+              torch.where(columns_bad[..., None, :], zero, b2))
+    nan = torch.full((), float("nan"), dtype=x.dtype, device=x.device)
+    return torch.where((a_bad[..., None] | columns_bad)[..., None, :], nan, x)
+
+
 @register_lowering(Solve)
 @_shape_checked
 def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
@@ -141,6 +158,10 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
     def kernel(a: Any, b: Any) -> list[Any]:
         _check_finite(torch, op, a, b)
         b2 = b.unsqueeze(-1) if op.b_ndim == 1 else b
+        x = _by_the_nan_rule(torch, op, a, b2, solve)
+        return [x.squeeze(-1) if op.b_ndim == 1 else x]
+
+    def solve(a: Any, b2: Any) -> Any:
         if op.assume_a == "tri":
             x = _triangular(torch, a, b2, op.lower, False, False, "solve")
         elif op.assume_a == "pos":
@@ -160,7 +181,7 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
             x, info = torch.linalg.solve_ex(m, b2)
             _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
                              "pivot ")
-        return [x.squeeze(-1) if op.b_ndim == 1 else x]
+        return x
 
     return kernel
 

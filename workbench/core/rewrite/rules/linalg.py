@@ -50,6 +50,12 @@ into zeros -- and ``eye(n) * x`` are diagonal):
   ``drops_checks`` (`DROPS_CHECKS`, as random draws' ``changes_draws``): ask for it
   by name or tag where `a` is known positive definite.
 
+For an inf or a NaN, ``inv(a) @ b`` and an unchecked solve (``check_finite=False``)
+stay as written, in the lazy else branch of an ``ifelse(all(isfinite(...)), new, old)``
+(`_finite_or_kept`): LU, a substitution and ``b / d`` each spread them their own way
+(the general solve's rule: tensor/linalg/solvers.py), and the check is O(n^2) next to
+the O(n^3) saved.
+
 A rewrite never turns an error of the graph into a value in the default modes: the
 rules that read only a diagonal keep the square check of the Op they replace (a
 ShapeCheck where the lengths are known only when run, `_square`), and an ``eye(n)`` of
@@ -344,27 +350,34 @@ def _cast_like(new: Variable, old: Variable) -> Variable:
 def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
     """``inv(a) @ b -> solve(a, b)``; ``b @ inv(a) -> solve(a^T, b^T)^T``.
 
-    Domain: every nonsingular `a` (a singular one raises LinAlgError either way). Shapes
+    Domain: every nonsingular, finite `a` and finite `b` (a singular one raises
+    LinAlgError either way; for an inf or a NaN the product stays, `_finite_or_kept`,
+    where an LU solve would spread it otherwise than ``inv``). Shapes
     the graph checks when run raise as the user's graph would: a non-square `a` inv's
     LinAlgError naming `a` (not solve's ValueError on a transposed `a`), a `b` that does
     not fit the product's error, named after the product (`_product_checked`)."""
     x, y = node.inputs
     out = node.outputs[0]
+    if _is_fallback(fgraph, out):
+        return None
     if x.owner is not None and isinstance(x.owner.op, Inv) and single_client(fgraph, x):
         (a,) = x.owner.inputs
         if y.type.dtype != a.type.dtype or y.type.ndim < 1:
             return None
         b_ndim = 1 if y.type.ndim == 1 else 2
-        a = _product_checked(node, _square("inv", a), y, True)
-        return [_cast_like(Solve("gen", False, b_ndim)(a, y), out)]
+        checked = _product_checked(node, _square("inv", a), y, True)
+        new = Solve("gen", False, b_ndim)(checked, y)
+        return [_finite_or_kept(fgraph, node, _cast_like(new, out), [a, y])]
     if y.owner is not None and isinstance(y.owner.op, Inv) and single_client(fgraph, y):
         (a,) = y.owner.inputs
         if x.type.dtype != a.type.dtype or x.type.ndim < 1:
             return None
-        a = _product_checked(node, _square("inv", a), x, False)
+        checked = _product_checked(node, _square("inv", a), x, False)
         if x.type.ndim == 1:  # x @ inv(a) = inv(a)^T x = solve(a^T, x)
-            return [_cast_like(Solve("gen", False, 1)(transpose(a), x), out)]
-        return [_cast_like(transpose(Solve("gen", False, 2)(transpose(a), transpose(x))), out)]
+            new = Solve("gen", False, 1)(transpose(checked), x)
+        else:
+            new = transpose(Solve("gen", False, 2)(transpose(checked), transpose(x)))
+        return [_finite_or_kept(fgraph, node, _cast_like(new, out), [a, x])]
     return None
 
 
@@ -526,9 +539,11 @@ def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
     a triangular solve of the triangle it names.
 
     Domain: every `b`; a zero on the diagonal raises LinAlgError either way, and an
-    inf or a NaN scipy's ValueError when the solve checks for them (`check_finite`)."""
+    inf or a NaN scipy's ValueError when the solve checks for them (`check_finite`); an
+    unchecked solve of them stays (`_finite_or_kept`: a substitution spreads them
+    otherwise than the general solve's rule)."""
     op = node.op
-    if op.assume_a != "gen":
+    if op.assume_a != "gen" or _is_fallback(fgraph, node.outputs[0]):
         return None
     a, b = node.inputs
     found = triangular_structure(a)
@@ -540,8 +555,8 @@ def local_solve_triangular_matrix(fgraph: Any, node: Apply) -> Any:
         # tril(x) / triu(x): the solve reads that triangle of x itself (not when the
         # solve checks for infs and NaNs: x's other triangle may hold some)
         t = masked[0]
-    return [SolveTriangular(lower, transposed, False, op.b_ndim,
-                            check_finite=op.check_finite)(t, b)]
+    new = SolveTriangular(lower, transposed, False, op.b_ndim, check_finite=op.check_finite)(t, b)
+    return [_finite_or_kept(fgraph, node, new, [found[0], b])]
 
 
 @register_specialize
@@ -551,26 +566,56 @@ def local_solve_diagonal_matrix(fgraph: Any, node: Apply) -> Any:
     diagonal `d`.
 
     Domain: every `d` and `b`: a zero on the diagonal raises LinAlgError, an inf or a
-    NaN the ValueError of `check_finite`, as the solve did."""
+    NaN the ValueError of `check_finite`, as the solve did; an unchecked solve of a
+    non-finite `d` or `b` stays (`_finite_or_kept`)."""
     op = node.op
     a, b = node.inputs
-    if not diagonal_matrix(a):
+    if not diagonal_matrix(a) or _is_fallback(fgraph, node.outputs[0]):
         return None
-    d = diag_vector(a)
+    d = v = diag_vector(a)
+    from_vector = d is not None
     if d is None:
         if op.check_finite:  # eye(n) * x: a NaN off the diagonal (0 * inf) is not in d
             return None
         d = _diagonal(_square(op.function_name, a))
-    if isinstance(op, SolveTriangular) and op.unit_diagonal:
-        if op.check_finite:
-            return None
-        return [b]
+    unit = isinstance(op, SolveTriangular) and op.unit_diagonal
+    if unit and op.check_finite:
+        return None
     if isinstance(op, SolveTriangular) and op.conjugate:  # trans="C": conj(d)
         d = tm.conj(d)
     hermitian = isinstance(op, Solve) and op.assume_a in ("her", "pos")
     positive = isinstance(op, Solve) and op.assume_a == "pos"
-    return [DiagonalSolve(op.b_ndim, op.check_finite, hermitian, positive,
-                          warn=isinstance(op, Solve))(_cast_like(d, a), b)]
+    if unit:  # the identity: x = b
+        new = b
+    else:
+        new = DiagonalSolve(op.b_ndim, op.check_finite, hermitian, positive,
+                            warn=isinstance(op, Solve))(_cast_like(d, a), b)
+    # diag(v) holds v and zeros; eye(n) * x may have 0 * inf off its diagonal
+    return [_finite_or_kept(fgraph, node, new, [v, b] if from_vector else [a, b])]
+
+
+def _finite_or_kept(fgraph: Any, node: Apply, new: Variable, values: list[Variable]
+                    ) -> Variable:
+    """`new` for the solve `node`, where its inputs (their entries: `values`) are
+    finite; the solve itself (in the lazy else branch of an `ifelse`) where they hold an
+    inf or a NaN, for an unchecked solve: a structured solve (``b / d``, a substitution)
+    spreads them otherwise than the solve's own rule (solvers.py), and a solve otherwise
+    than ``inv(a) @ b``. A checked solve raises for them, the same either way: `new`
+    alone."""
+    if getattr(node.op, "check_finite", False):
+        return new
+    from workbench.core.ifelse import ifelse
+
+    finite = [_finite(v) for v in values]
+    cond = finite[0] if len(finite) == 1 else tm.and_(*finite)
+    return ifelse(cond, _cast_like(new, node.outputs[0]), node.op(*node.inputs))
+
+
+def _finite(var: Variable) -> Variable:
+    """Whether every entry of `var` is finite (a 0-d boolean)."""
+    from workbench.core.tensor.reduction import all as reduce_all
+
+    return reduce_all(tm.isfinite(var))
 
 
 def _factor_kept(fgraph: Any, factor: Variable) -> bool:
@@ -641,16 +686,15 @@ def _cholesky_outer_product(fgraph: Any, node: Apply, checked: bool) -> Any:
         # a = L L^T only for a finite a: an inf or a NaN spreads through the factor and its
         # product (NaN rows and columns; +inf on the diagonal gives 0 * inf), not in a
         from workbench.core.ifelse import ifelse
-        from workbench.core.tensor.reduction import all as reduce_all
 
         product = node.op(*node.inputs)
-        return [ifelse(reduce_all(tm.isfinite(a)), sym, _cast_like(product, node.outputs[0]))]
+        return [ifelse(_finite(a), sym, _cast_like(product, node.outputs[0]))]
     return None
 
 
 def _is_fallback(fgraph: Any, var: Variable) -> bool:
     """Whether `var` is the else branch of an `IfElse` (where `local_cholesky_outer_product`
-    keeps the product for a matrix that is not finite)."""
+    and `_finite_or_kept` keep the product or the solve for input that is not finite)."""
     from workbench.core.ifelse import IfElse
 
     for client, i in (fgraph.clients.get(var, ()) if fgraph is not None else ()):

@@ -32,6 +32,17 @@ contain infs or NaNs", O(n^2) next to the O(n^3) solve) and skip the check with
 and gradients, which build their own solves, never add a check the user's graph did
 not make). Wrong shapes raise ValueError (scipy's), before any other check.
 
+An unchecked solve (``check_finite=False``) of an inf or a NaN: a factorising solve
+(`Solve` "gen", "sym", "her", "pos": LU, LDL^T, Cholesky) gives what its algorithm
+makes of it, and numpy, scipy, OpenBLAS and torch differ (partial NaNs, infs, finite
+values, or a singular-matrix error), so workbench defines it, the same on every linker
+(`nan_rule`, `not_finite_systems`): each solution whose `a` has an inf or a NaN in the
+part the solve reads (all of it for "gen", the triangle for the others) is NaN, with no
+error; each column of the solution whose column of `b` has one is NaN; the others are
+solved as usual. A triangular solve (`SolveTriangular`, `Solve` "tri") is a
+substitution, whose IEEE arithmetic is the same everywhere: it gives scipy's values
+(``[[2, 0], [inf, 3]]`` gives ``[0.5, -inf]``); `DiagonalSolve` is ``b / d``.
+
 A singular matrix raises `numpy.linalg.LinAlgError` ("solve: Singular matrix", with
 the pivot where LAPACK found it on the C linker); ``det`` of a singular matrix is 0 and
 ``slogdet`` gives ``(0, -inf)``, as in numpy. Empty matrices give empty results
@@ -129,13 +140,13 @@ def triangular_solve_np(function: str, a: np.ndarray, b: np.ndarray, lower: bool
         t = np.swapaxes(t, -1, -2)
         if conjugate:
             t = np.conj(t)
-    if np.isfinite(t).all():
+    if np.isfinite(t).all() and np.isfinite(b).all():
         return np.linalg.solve(t, b)
     return _substitution(t, b, lower != trans)
 
 
 def _substitution(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
-    """``t^-1 b`` for a triangular `t` holding an inf or a NaN, by substitution (what
+    """``t^-1 b`` for a triangular `t` or a `b` holding an inf or a NaN, by substitution (what
     scipy's trtrs and the C linker run), so such entries reach the result as there
     (``[[2, 0], [inf, 3]]`` gives ``[0.5, -inf]``) and not as LU's NaN everywhere or a
     singular-matrix error."""
@@ -169,6 +180,9 @@ class _SolveOp(LinalgOp):
     b_ndim = 2
     check_finite = False
     pprint_hidden = ("b_ndim", "check_finite")
+    #: whether the rule of non-finite input of unchecked solves applies (module
+    #: docstring): the factorising solves only
+    nan_rule = False
 
     def unchecked(self) -> _SolveOp:
         """This Op without `check_finite` (for the solves a gradient builds)."""
@@ -199,15 +213,47 @@ class _SolveOp(LinalgOp):
     def solve_matrices(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def read_triangle(self) -> tuple[bool, int] | None:
+        """The part of `a` the solve reads, for the rule of non-finite input (module
+        docstring): None for all of it, else ``(lower, k)``: ``tril(a, k)`` or
+        ``triu(a, k)``."""
+        return None
+
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]
                 ) -> None:
         a, b = inputs
         self.batch_shape(inputs)
         self.check_finite_values(a, b, lambda v: bool(np.isfinite(v).all()))
-        x = self.solve_matrices(a, b[..., None] if self.b_ndim == 1 else b)
+        b2 = b[..., None] if self.b_ndim == 1 else b
+        bad = not_finite_systems(self, a, b2) if self.nan_rule else None
+        if bad is None:
+            x = self.solve_matrices(a, b2)
+        else:  # the rule of non-finite input: those systems solved as I x = 0, then NaN
+            a_bad, columns_bad = bad
+            eye = np.eye(a.shape[-1], dtype=a.dtype)
+            x = self.solve_matrices(np.where(a_bad[..., None, None], eye, a),
+                                    np.where(columns_bad[..., None, :], 0, b2))
+            x = np.where((a_bad[..., None] | columns_bad)[..., None, :], np.nan, x)
         if self.b_ndim == 1:
             x = x[..., 0]
         output_storage[0][0] = np.asarray(x, dtype=node.outputs[0].type.numpy_dtype)
+
+
+def not_finite_systems(op: _SolveOp, a: Any, b2: Any, xp: Any = np) -> tuple[Any, Any] | None:
+    """``(a_bad, columns_bad)`` when some system of the unchecked solve `op` has an inf
+    or a NaN where the rule of non-finite input looks (module docstring): per matrix of
+    `a`'s stack whether the part `op` reads has one, per column of `b2` (a stack of
+    matrices) whether it has one; None when everything is finite. `xp`: numpy, or torch
+    for its tensors (the gpu linker's)."""
+    triangle = op.read_triangle()
+    if triangle is not None:
+        lower, k = triangle
+        a = xp.tril(a, k) if lower else xp.triu(a, k)
+    a_bad = ~xp.isfinite(a).all(-1).all(-1)
+    columns_bad = ~xp.isfinite(b2).all(-2)
+    if not (a_bad.any() or columns_bad.any()):
+        return None
+    return a_bad, columns_bad
 
 
 class Solve(_SolveOp):
@@ -229,6 +275,13 @@ class Solve(_SolveOp):
         self.assume_a, self.lower = assume_a, bool(lower)
         self.b_ndim = self.checked_b_ndim("Solve", b_ndim)
         self.check_finite = bool(check_finite)
+
+    @property
+    def nan_rule(self) -> bool:  # type: ignore[override]
+        return self.assume_a != "tri"
+
+    def read_triangle(self) -> tuple[bool, int] | None:
+        return None if self.assume_a == "gen" else (self.lower, 0)
 
     def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         try:

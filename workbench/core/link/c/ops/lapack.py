@@ -169,26 +169,34 @@ class _SolveLikeC(LapackC):
                    sub: dict[str, str], call: str, texts: str, function: str,
                    prepare: str = "", position: str = "(long)info",
                    load_a: str = "wb_la_load_%(t)s(wb_pa, wb_sa0, wb_sa1, n, n, wb_a);",
-                   a_finite: str = "",
+                   a_finite: str = "", a_reset: str = "",
                    work: tuple[tuple[str, str, str], ...] = ()) -> str:
         """The C of a solve: `load_a` (a's copy into wb_a; `a_finite` a C expression
         telling whether it was all finite, when the load found out), `call` (LAPACK on
         wb_a and wb_b, setting info) for each matrix, `texts` the failure messages,
-        `work` more buffers (as `buffers`)."""
+        `work` more buffers (as `buffers`). An unchecked Solve or SolveTriangular follows
+        the rule of non-finite input (solvers.py): `a_reset` is C run when wb_a was
+        replaced by the identity (what `load_a` computed from a, made the identity's)."""
         a, b = inputs
         b_ndim = self.op.b_ndim
+        ruled = getattr(self.op, "nan_rule", False) and not self.op.check_finite
+        if ruled:
+            work = (*work, ("wb_bad", "char", "k"))
         decl, free = buffers(("wb_a", "%(ctype)s", "n * n"), ("wb_b", "%(ctype)s", "n * k"),
                              ("wb_ipiv", "wb_laint", "n"), *work)
+        before, after = _nan_rule_c(self.op, a_reset) if ruled else ("", "")
         body = f"""
     {load_a}
     wb_la_load_%(t)s(wb_la_at({b}, {b_ndim}, wb_bshape, wb_bnd, wb_i), wb_sb0, wb_sb1, n, k,
                      wb_b);
     {self.finite_check(a_finite)}
+    {before}
     {prepare}
     const wb_laint wb_k = (wb_laint)k; wb_laint info = 0;
     {call}
     {check_info(position)}
-    else wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * k, n, k, wb_b);"""
+    else {{ {after}
+      wb_la_store_%(t)s((%(ctype)s*)PyArray_DATA({outputs[0]}) + wb_i * n * k, n, k, wb_b); }}"""
         out_core = "n" if b_ndim == 1 else "n, k"
         checks = rows_check(self.op, a, b, 1 if b_ndim == 1 else 2, sub["fail"])
         code = self.loop(node, inputs, outputs, sub, body, decl, [out_core], function,
@@ -206,6 +214,29 @@ class _SolveLikeC(LapackC):
         return (f"if (!{a_finite}) {{ wb_status = -2; wb_pos = 0; }}\n"
                 "    else if (!wb_la_finite_%(t)s(wb_b, n * k)) { wb_status = -2; wb_pos = 1; }\n"
                 "    if (wb_status) continue;")
+
+
+def _nan_rule_c(op: Any, a_reset: str) -> tuple[str, str]:
+    """The C before and after the LAPACK call of the rule of non-finite input of an
+    unchecked solve (solvers.py, `not_finite_systems`): a system whose `a` (the part the
+    solve reads, straight from the input) or column of b has an inf or a NaN is solved as
+    ``I x = 0`` (no error, no warning), then its column of the solution made NaN."""
+    triangle = op.read_triangle()
+    part, k = (0, 0) if triangle is None else (1 if triangle[0] else 2, triangle[1])
+    before = f"""const int wb_a_ok = wb_la_finite_part_%(t)s(wb_pa, wb_sa0, wb_sa1, n, {part}, {k});
+    int wb_any_bad = 0;
+    for (npy_intp j = 0; j < k; ++j) {{
+      wb_bad[j] = (char)(!wb_a_ok || !wb_la_finite_%(t)s(wb_b + j * n, n));
+      if (wb_bad[j]) {{ wb_any_bad = 1; for (npy_intp i = 0; i < n; ++i) wb_b[j * n + i] = 0; }}
+    }}
+    if (!wb_a_ok) {{
+      for (npy_intp i = 0; i < n * n; ++i) wb_a[i] = 0;
+      for (npy_intp i = 0; i < n; ++i) wb_a[i * n + i] = 1;
+      {a_reset}
+    }}"""
+    after = ("if (wb_any_bad) for (npy_intp j = 0; j < k; ++j) if (wb_bad[j])\n"
+             "        for (npy_intp i = 0; i < n; ++i) wb_b[j * n + i] = (%(ctype)s)NAN;")
+    return before, after
 
 
 def _trtrs(lower: bool, trans: bool, unit: bool, conjugate: bool = False) -> str:
@@ -468,6 +499,7 @@ class SolveC(_SolveLikeC):
         texts = messages("Singular matrix: U is exactly zero at pivot ")
         return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
                                load_a=load, a_finite="wb_a_finite",
+                               a_reset="for (npy_intp j = 0; j < n; ++j) wb_colsum[j] = 1;",
                                work=(*_condition_buffers(), ("wb_colsum", "%(rtype)s", "n")))
 
 

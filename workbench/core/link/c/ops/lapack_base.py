@@ -323,6 +323,20 @@ static int wb_la_finite_%(t)s(const %(ctype)s *x, npy_intp count) {
   for (npy_intp i = 0; i < count; ++i) bad |= !((x[i] - x[i]) == 0);
   return !bad;
 }
+/* whether the entries a solve reads of the n x n matrix at p (strides s0, s1) are all
+   finite: every one (part 0), those with j <= i + k (part 1: tril(a, k)) or those with
+   j >= i + k (part 2: triu(a, k)) */
+static int wb_la_finite_part_%(t)s(const char *p, npy_intp s0, npy_intp s1, npy_intp n,
+                                  int part, npy_intp k) {
+  int bad = 0;
+  for (npy_intp i = 0; i < n; ++i)
+    for (npy_intp j = 0; j < n; ++j) {
+      if ((part == 1 && j > i + k) || (part == 2 && j < i + k)) continue;
+      const %(ctype)s x = *(const %(ctype)s*)(p + i * s0 + j * s1);
+      bad |= !((x - x) == 0);
+    }
+  return !bad;
+}
 static inline %(rtype)s wb_la_abs_%(t)s(%(ctype)s x) { return %(abs)s; }
 #define WB_LA_EPS_%(t)s (sizeof(%(rtype)s) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON)
 
