@@ -136,6 +136,7 @@ def test_inv_times_b_of_wrong_shapes_raises_inv_or_the_products_error(
             call(*values)
         assert "solve" not in str(raised.value)
         assert str(raised.value).lower().startswith(("inv: ", "dot: ", "shapes ("))
+        assert isinstance(raised.value, np.linalg.LinAlgError) == (error is not ValueError)
 
 
 def test_an_inverse_used_elsewhere_is_kept():

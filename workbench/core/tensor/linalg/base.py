@@ -69,9 +69,10 @@ __all__ = ["MISMATCH_MESSAGE", "SQUARE_MESSAGE", "LinAlgError", "LinAlgWarning",
 #: The exception of failed factorisations, numpy's own (so `except np.linalg.LinAlgError` works).
 LinAlgError = np.linalg.LinAlgError
 
-#: The functions that follow scipy.linalg's errors for wrong shapes (ValueError); every
+#: The functions that follow scipy.linalg's errors for wrong shapes (ValueError), and
+#: numpy's products (ValueError), whose checks `local_inv_dot_to_solve` keeps; every
 #: other one follows numpy.linalg's (LinAlgError), as scipy.linalg.expm does too.
-SCIPY_SHAPE_ERRORS = frozenset({"solve", "solve_triangular", "cho_solve"})
+SCIPY_SHAPE_ERRORS = frozenset({"solve", "solve_triangular", "cho_solve", "dot", "matmul"})
 
 #: The message of a matrix that is not square (the C formats it with ``%ld``s).
 SQUARE_MESSAGE = ("{function}: last 2 dimensions of the array must be square, but {what}'s "
