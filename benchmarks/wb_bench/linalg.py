@@ -70,6 +70,7 @@ def _solve_case(ctx: Context, pt: Any, jax: Any) -> list[Row]:
     import workbench.tensor as wt
 
     import workbench as wb
+    from workbench.core.link.c.ops.lapack_solo import solo_library
 
     n = 200 if ctx.quick else 500
     rng = np.random.default_rng(5)
@@ -82,7 +83,9 @@ def _solve_case(ctx: Context, pt: Any, jax: Any) -> list[Row]:
         fn = wb.function([a, b], wt.linalg.solve(a, b), linker="c")
         check_close(expected, fn(a_value, b_value), case.name)
         case.add(SUBJECT, lambda: fn(a_value, b_value),
-                 note="getrf+getrs, rcond by a probe solve (gecon's estimate if inconclusive)")
+                 note="getrf+getrs, rcond by a probe solve (gecon's estimate if inconclusive)"
+                      + ("; one-thread calls on the scipy-openblas64 copy (lapack_solo.py)"
+                         if solo_library() is not None else ""))
     except Exception as exc:  # noqa: BLE001
         case.fail(SUBJECT, exc)
     case.add("numpy", lambda: np.linalg.solve(a_value, b_value))

@@ -436,8 +436,8 @@ def test_sgd_update_of_a_weight_matrix_is_one_gemm_in_c():
 def test_symbol_names_and_integer_width_come_from_the_packages_pkg_config():
     text = ("Libs: ${libdir}/libscipy_openblas64_.so\nCflags: -I${includedir} "
             "-DBLAS_SYMBOL_PREFIX=scipy_ -DBLAS_SYMBOL_SUFFIX=64_ -DHAVE_BLAS_ILP64\n")
-    assert blas_lib._pkg_config_flags(text) == ("scipy_", "64_", True)
-    assert blas_lib._pkg_config_flags("Cflags: -I/x -DBLAS_SYMBOL_PREFIX=scipy_\n") == (
+    assert blas_lib.pkg_config_flags(text) == ("scipy_", "64_", True)
+    assert blas_lib.pkg_config_flags("Cflags: -I/x -DBLAS_SYMBOL_PREFIX=scipy_\n") == (
         "scipy_", "", False)
     lib = blas_lib.BlasLibrary(source="test", path="/opt/blas/libopenblas.so.0",
                                prefix="scipy_", suffix="64_", int64=True)

@@ -30,6 +30,10 @@ OpenBLAS also exports its thread-count controls (`openblas_get_num_threads` /
 `openblas_set_num_threads`, under the same prefix and suffix); when the library has
 them, generated code chooses the thread count of each call (blas_threads.py) and
 `declarations()` maps `wb_blas_get_threads` / `wb_blas_set_threads` to them.
+
+LAPACK calls that the thread policy runs on one thread go to a second copy, the
+`scipy-openblas64` package's, opened without a thread pool (ops/lapack_solo.py: its
+triangular-solve kernels are faster than those of NumPy 2.4's bundled OpenBLAS).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = ["BLAS_ENV", "BLAS_FUNCTIONS", "BlasLibrary", "BlasNotFoundError", "find_blas",
-           "blas_available"]
+           "blas_available", "pkg_config_flags"]
 
 #: Environment variable choosing the BLAS (see the module docstring).
 BLAS_ENV = "WORKBENCH_BLAS"
@@ -146,7 +150,7 @@ class BlasLibrary:
         return "\n".join(lines) + "\n"
 
 
-def _pkg_config_flags(text: str) -> tuple[str, str, bool]:
+def pkg_config_flags(text: str) -> tuple[str, str, bool]:
     """(prefix, suffix, int64) from a scipy-openblas pkg-config text's Cflags line."""
     cflags = next((line for line in text.splitlines() if line.startswith("Cflags:")), "")
     prefix = re.search(r"-DBLAS_SYMBOL_PREFIX=(\S+)", cflags)
@@ -164,7 +168,7 @@ def _from_package(module_name: str) -> BlasLibrary | None:
     try:
         lib_dir = pkg.get_lib_dir()
         path = os.path.join(lib_dir, pkg.get_library(fullname=True))
-        prefix, suffix, int64 = _pkg_config_flags(pkg.get_pkg_config())
+        prefix, suffix, int64 = pkg_config_flags(pkg.get_pkg_config())
     except Exception:  # noqa: BLE001 - a broken install: try the next candidate
         return None
     if not os.path.isfile(path):

@@ -39,6 +39,7 @@ from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.blas_threads import POLICY_C
 from workbench.core.link.c.cstring import c_string_literal
 from workbench.core.link.c.interface import COpAdapter
+from workbench.core.link.c.ops.lapack_solo import solo_c, solo_library
 from workbench.core.tensor.linalg.base import MISMATCH_MESSAGE, SQUARE_MESSAGE
 
 __all__ = ["DTYPES", "LAPACK_ROUTINES", "LapackC", "LapackType", "buffers", "check_info",
@@ -193,14 +194,18 @@ def _arguments(args: str, lt: LapackType) -> str:
 def _declarations(lib: BlasLibrary) -> str:
     lines = [f"/* LAPACK: {lib.source} ({lib.path}) */",
              f"typedef {lib.int_type} wb_laint;"]
+    protos = {}
     for lt in DTYPES.values():
         for name, (args, chars, kinds) in LAPACK_ROUTINES.items():
             if lt.t not in kinds:
                 continue
             hidden = "".join(", size_t" for _ in range(chars))
-            lines.append(f"#define wb_la_{lt.t}{name} {lapack_symbol(lib, lt.t + name)}")
-            lines.append(f"extern void wb_la_{lt.t}{name}({_arguments(args, lt)}{hidden});")
-    return "\n".join(lines) + "\n"
+            params, symbol = f"{_arguments(args, lt)}{hidden}", lapack_symbol(lib, lt.t + name)
+            lines.append(f"#define wb_la_{lt.t}{name} {symbol}")
+            lines.append(f"extern void wb_la_{lt.t}{name}({params});")
+            protos[lt.t + name] = (params, symbol)
+    # one-thread calls may go to a second copy without a thread pool (lapack_solo.py)
+    return "\n".join(lines) + "\n" + solo_c(solo_library(), protos)
 
 
 _SHARED_C = r"""
@@ -480,7 +485,7 @@ class LapackC(COpAdapter):
 
     def c_init_code(self) -> list[str]:
         """Find the thread policy block when the module loads."""
-        return ["if (wb_blas_policy_init() < 0) return NULL;"]
+        return ["if (wb_blas_policy_init() < 0) return NULL;", "wb_la_solo_init();"]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         lt = DTYPES[str(node.inputs[0].type.dtype)]
@@ -490,14 +495,14 @@ class LapackC(COpAdapter):
     def c_lib_dirs(self) -> list[str]:
         return [lapack_library().lib_dir]
 
-    def c_libraries(self) -> list[str]:
-        return [lapack_library().library]
+    def c_libraries(self) -> list[str]:  # dl: dlopen of lapack_solo.py's copy
+        return [lapack_library().library, "dl"]
 
     def c_compile_args(self) -> list[str]:
         return lapack_library().link_args
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (6,)
+        return (7,)
 
     # -- the generated function body ----------------------------------------------------
     def loop(self, node: Any, inputs: list[str], outputs: list[str], sub: dict[str, str],
@@ -553,6 +558,7 @@ class LapackC(COpAdapter):
             "  static wb_blas_site wb_site;  /* its one-thread estimate (blas_threads.py) */",
             "  wb_blas_call wb_call;",
             f"  wb_blas_begin(&wb_call, &wb_site, {flops} * wb_nb);  /* its BLAS threads */",
+            "  wb_la_solo_begin(wb_call.threads);  /* one thread: lapack_solo.py's copy */",
             f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
             "PyEval_SaveThread() : NULL;",
             "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",
@@ -561,6 +567,7 @@ class LapackC(COpAdapter):
             "    if (wb_status) wb_where = wb_i;",
             "  }",
             "  if (wb_ts) PyEval_RestoreThread(wb_ts);",
+            "  wb_la_solo_end();",
             "  wb_blas_end(&wb_call);",
             "}",
             "WB_LA_FREE",

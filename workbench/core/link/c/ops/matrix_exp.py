@@ -260,6 +260,7 @@ class ExpmC(LapackC):
   static wb_blas_site site;  /* this node's one-thread estimate (blas_threads.py) */
   wb_blas_call call;
   wb_blas_begin(&call, &site, flops);
+  wb_la_solo_begin(call.threads);  /* one thread: lapack_solo.py's copy */
   PyThreadState *ts = flops >= WB_LA_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
   for (npy_intp i = 0; i < batch && info == 0; ++i) {{
     {real} *a = work + 7 * nn;
@@ -267,6 +268,7 @@ class ExpmC(LapackC):
     info = wb_ex_expm_{t}(n, a, ({real} *)PyArray_DATA({z}) + i * nn, work, ipiv);
   }}
   if (ts) PyEval_RestoreThread(ts);
+  wb_la_solo_end();
   wb_blas_end(&call);
   free(work); free(ipiv); Py_DECREF(xc);
   if (info != 0) {{
@@ -276,4 +278,4 @@ class ExpmC(LapackC):
 }}"""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (6,)
+        return (7,)
