@@ -558,7 +558,7 @@ class LapackC(COpAdapter):
             "  static wb_blas_site wb_site;  /* its one-thread estimate (blas_threads.py) */",
             "  wb_blas_call wb_call;",
             f"  wb_blas_begin(&wb_call, &wb_site, {flops} * wb_nb);  /* its BLAS threads */",
-            "  wb_la_solo_begin(wb_call.threads);  /* one thread: lapack_solo.py's copy */",
+            "  wb_la_solo_begin(wb_call.blas);  /* one thread: lapack_solo.py's copy */",
             f"  PyThreadState *wb_ts = {flops} * wb_nb >= WB_LA_NOGIL_FLOPS ? "
             "PyEval_SaveThread() : NULL;",
             "  for (npy_intp wb_i = 0; wb_i < wb_nb && wb_status == 0; ++wb_i) {",

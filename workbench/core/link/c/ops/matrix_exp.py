@@ -260,7 +260,7 @@ class ExpmC(LapackC):
   static wb_blas_site site;  /* this node's one-thread estimate (blas_threads.py) */
   wb_blas_call call;
   wb_blas_begin(&call, &site, flops);
-  wb_la_solo_begin(call.threads);  /* one thread: lapack_solo.py's copy */
+  wb_la_solo_begin(call.blas);  /* one thread: lapack_solo.py's copy */
   PyThreadState *ts = flops >= WB_LA_NOGIL_FLOPS ? PyEval_SaveThread() : NULL;
   for (npy_intp i = 0; i < batch && info == 0; ++i) {{
     {real} *a = work + 7 * nn;
