@@ -41,9 +41,11 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    running one still helps: such a call skips step 3 (no back-off; step 3 still rules
    the calls on OpenBLAS's threads: GEMV, LAPACK, GEMMs with `pool` off). Splitting
    repacks the operand not split once per panel (+4% at 2 per thread, measured on the
-   MLP's 128x784x256). On the MLP step of issue 22 (2 cores, another engineer's load on
-   the machine, means): busy 1.9-2.7 ms with the pool vs 2.3-3.4 ms with step 3 on
-   OpenBLAS's threads; idle 0.54-0.57 ms (OpenBLAS's threads 0.53).
+   MLP's 128x784x256). The MLP step of issue 22 on the shared 2-core dev machine
+   (bench_contention.py, a spinning process per core on top of other people's load 2-5,
+   means): 1.9-5.0 ms with the pool vs 2.3-6.6 ms with step 3 on OpenBLAS's threads and
+   3.5-6.1 ms on one thread, interleaved in one process (JAX jit 1.5-4.2 ms); with the
+   other core free, 0.54-0.57 ms (OpenBLAS's threads 0.53).
    `last_worked_threads()` says how many threads computed a panel.
 
 Why not the process CPU time of the threaded call (the first version of this module):
