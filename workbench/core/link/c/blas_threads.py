@@ -44,7 +44,7 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    MLP's 128x784x256). The MLP step of issue 22 on the shared 2-core dev machine
    (bench_contention.py, a spinning process per core on top of other people's load 2-5,
    means): 1.9-5.0 ms with the pool vs 2.3-6.6 ms with step 3 on OpenBLAS's threads and
-   3.5-6.1 ms on one thread, interleaved in one process (JAX jit 1.5-4.2 ms); with the
+   3.5-6.1 ms on one thread, interleaved in one process (JAX jit 1.2-4.2 ms); with the
    other core free, 0.54-0.57 ms (OpenBLAS's threads 0.53).
    `last_worked_threads()` says how many threads computed a panel.
 
