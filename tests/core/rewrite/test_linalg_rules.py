@@ -117,11 +117,15 @@ INV_SHAPES = [  # (product, values): the error the user's graph raises when run
     ("inv(A) @ B", [np.eye(3), np.ones((4, 2))], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
     ("B @ inv(A)", [np.eye(3), np.ones((2, 4))], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
     ("b @ inv(A)", [np.eye(3), np.ones(4)], ValueError, r"^(Dot: |dot: )?.*\b4\b"),
+    ("inv(A) @ b", [np.zeros((2, 2)), np.ones(2)], np.linalg.LinAlgError,
+     r"^inv: Singular matrix"),
+    ("B @ inv(A)", [np.ones((2, 2)), np.ones((3, 2))], np.linalg.LinAlgError,
+     r"^inv: Singular matrix"),
 ]
 
 
 @pytest.mark.parametrize(("product", "values", "error", "message"), INV_SHAPES)
-def test_inv_times_b_of_wrong_shapes_raises_inv_or_the_products_error(
+def test_inv_times_b_of_wrong_shapes_or_a_singular_a_raises_inv_or_the_products_error(
         linker, product, values, error, message):
     # the graph says inv: a matrix that is not square is inv's error, not solve's
     # ValueError about a transposed `a`; a b that does not fit is the product's

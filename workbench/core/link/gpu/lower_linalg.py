@@ -163,11 +163,11 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
 
     def solve(a: Any, b2: Any) -> Any:
         if op.assume_a == "tri":
-            x = _triangular(torch, a, b2, op.lower, False, False, "solve")
+            x = _triangular(torch, a, b2, op.lower, False, False, op.function_name)
         elif op.assume_a == "pos":
             full = _symmetrized(torch, a, op.lower)
             low, info = torch.linalg.cholesky_ex(full)
-            _raise_if_failed(torch, info, "solve", "Matrix is not positive definite "
+            _raise_if_failed(torch, info, op.function_name, "Matrix is not positive definite "
                              "(assume_a='pos'): the leading minor of order ",
                              nan_passes=_has_nan(torch, full))
             low, b2 = _common_batch(torch, low, b2)
@@ -179,7 +179,7 @@ def lower_solve(node: Apply, ctx: LowerContext) -> Kernel:
             # dimension less than a as a stack of vectors)
             _, b2 = _common_batch(torch, m, b2)
             x, info = torch.linalg.solve_ex(m, b2)
-            _raise_if_failed(torch, info, "solve", "Singular matrix: U is exactly zero at "
+            _raise_if_failed(torch, info, op.function_name, "Singular matrix: U is exactly zero at "
                              "pivot ")
         return x
 

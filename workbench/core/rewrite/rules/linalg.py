@@ -355,7 +355,9 @@ def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
     where an LU solve would spread it otherwise than ``inv``). Shapes
     the graph checks when run raise as the user's graph would: a non-square `a` inv's
     LinAlgError naming `a` (not solve's ValueError on a transposed `a`), a `b` that does
-    not fit the product's error, named after the product (`_product_checked`)."""
+    not fit the product's error, named after the product (`_product_checked`); a
+    singular `a` inv's LinAlgError (the solve's `function_name`), and an ill-conditioned
+    one inv's warning."""
     x, y = node.inputs
     out = node.outputs[0]
     if _is_fallback(fgraph, out):
@@ -366,7 +368,7 @@ def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
             return None
         b_ndim = 1 if y.type.ndim == 1 else 2
         checked = _product_checked(node, _square("inv", a), y, True)
-        new = Solve("gen", False, b_ndim)(checked, y)
+        new = Solve("gen", False, b_ndim, function_name="inv")(checked, y)
         return [_finite_or_kept(fgraph, node, _cast_like(new, out), [a, y])]
     if y.owner is not None and isinstance(y.owner.op, Inv) and single_client(fgraph, y):
         (a,) = y.owner.inputs
@@ -374,9 +376,10 @@ def local_inv_dot_to_solve(fgraph: Any, node: Apply) -> Any:
             return None
         checked = _product_checked(node, _square("inv", a), x, False)
         if x.type.ndim == 1:  # x @ inv(a) = inv(a)^T x = solve(a^T, x)
-            new = Solve("gen", False, 1)(transpose(checked), x)
+            new = Solve("gen", False, 1, function_name="inv")(transpose(checked), x)
         else:
-            new = transpose(Solve("gen", False, 2)(transpose(checked), transpose(x)))
+            new = transpose(Solve("gen", False, 2, function_name="inv")(transpose(checked),
+                                                                         transpose(x)))
         return [_finite_or_kept(fgraph, node, _cast_like(new, out), [a, x])]
     return None
 

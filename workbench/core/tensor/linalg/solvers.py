@@ -261,20 +261,27 @@ class Solve(_SolveOp):
 
     Props: `assume_a` ("gen", "sym", "her", "pos" or "tri"), `lower` (which triangle of
     `a` "sym"/"her"/"pos"/"tri" read) and `b_ndim` (1: `b` is a stack of vectors, core signature
-    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``).
+    ``(m,m),(m)->(m)``; 2: of matrices, ``(m,m),(m,n)->(m,n)``); `function_name`: the
+    function its errors and warnings name ("solve"; "inv" for the solve
+    ``inv(a) @ b`` became, whose singular matrix is then inv's error).
     """
 
-    __props__ = ("assume_a", "lower", "b_ndim", "check_finite")
-    function_name = "solve"
+    __props__ = ("assume_a", "lower", "b_ndim", "check_finite", "function_name")
 
     def __init__(self, assume_a: str = "gen", lower: bool = False, b_ndim: int = 2,
-                 check_finite: bool = False) -> None:
+                 check_finite: bool = False, function_name: str = "solve") -> None:
         if assume_a not in ASSUME_A.values():
             raise ValueError(f"Solve: assume_a must be one of {sorted(set(ASSUME_A.values()))}, "
                              f"got {assume_a!r}")
         self.assume_a, self.lower = assume_a, bool(lower)
         self.b_ndim = self.checked_b_ndim("Solve", b_ndim)
         self.check_finite = bool(check_finite)
+        self.function_name = str(function_name)
+
+    def __str__(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in self._props_dict().items()
+                          if k != "function_name" or v != "solve")
+        return f"Solve{{{shown}}}"
 
     @property
     def nan_rule(self) -> bool:  # type: ignore[override]
@@ -286,24 +293,24 @@ class Solve(_SolveOp):
     def solve_matrices(self, a: np.ndarray, b2: np.ndarray) -> np.ndarray:
         try:
             if self.assume_a == "tri":
-                x = triangular_solve_np("solve", a, b2, self.lower, False, False)
+                x = triangular_solve_np(self.function_name, a, b2, self.lower, False, False)
             elif self.assume_a == "gen":
                 x = np.linalg.solve(a, b2)
-                warn_if_ill_conditioned("solve", a)
+                warn_if_ill_conditioned(self.function_name, a)
             else:
                 s = symmetrized(a, self.lower, hermitian=self.assume_a != "sym")
                 if self.assume_a == "pos":
                     try:
                         np.linalg.cholesky(s)
                     except LinAlgError:
-                        raise linalg_error("solve", "Matrix is not positive definite "
+                        raise linalg_error(self.function_name, "Matrix is not positive definite "
                                            "(assume_a='pos')") from None
                 x = np.linalg.solve(s, b2)
-                warn_if_ill_conditioned("solve", s)
+                warn_if_ill_conditioned(self.function_name, s)
         except LinAlgError as exc:
-            if str(exc).startswith("solve"):
+            if str(exc).startswith(self.function_name):
                 raise
-            raise linalg_error("solve", str(exc)) from None
+            raise linalg_error(self.function_name, str(exc)) from None
         return x
 
     def flops(self, inputs: list[tuple[int, ...]], outputs: list[tuple[int, ...]]) -> float:

@@ -450,12 +450,12 @@ class SolveC(_SolveLikeC):
                               _condition(node, "pocon", "&uplo, &wb_n, wb_a, &wb_ld")))
             texts = messages("Matrix is not positive definite (assume_a='pos'): the "
                              "leading minor of order ")
-            return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
+            return self.solve_code(node, inputs, outputs, sub, call, texts, op.function_name,
                                    work=_condition_buffers())
         if op.assume_a == "tri":
             call = _trtrs(op.lower, False, False)
             texts = messages("singular matrix: resolution failed at diagonal ")
-            return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
+            return self.solve_code(node, inputs, outputs, sub, call, texts, op.function_name,
                                    position="(long)info - 1")  # scipy counts from 0
         if op.assume_a in ("sym", "her"):
             routine = "hesv" if op.assume_a == "her" and DTYPES[
@@ -470,7 +470,7 @@ class SolveC(_SolveLikeC):
                               _condition(node, routine[:2] + "con", "&uplo, &wb_n, wb_a, "
                                          "&wb_ld, wb_ipiv")))
             texts = messages("Singular matrix: D is exactly zero at pivot ")
-            return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
+            return self.solve_code(node, inputs, outputs, sub, call, texts, op.function_name,
                                    work=(("wb_work", "%(ctype)s", f"{SYSV_WORK} * n"),
                                          *_condition_buffers()))
         # the row-major copy of a is a^T in column-major order: factorise that and solve
@@ -497,7 +497,7 @@ class SolveC(_SolveLikeC):
                 "&wb_n, &wb_k, wb_a, &wb_ld, wb_ipiv, wb_b, &wb_ld, &info, (size_t)1); }\n"
                 "    if (info == 0) " + condition)
         texts = messages("Singular matrix: U is exactly zero at pivot ")
-        return self.solve_code(node, inputs, outputs, sub, call, texts, "solve",
+        return self.solve_code(node, inputs, outputs, sub, call, texts, op.function_name,
                                load_a=load, a_finite="wb_a_finite",
                                a_reset="for (npy_intp j = 0; j < n; ++j) wb_colsum[j] = 1;",
                                work=(*_condition_buffers(), ("wb_colsum", "%(rtype)s", "n")))
