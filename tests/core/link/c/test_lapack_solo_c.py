@@ -64,6 +64,21 @@ def test_the_copy_is_the_package_and_never_the_main_library(monkeypatch):
         lapack_solo.solo_library()
 
 
+def test_the_copy_is_used_only_when_its_openblas_is_a_later_release():
+    assert lapack_solo.openblas_version("OpenBLAS 0.3.31.188.0  USE64BITINT Haswell") == (
+        0, 3, 31)
+    assert lapack_solo.openblas_version("0.3.34.481.3") == (0, 3, 34)
+    assert lapack_solo.openblas_version("no version") == ()
+    assert lapack_solo.is_newer((0, 3, 34), (0, 3, 31))
+    assert not lapack_solo.is_newer((0, 3, 31), (0, 3, 31))
+    assert not lapack_solo.is_newer((0, 3, 30), (0, 3, 31))
+    assert not lapack_solo.is_newer((), (0, 3, 31))
+    main, copy = blas_lib.find_blas(), lapack_solo.solo_library()
+    if copy is not None:
+        assert lapack_solo.openblas_version(copy.version) > lapack_solo.openblas_version(
+            main.version)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_one_thread_solve_of_a_stack_matches_numpy_on_either_library(dtype, one_thread,
                                                                      monkeypatch):

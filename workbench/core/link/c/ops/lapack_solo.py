@@ -23,7 +23,9 @@ goes to the package copy, and the copy never has a thread of its own:
 
 `WORKBENCH_LAPACK_SOLO=none` turns the copy off (every call to the BLAS of
 blas_lib.py); unset or `auto`: used when the package is installed, its integers have
-the width of the main library's, and it is not the main library itself.
+the width of the main library's, it is not the main library itself, and its OpenBLAS
+is a later release than the main library's (a NumPy that bundles a newer one keeps
+every call on it).
 """
 
 from __future__ import annotations
@@ -31,13 +33,16 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import importlib.metadata
 import importlib.util
 import os
+import re
 
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas, pkg_config_flags
 from workbench.core.link.c.cstring import c_string_literal
 
-__all__ = ["SOLO_ENV", "solo_c", "solo_library", "solo_loaded", "solo_threads"]
+__all__ = ["SOLO_ENV", "is_newer", "openblas_version", "solo_c", "solo_library", "solo_loaded",
+           "solo_threads"]
 
 #: Environment variable: "none" keeps every LAPACK call on blas_lib.py's library.
 SOLO_ENV = "WORKBENCH_LAPACK_SOLO"
@@ -58,9 +63,13 @@ def _package() -> BlasLibrary | None:
         return None
     with open(pcs[0], encoding="utf-8", errors="replace") as fh:
         prefix, suffix, int64 = pkg_config_flags(fh.read())
+    try:
+        version = importlib.metadata.version("scipy-openblas64")
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
     # threads_api: the copy's get/set_num_threads, looked up by the generated code
     return BlasLibrary(source="scipy-openblas64", path=files[0], prefix=prefix,
-                       suffix=suffix, int64=int64, threads_api=True)
+                       suffix=suffix, int64=int64, version=version, threads_api=True)
 
 
 def solo_library() -> BlasLibrary | None:
@@ -79,7 +88,22 @@ def solo_library() -> BlasLibrary | None:
         return None
     if os.path.realpath(lib.path) == os.path.realpath(main.path):
         return None
+    if not is_newer(openblas_version(lib.version), openblas_version(main.version)):
+        return None  # a NumPy with a newer OpenBLAS than the package's keeps its own
     return lib
+
+
+def openblas_version(text: str) -> tuple[int, ...]:
+    """The first three numbers of an OpenBLAS version or configuration string
+    ("OpenBLAS 0.3.31.188.0 USE64BITINT ..." or "0.3.34.481.3": (0, 3, 31)), or ()."""
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", text or "")
+    return tuple(int(g) for g in found.groups()) if found else ()
+
+
+def is_newer(copy: tuple[int, ...], main: tuple[int, ...]) -> bool:
+    """Whether the copy's OpenBLAS is a later release than the main library's (an
+    unknown main version counts as older: NumPy's bundled copy always tells it)."""
+    return bool(copy) and (not main or copy > main)
 
 
 def solo_c(lib: BlasLibrary | None, protos: dict[str, tuple[str, str]]) -> str:
