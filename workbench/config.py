@@ -103,10 +103,11 @@ class Config:
 
     @property
     def blas_threads(self) -> int | None:
-        """The most threads a BLAS call of compiled (C linker) code may use; None (the
-        default, or `WORKBENCH_NUM_THREADS` unset or 0): the BLAS's own setting. Each
-        call may use fewer: small products and a busy machine get one thread (see
-        workbench.core.link.c.blas_threads)."""
+        """The most threads a BLAS call or row kernel (softmax, logsumexp) of compiled (C
+        linker) code may use, read at every call; None (the default, or
+        `WORKBENCH_NUM_THREADS` unset or 0): the BLAS's own setting. Each call may use
+        fewer: small products and inputs, and BLAS calls on a busy machine, get one thread
+        (see workbench.core.link.c.blas_threads)."""
         from workbench.core.link.c import blas_threads
 
         return blas_threads.max_threads()

@@ -201,8 +201,8 @@ def threads_note(threads: int) -> str:
                 f"_NUM_THREADS and WORKBENCH_NUM_THREADS (workbench's BLAS calls and row "
                 f"kernels){xla}; {seen}")
     return (f"threads: each library's default (--threads 0): workbench's row kernels and "
-            f"BLAS calls use up to every core (BLAS calls by size and load), NumPy and "
-            f"PyTensor the BLAS's count, XLA its own pool; {seen}")
+            f"BLAS calls use up to the BLAS's count, every core unless set (BLAS calls by "
+            f"size and load), NumPy and PyTensor the BLAS's count, XLA its own pool; {seen}")
 
 
 def readback_note() -> str:

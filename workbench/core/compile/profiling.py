@@ -38,8 +38,8 @@ class NodeRow:
     calls: int
     output_bytes: int | None
     flops: float | None
-    #: BLAS threads its calls used ("2", or "1-2" when calls differed); "" when not known
-    #: (not a BLAS node, or a linker that does not choose them)
+    #: threads its calls used, BLAS calls or row kernels ("2", or "1-2" when calls
+    #: differed); "" when not known (neither, or a linker that does not choose them)
     threads: str = ""
 
     @property
@@ -381,8 +381,9 @@ def format_profile(stats: ProfileStats, top: int = 15, width: int | None = None)
                         f"{row.per_call * 1e6:13.2f} {row.calls:6d}  {row.backend:7s}  "
                         f"{row.threads or '-':>7s}  ", row.node, width)
     if any(row.threads for row in node_rows):
-        lines += _prose("  (threads: BLAS threads per call, chosen by size and machine load; "
-                        "of a GEMM on workbench's helpers, those that computed a panel)", width)
+        lines += _prose("  (threads: BLAS threads per call, chosen by size and machine load, "
+                        "and a row kernel's (softmax, logsumexp); of work shared on "
+                        "workbench's helpers, those that computed a panel or rows)", width)
     lines += _inner_lines(stats, top, width)
     memory = stats.memory()
     lines += ["", "Memory:",

@@ -335,7 +335,8 @@ class VM:
         self.node_time: dict[Apply, float] = {}
         self.node_calls: dict[Apply, int] = {}
         #: when profiling with a `thread_probe` (the C linker's: threads of the last BLAS
-        #: call, then forgotten), the fewest and most threads each node's calls used
+        #: call or row kernel, then forgotten), the fewest and most threads each node's
+        #: calls used
         self.node_threads: dict[Apply, tuple[int, int]] = {}
         self._thread_probe = thread_probe
         self.events: list[tuple[Apply, float, float]] = []

@@ -1,4 +1,5 @@
-"""How many threads each BLAS call of the C linker uses.
+"""How many threads each BLAS call of the C linker uses, under the one cap of all
+compiled code's threads (BLAS calls and the row kernels of ops/special.py).
 
 OpenBLAS keeps one process-wide thread count, and a call shared among threads waits
 for every one of them: on a machine whose cores are busy with other processes, a
@@ -8,8 +9,18 @@ this project's loaded 2-core machine. So the C linker chooses the count of every
 itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` below):
 
 1. at most `max_threads()`: `config.blas_threads` or `WORKBENCH_NUM_THREADS`, else the
-   BLAS's own setting (`OPENBLAS_NUM_THREADS`, a `threadpoolctl` limit); never more than
-   the cores the process may run on (`os.sched_getaffinity`);
+   BLAS's own setting (`OPENBLAS_NUM_THREADS`, else `OMP_NUM_THREADS`, as OpenBLAS read
+   them when it loaded; a `threadpoolctl` limit); never more than the cores the process
+   may run on (`os.sched_getaffinity`). The same cap, read at every call from the same
+   block (`CAP_C`), rules the row kernels (softmax, log-softmax, logsumexp over rows of
+   a large input, shared among thread_pool.py's helpers); they read the BLAS's own count
+   through `blas_own_threads_address()` and count the cores when no BLAS says. Steps 2
+   and 3 are the BLAS calls' own: a row kernel shares rows from a size fixed at compile
+   time (`PARALLEL_MIN_ELEMENTS`) and, like a pooled GEMM, never waits for a helper that
+   has not started. `OMP_NUM_THREADS` matters only through OpenBLAS (no compiled code
+   is OpenMP's: its `omp simd` pragmas vectorise, they start no thread), so it is read
+   once, when OpenBLAS loads, like `OPENBLAS_NUM_THREADS`, and a cap set in the process
+   (`config.blas_threads`, threadpoolctl) overrides it for both;
 2. one thread per `WORK_PER_THREAD` multiply-adds: small products run on the calling
    thread alone, where waking a helper costs more than it saves;
 3. adaptive (on by default): every call site keeps an estimate of its one-thread time
@@ -56,8 +67,9 @@ back-off (0.1 s or more) the tick is small, which is why the spare-core check ma
 
 The count is set just before the call and restored after it, so NumPy's own BLAS calls
 keep theirs. Threads of one process calling compiled functions at the same moment share
-that one setting (as with `threadpoolctl`). `last_threads()` is the count of the most
-recent call (what the profiler shows per node).
+that one setting (as with `threadpoolctl`). `last_threads()` is the count given to the
+most recent call, BLAS or row kernel, and `last_worked_threads()` how many of them
+computed a part (what the profiler shows per node).
 
 The policy is a small block of doubles (`POLICY`) that generated modules find at load
 through `POLICY_ADDRESS` and read at every call, so changing it needs no recompilation.
@@ -72,12 +84,12 @@ import ctypes
 import os
 from collections.abc import Iterator
 
-__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "EVIDENCE", "LOGIC_C", "MODES", "PANELS_PER_THREAD",
-           "POLICY_ADDRESS", "POLICY_C", "POOL", "RECALIBRATE", "SLOTS", "SOLO_RATIO", "SPARE",
-           "THREADS_ENV", "WORK_PER_THREAD", "blas_own_threads", "busy_events",
-           "forgiven_events", "gemm_pool", "helpers_held", "last_threads",
-           "last_worked_threads", "max_threads", "policy", "set_max_threads", "set_policy",
-           "still_busy_events", "take_last_threads"]
+__all__ = ["BACKOFF_MAX", "BACKOFF_MIN", "CAP_C", "EVIDENCE", "LOGIC_C", "MODES",
+           "PANELS_PER_THREAD", "POLICY_ADDRESS", "POLICY_C", "POOL", "RECALIBRATE", "SLOTS",
+           "SOLO_RATIO", "SPARE", "THREADS_ENV", "WORK_PER_THREAD", "blas_own_threads",
+           "blas_own_threads_address", "busy_events", "forgiven_events", "gemm_pool",
+           "helpers_held", "last_threads", "last_worked_threads", "max_threads", "policy",
+           "set_max_threads", "set_policy", "still_busy_events", "take_last_threads"]
 
 #: The environment variable capping the threads of compiled code (BLAS calls and the
 #: row kernels of ops/special.py); unset or 0: the BLAS's own setting.
@@ -151,15 +163,34 @@ def _check_threads(value: int | None) -> int | None:
 
 
 def max_threads() -> int | None:
-    """The most threads a BLAS call of compiled code may use; None: the BLAS's own
-    setting (OPENBLAS_NUM_THREADS, threadpoolctl)."""
+    """The most threads a BLAS call or row kernel of compiled code may use; None: the
+    BLAS's own setting (OPENBLAS_NUM_THREADS or OMP_NUM_THREADS when it loaded,
+    threadpoolctl)."""
     value = int(POLICY[_INDEX["max"]])
     return value or None
 
 
 def set_max_threads(value: int | None) -> None:
-    """Cap the threads of compiled code's BLAS calls (None: the BLAS's own setting)."""
+    """Cap the threads of compiled code, BLAS calls and row kernels alike (None: the BLAS's
+    own setting); read at every call, no recompilation."""
     POLICY[_INDEX["max"]] = float(_check_threads(value) or 0)
+
+
+def blas_own_threads_address() -> int:
+    """The address of OpenBLAS's get_num_threads in the library generated code links
+    (blas_lib.find_blas), which modules that do not link it (the row kernels) read the
+    BLAS's own count through when the cap is unset; 0 when there is none (no BLAS, one
+    without the function, or a WORKBENCH_BLAS that names none: the cores decide)."""
+    from workbench.core.link.c import blas_lib
+
+    try:
+        lib = blas_lib.find_blas()
+    except (ValueError, blas_lib.BlasNotFoundError):
+        return 0
+    if lib is None or not lib.threads_api:
+        return 0
+    getter = getattr(ctypes.CDLL(lib.path), lib.symbol("openblas_get_num_threads"))
+    return ctypes.cast(getter, ctypes.c_void_p).value or 0
 
 
 #: `since_slow` before any slow call: more threaded calls than any `evidence`.
@@ -244,8 +275,9 @@ def gemm_pool(on: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def helpers_held() -> Iterator[None]:
-    """Within the block, the pool's helpers are woken for a GEMM's panels but take none,
-    as if the scheduler never ran them (tests: the caller must do every panel)."""
+    """Within the block, the pool's helpers are woken for a GEMM's panels or a row
+    kernel's rows but take none, as if the scheduler never ran them (tests: the caller
+    must do every part)."""
     k = _INDEX["hold"]
     POLICY[k] = 1.0
     try:
@@ -260,21 +292,22 @@ def policy() -> dict[str, float]:
 
 
 def last_threads() -> int:
-    """Threads of the most recent BLAS call of compiled code (0: none yet, or a BLAS whose
-    threads workbench cannot see)."""
+    """Threads given to the most recent BLAS call or row kernel of compiled code (0: none
+    yet, or a BLAS whose threads workbench cannot see)."""
     return int(POLICY[_INDEX["last"]])
 
 
 def last_worked_threads() -> int:
-    """Of the threads given to the most recent BLAS call, how many computed a part of it:
-    a pooled GEMM's helper that the scheduler ran too late took no panel (0: none yet)."""
+    """Of the threads given to the most recent BLAS call or row kernel, how many computed a
+    part of it: a helper that the scheduler ran too late took no GEMM panel or rows (0:
+    none yet)."""
     return int(POLICY[_INDEX["worked"]])
 
 
 def take_last_threads() -> int:
     """`last_worked_threads()` (the threads that really computed the most recent call:
-    `last_threads()` unless a pooled GEMM's helper came too late), then forget both (the
-    profiler reads it around each node)."""
+    `last_threads()` unless a helper came too late), then forget both (the profiler reads
+    it around each node)."""
     value = int(POLICY[_INDEX["worked"]])
     POLICY[_INDEX["last"]] = POLICY[_INDEX["worked"]] = 0.0
     return value
@@ -381,40 +414,41 @@ WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, d
 }
 """
 
-#: The C of the policy (in every module that calls BLAS): `wb_blas_policy_init()` at
-#: module load, `wb_blas_begin` / `wb_blas_end` around each call, each call site with its
-#: own `static wb_blas_site`.
-POLICY_C = LOGIC_C + r"""
-#include <time.h>
+#: The cap of the policy block for all compiled code (included by POLICY_C, and by the
+#: row kernels of ops/special.py, which link no BLAS): the block found at module load
+#: (`wb_blas_policy_init`), the cap read at every call (`wb_threads_cap`,
+#: `wb_threads_allowed`) and the threads of a call noted for the profiler
+#: (`wb_threads_note`). Under an include guard: a bundle may hold both users.
+CAP_C = "\n#ifndef WB_THREAD_CAP_C\n#define WB_THREAD_CAP_C\n" + _DEFINES + r"""
 #ifdef __linux__
-#include <fcntl.h>
 #include <sched.h>
-#include <unistd.h>
 #endif
 static volatile double *wb_blas_policy = NULL;
+/* The BLAS's own thread count (OpenBLAS's get_num_threads of the library generated code
+   links, blas_lib.py; NULL: none known), for code that does not link the BLAS. */
+static int (*wb_blas_own_threads)(void) = NULL;
 
-/* Finds the policy block of this process (blas_threads.POLICY_ADDRESS). */
+/* Finds the policy block of this process (blas_threads.POLICY_ADDRESS) and the BLAS's own
+   thread count (blas_threads.blas_own_threads_address()). */
 static int wb_blas_policy_init(void) {
   if (wb_blas_policy) return 0;
   PyObject *m = PyImport_ImportModule("%(module)s");
   if (!m) return -1;
   PyObject *address = PyObject_GetAttrString(m, "POLICY_ADDRESS");
+  PyObject *own = address ? PyObject_CallMethod(m, "blas_own_threads_address", NULL) : NULL;
   Py_DECREF(m);
-  if (!address) return -1;
-  void *p = PyLong_AsVoidPtr(address);
+  if (!address || !own) { Py_XDECREF(address); return -1; }
+  void *p = PyLong_AsVoidPtr(address), *getter = PyLong_AsVoidPtr(own);
   Py_DECREF(address);
+  Py_DECREF(own);
+  if (PyErr_Occurred()) return -1;
   if (!p) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "no BLAS thread policy");
+    PyErr_SetString(PyExc_RuntimeError, "no BLAS thread policy");
     return -1;
   }
+  wb_blas_own_threads = (int (*)(void))getter;
   wb_blas_policy = (volatile double *)p;
   return 0;
-}
-
-static double wb_blas_clock(clockid_t id) {
-  struct timespec t;
-  clock_gettime(id, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The cores this process may run on (0: unknown). */
@@ -424,6 +458,51 @@ static int wb_blas_cpus(void) {
   if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
 #endif
   return 0;
+}
+
+/* The most threads a call may use before the cores are counted: the policy's `max`
+   (config.blas_threads, set_max_threads, WORKBENCH_NUM_THREADS) when set, else `own`, the
+   BLAS's own count (OPENBLAS_NUM_THREADS or OMP_NUM_THREADS when it loaded, threadpoolctl;
+   <= 0: unknown). */
+static inline int wb_threads_cap(const int own) {
+  const double m = wb_blas_policy[WB_BP_MAX];
+  return m >= 1 ? (int)m : own;
+}
+
+/* The threads code that runs no BLAS call (the row kernels) may use now: the cap with
+   the BLAS's own count read through wb_blas_own_threads, never more than the cores (all
+   of them when neither the policy nor a BLAS says). */
+static int wb_threads_allowed(void) {
+  const int cpus = wb_blas_cpus();
+  int n = wb_threads_cap(wb_blas_own_threads ? wb_blas_own_threads() : 0);
+  if (n < 1) n = cpus;
+  if (cpus > 0 && n > cpus) n = cpus;
+  return n > 1 ? n : 1;
+}
+
+/* Notes the threads of a call that is no BLAS call (last_threads(), and the profiler's
+   last_worked_threads()): `given`, of which `worked` computed a part. */
+static inline void wb_threads_note(const int given, const int worked) {
+  wb_blas_policy[WB_BP_LAST] = given;
+  wb_blas_policy[WB_BP_WORKED] = worked;
+}
+#endif
+""".replace("%(module)s", __name__)
+
+#: The C of the policy (in every module that calls BLAS): `wb_blas_policy_init()` at
+#: module load, `wb_blas_begin` / `wb_blas_end` around each call, each call site with its
+#: own `static wb_blas_site`.
+POLICY_C = CAP_C + LOGIC_C + r"""
+#include <time.h>
+#ifdef __linux__
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+static double wb_blas_clock(clockid_t id) {
+  struct timespec t;
+  clock_gettime(id, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The idle ticks (idle + iowait) of the cores this process may run on, from the cpuN
@@ -505,7 +584,7 @@ static void wb_blas_begin_pooled(wb_blas_call *c, wb_blas_site *site, double wor
   c->site = site;
   c->work = work;
   if (c->previous <= 0) { p[WB_BP_LAST] = 0; return; }  /* a BLAS without the API */
-  int n = p[WB_BP_MAX] >= 1 ? (int)p[WB_BP_MAX] : c->previous;
+  int n = wb_threads_cap(c->previous);
   const double per = p[WB_BP_WORK] >= 1 ? p[WB_BP_WORK] : 1;
   if (work < per * n) n = (int)(work / per);
   if (n > 1) {

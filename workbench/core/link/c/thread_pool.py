@@ -1,7 +1,8 @@
 """The helper threads of generated code: one small pool that shares a loop's items.
 
 Used by the row kernels (ops/special.py: rows of softmax and logsumexp) and the
-matrix products (ops/blas.py: panels of a GEMM, each a one-thread BLAS call).
+matrix products (ops/blas.py: panels of a GEMM, each a one-thread BLAS call), each job
+on as many threads as the caller gives it under the one cap of blas_threads.py.
 
 Not an OpenMP team nor OpenBLAS's own threads, on purpose: both end a parallel call
 with a wait for every thread of the team, and on a machine whose cores are busy with
@@ -122,17 +123,6 @@ static void wb_pool_after_fork(void) {
   wb_job_items = wb_job_next = 0;
   wb_job_helpers = wb_job_max_helpers = wb_job_busy = wb_job_workers = wb_job_hold = 0;
   wb_pool_sleeping = 0;
-}
-
-/* The processors this process may run on (at least 1). */
-static int wb_pool_cpus(void) {
-  long t = 0;
-#ifdef CPU_COUNT
-  cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) t = CPU_COUNT(&cpus);
-#endif
-  if (t <= 0) t = sysconf(_SC_NPROCESSORS_ONLN);
-  return t > 1 ? (int)t : 1;
 }
 
 /* fn(ctx, i0, i1) over the items [0, items) in chunks of `chunk`, shared with up to

@@ -21,9 +21,13 @@ float16/bfloat16 outputs have no C and run through `perform`.
 Large inputs (rows x row length >= `PARALLEL_MIN_ELEMENTS`, at least two rows) share their
 rows among helper threads (`PARALLEL_SUPPORT`): each row is still computed by one thread
 with the same kernel, so the results are bit-identical to the serial loop. The thread
-count is read at every such call from ``WORKBENCH_NUM_THREADS`` (else ``OMP_NUM_THREADS``,
-else the processors available); 1 keeps the serial loop. Small inputs never touch the
-threads, so their per-call cost is unchanged.
+count obeys the one cap of compiled code, the `max` of blas_threads.py's policy block read
+at every such call (`config.blas_threads`, `set_max_threads`, ``WORKBENCH_NUM_THREADS``;
+unset: the BLAS's own count, from ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` when it
+loaded or a threadpoolctl limit), never more than the cores allowed; 1 keeps the serial
+loop. No back-off as for BLAS calls: like a pooled GEMM, the caller never waits for a
+helper that has not started. Small inputs never touch the threads. Every call notes its
+threads, given and worked, for the profiler (`last_worked_threads`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import Any
 
-from workbench.core.link.c.blas_threads import THREADS_ENV
+from workbench.core.link.c.blas_threads import CAP_C
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.ops.buffers import alloc_output
 from workbench.core.link.c.ops.reduction import fill
@@ -41,7 +45,7 @@ from workbench.core.link.c.types import C_TYPES, c_type_name, type_num
 from workbench.core.tensor.special import LogSoftmax, LogSumExp, Softmax
 
 __all__ = ["LogSumExpC", "PARALLEL_MIN_ELEMENTS", "ROW_KERNELS", "ROW_KERNELS_OF",
-           "RowKernelC", "THREADS_ENV"]
+           "RowKernelC"]
 
 #: Elements summed by one vectorised leaf before the block sums are added.
 SUM_BLOCK = 1024
@@ -53,29 +57,31 @@ PARALLEL_MIN_ELEMENTS = 100_000
 
 
 #: The row loops share their rows through the helper threads of thread_pool.py (the
-#: caller takes rows too and never waits for a helper that has not started). Each row
-#: is computed by one thread with the same kernel, so results do not depend on threads.
-PARALLEL_SUPPORT = POOL_C + r"""
+#: caller takes rows too and never waits for a helper that has not started), as many as
+#: the policy's cap allows (blas_threads.CAP_C). Each row is computed by one thread with
+#: the same kernel, so results do not depend on threads.
+PARALLEL_SUPPORT = CAP_C + POOL_C + r"""
 typedef struct { const void *src; void *dst; npy_intp n; } wb_rows_ctx;
 
-/* Threads wanted for `rows` rows of `n` elements: 1 below the size threshold, else
-   WB_THREADS_ENV, OMP_NUM_THREADS, or the processors this process may run on. */
+/* Threads for `rows` rows of `n` elements: 1 below the size threshold, else what the
+   policy allows now (the cap, the cores), at most one per row. */
 static int wb_row_threads(const npy_intp rows, const npy_intp n) {
   if (rows < 2 || rows * n < WB_PAR_MIN) return 1;
-  const char *env = getenv(WB_THREADS_ENV);
-  long t = env && *env ? strtol(env, NULL, 10) : 0;
-  if (t <= 0 && (env = getenv("OMP_NUM_THREADS")) && *env) t = strtol(env, NULL, 10);
-  if (t <= 0) t = wb_pool_cpus();
+  long t = wb_threads_allowed();
   if (t > WB_POOL_MAX + 1) t = WB_POOL_MAX + 1;
   if (t > rows) t = (long)rows;
   return t > 1 ? (int)t : 1;
 }
 
-/* fn(ctx, 0, rows), the rows shared among helper threads when the input is large. */
+/* fn(ctx, 0, rows), the rows shared among helper threads when the input is large; notes
+   the threads given and those that computed rows. */
 static void wb_run_rows(const wb_pool_fn fn, void *ctx, const npy_intp rows, const npy_intp n) {
   const int threads = wb_row_threads(rows, n);
-  if (threads < 2) { fn(ctx, 0, rows); return; }
-  wb_pool_run(fn, ctx, rows, rows / ((npy_intp)threads * 8), threads - 1, 0);
+  int worked = 1;
+  if (threads < 2) fn(ctx, 0, rows);
+  else worked = wb_pool_run(fn, ctx, rows, rows / ((npy_intp)threads * 8), threads - 1,
+                            wb_blas_policy[WB_BP_HOLD] != 0);
+  wb_threads_note(threads, worked);
 }
 """
 
@@ -305,7 +311,11 @@ class _RowC(COpAdapter):
         decls = VECTOR_MATH_DECLARATIONS if vector_math_libraries() else ""
         return (f"{decls}#define WB_SUM_BLOCK {SUM_BLOCK}\n"
                 f"#define WB_PAR_MIN ((npy_intp){int(PARALLEL_MIN_ELEMENTS)})\n"
-                f'#define WB_THREADS_ENV "{THREADS_ENV}"\n{PARALLEL_SUPPORT}{ROW_KERNELS}')
+                f"{PARALLEL_SUPPORT}{ROW_KERNELS}")
+
+    def c_init_code(self) -> list[str]:
+        """Find the thread policy block (blas_threads.py) when the module loads."""
+        return ["if (wb_blas_policy_init() < 0) return NULL;"]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
         return ROW_KERNELS_OF[str(node.outputs[0].type.dtype)]
@@ -319,7 +329,7 @@ class _RowC(COpAdapter):
         return [*vector_math_libraries(), "m", "pthread"]
 
     def c_code_cache_version(self) -> tuple[int, ...]:
-        return (5,)
+        return (6,)
 
 
 @register_c_op(Softmax)
