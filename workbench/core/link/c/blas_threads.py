@@ -420,6 +420,7 @@ WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, d
 #: `wb_threads_allowed`) and the threads of a call noted for the profiler
 #: (`wb_threads_note`). Under an include guard: a bundle may hold both users.
 CAP_C = "\n#ifndef WB_THREAD_CAP_C\n#define WB_THREAD_CAP_C\n" + _DEFINES + r"""
+#include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
 #endif
@@ -471,9 +472,11 @@ static inline int wb_threads_cap(const int own) {
 
 /* The threads code that runs no BLAS call (the row kernels) may use now: the cap with
    the BLAS's own count read through wb_blas_own_threads, never more than the cores (all
-   of them when neither the policy nor a BLAS says). */
+   of them when neither the policy nor a BLAS says; the online processors where the
+   allowed ones are unknown). */
 static int wb_threads_allowed(void) {
-  const int cpus = wb_blas_cpus();
+  int cpus = wb_blas_cpus();
+  if (cpus <= 0) cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
   int n = wb_threads_cap(wb_blas_own_threads ? wb_blas_own_threads() : 0);
   if (n < 1) n = cpus;
   if (cpus > 0 && n > cpus) n = cpus;
