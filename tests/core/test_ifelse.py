@@ -10,6 +10,7 @@ from workbench.core.graph.basic import Apply
 from workbench.core.graph.op import Op
 from workbench.core.ifelse import IfElse, ifelse
 from workbench.core.link.vm import VMLinker
+from workbench.core.printing import pprint
 from workbench.core.tensor import TensorType, specify_shape
 from workbench.testing import cases_ifelse
 
@@ -189,3 +190,10 @@ def test_catalogue_cases(case, dtype, evaluate):
     eager = evaluate(outs, dict(zip(inputs, values)))
     for got, want in zip(eager, expected):
         np.testing.assert_allclose(got, want)
+
+
+def test_pprint_writes_ifelse_as_a_call_with_its_branches():
+    c, x, y = wt.dscalar("c"), wt.dvector("x"), wt.dvector("y")
+    assert pprint(ifelse(c > 0, x, y)) == "ifelse(c > 0.0, x, y)"
+    first, second = ifelse(c > 0, [x, y], [y, x])
+    assert pprint(second) == "ifelse(c > 0.0, (x, y), (y, x))[1]"

@@ -80,6 +80,15 @@ class IfElse(Op):
     def __str__(self) -> str:
         return f"IfElse{{n_outs={self.n_outs}{', as_view' if self.as_view else ''}}}"
 
+    def pprint_text(self, args: Sequence[str]) -> str:
+        """How pprint writes the node: ``ifelse(c, a, b)``; with several outputs the
+        branches are tuples, ``ifelse(c, (a1, a2), (b1, b2))`` (pprint adds ``[i]``)."""
+        n = self.n_outs
+        cond, then, other = args[0], args[1:1 + n], args[1 + n:]
+        if n == 1:
+            return f"ifelse({cond}, {then[0]}, {other[0]})"
+        return f"ifelse({cond}, ({', '.join(then)}), ({', '.join(other)}))"
+
     def make_node(self, condition: Any, *branches: Any) -> Apply:
         from workbench.core.tensor.variable import as_tensor_variable
 

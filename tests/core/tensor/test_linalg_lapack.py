@@ -220,6 +220,9 @@ def test_printing():
     assert wb.pprint(la.solve_triangular(a, b, lower=True, trans="T")) == (
         "solve_triangular(A, b, lower=True, trans=True)")
     assert str(Cholesky(lower=False)) == "Cholesky{lower=False}"  # dprint's name
+    # the solve that inv(A) @ b became names inv in its messages, but reads as a solve
+    from workbench.core.tensor.linalg.solvers import Solve
+    assert wb.pprint(Solve(b_ndim=1, function_name="inv")(a, b)) == "solve(A, b)"
 
 
 def _spd(n):

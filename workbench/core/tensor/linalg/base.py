@@ -358,6 +358,8 @@ class LinalgOp(Op):
 
     #: props not shown by pprint (implied by the inputs' ranks)
     pprint_hidden: tuple[str, ...] = ("b_ndim",)
+    #: the name pprint writes ("": `function_name`, the name messages use)
+    pprint_name = ""
 
     def pprint_text(self, args: Sequence[str]) -> str:
         """How pprint writes the node: the function's name, its arguments and the props
@@ -370,7 +372,7 @@ class LinalgOp(Op):
         shown = [f"{name}={getattr(self, name)!r}" for name in self.__props__
                  if name not in self.pprint_hidden and name in defaults
                  and getattr(self, name) != defaults[name]]
-        return f"{self.function_name}({', '.join([*args, *shown])})"
+        return f"{self.pprint_name or self.function_name}({', '.join([*args, *shown])})"
 
     def batch_shape(self, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
         """The broadcast batch shape of input values (numpy's error when they do not)."""

@@ -267,6 +267,10 @@ class Solve(_SolveOp):
     """
 
     __props__ = ("assume_a", "lower", "b_ndim", "check_finite", "function_name")
+    # A formula shows what the node computes: solve(K, y), also for the solve that
+    # inv(K) @ y became (whose messages name inv).
+    pprint_name = "solve"
+    pprint_hidden = ("b_ndim", "check_finite", "function_name")
 
     def __init__(self, assume_a: str = "gen", lower: bool = False, b_ndim: int = 2,
                  check_finite: bool = False, function_name: str = "solve") -> None:
