@@ -75,6 +75,30 @@ def test_missing_kinds_compile_in_a_few_modules_and_later_graphs_reuse_each_kind
     np.testing.assert_allclose(part(a, b), np.tanh(a @ b).T * 2)
 
 
+def test_blas_and_lapack_kinds_share_a_bundle(tmp_path):
+    # both kinds' support holds the BLAS declarations and the thread policy
+    # (blas_threads.py): guarded, one translation unit holds both once
+    from workbench.core.link.c.ops.lapack_base import lapack_available
+
+    if not lapack_available():
+        pytest.skip("no LAPACK found here")
+    k, y, x, w = wt.dmatrix("k"), wt.dvector("y"), wt.dmatrix("x"), wt.dmatrix("w")
+    graph = [k, y, x, w], [wt.linalg.solve(k, y), wt.dot(x, w)]
+    nodes = wb.function(*graph, linker="py").maker.fgraph.toposort()
+    assert {type(n.op).__name__ for n in nodes} == {"Solve", "Dot"}
+    cache = ModuleCache(tmp_path / "c")
+    _, stats = bundle.node_functions([(n, node_source(n)) for n in nodes], cache, workers=1)
+    assert (stats.compiled, stats.modules_built, stats.bundle_fallbacks) == (2, 1, 0)
+    f = c_function(*graph, cache)  # the bundle's kinds, from memory
+    assert f.linker.report.memory_hits == 2
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(4, 4)) + 4 * np.eye(4), rng.normal(size=4)
+    p, q = rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
+    got = f(a, b, p, q)
+    np.testing.assert_allclose(got[0], np.linalg.solve(a, b), rtol=1e-12)
+    np.testing.assert_allclose(got[1], p @ q, rtol=1e-12)
+
+
 def test_plan_groups_kinds_by_flags_balances_them_and_is_deterministic():
     x, w = wt.dmatrix("x"), wt.dmatrix("w")
     outs = [wt.exp(x), wt.log(x), wt.sin(x) + w, wt.dot(x, w), x.sum(), (x * 2).T]

@@ -42,6 +42,7 @@ import ctypes
 import ctypes.util
 import functools
 import glob
+import hashlib
 import importlib
 import os
 import re
@@ -111,7 +112,10 @@ class BlasLibrary:
 
     def declarations(self) -> str:
         """C prototypes of BLAS_FUNCTIONS under the names `wb_<name>` (macros to the real
-        symbols), the integer type `wb_blasint` and the CBLAS enum values."""
+        symbols), the integer type `wb_blasint` and the CBLAS enum values; under an
+        include guard named by the hash of the text, so a bundle holding kinds of
+        ops/blas.py and of the LAPACK ops declares them once (two different libraries
+        still clash, and their kinds compile apart)."""
         sym = {name: self.symbol(name) for name in BLAS_FUNCTIONS}
         lines = [
             f"/* BLAS: {self.source} {self.version} ({self.path}) */",
@@ -147,7 +151,9 @@ class BlasLibrary:
                 f"extern {ctype} wb_cblas_{t}dot(wb_blasint n, const {ctype} *x, "
                 f"wb_blasint incx, const {ctype} *y, wb_blasint incy);",
             ]
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        guard = "WB_BLAS_DECLARATIONS_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        return f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"
 
 
 def pkg_config_flags(text: str) -> tuple[str, str, bool]:

@@ -494,8 +494,9 @@ static inline void wb_threads_note(const int given, const int worked) {
 
 #: The C of the policy (in every module that calls BLAS): `wb_blas_policy_init()` at
 #: module load, `wb_blas_begin` / `wb_blas_end` around each call, each call site with its
-#: own `static wb_blas_site`.
-POLICY_C = CAP_C + LOGIC_C + r"""
+#: own `static wb_blas_site`. Under an include guard: a bundle may hold several users
+#: (ops/blas.py and ops/lapack_base.py kinds).
+POLICY_C = CAP_C + "\n#ifndef WB_BLAS_POLICY_C\n#define WB_BLAS_POLICY_C\n" + LOGIC_C + r"""
 #include <time.h>
 #ifdef __linux__
 #include <fcntl.h>
@@ -633,4 +634,5 @@ static void wb_blas_end(wb_blas_call *c) {
   p[WB_BP_WORKED] = c->pooled ? c->worked : c->threads;
   if (c->blas != c->previous) wb_blas_set_threads(c->previous);
 }
+#endif
 """.replace("%(module)s", __name__)
