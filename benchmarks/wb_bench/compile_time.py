@@ -75,8 +75,10 @@ def _report_note(result: dict[str, Any]) -> str:
     report = result.get("report") or {}
     if not report:
         return ""
+    from workbench.core.link.c.linker import fallback_note
+
     return (f"compiled {report.get('compiled', 0)} kinds in {report.get('modules_built', 0)} "
-            f"modules, disk hits {report.get('disk_hits', 0)}, "
+            f"modules{fallback_note(report)}, disk hits {report.get('disk_hits', 0)}, "
             f"memory hits {report.get('memory_hits', 0)}; C compile "
             f"{report.get('compile_seconds', 0.0):.2f} s")
 

@@ -574,9 +574,12 @@ def compile_(
                        + (f", {trace_steps} rewrite steps" if trace_steps is not None else "")))
         report = info.get("c")
         if report is not None:
+            from workbench.core.link.c.linker import fallback_note
+
             typer.echo(fit(f"C: {report['c_nodes']} nodes compiled to C, {report['py_nodes']} "
                            f"run in Python; node kinds: {report['compiled']} compiled in "
-                           f"{report.get('modules_built', 0)} module(s), "
+                           f"{report.get('modules_built', 0)} module(s)"
+                           f"{fallback_note(report)}, "
                            f"{report['disk_hits']} disk cache hits, {report['memory_hits']} "
                            f"memory hits; C compilation {report['compile_seconds'] * 1e3:.1f} ms,"
                            f" linking {report['link_seconds'] * 1e3:.1f} ms"))

@@ -398,9 +398,12 @@ def format_profile(stats: ProfileStats, top: int = 15, width: int | None = None)
         for phase, seconds in stats.compile_time.items():
             lines.append(f"  {_ms(seconds)} ms  {phase}")
         if report:
+            from workbench.core.link.c.linker import fallback_note
+
             lines += _named(f"  {_ms(report.get('compile_seconds', 0.0))} ms  ",
                             f"C compilation (node kinds: {report.get('compiled', 0)} compiled "
-                            f"in {report.get('modules_built', 0)} module(s), "
+                            f"in {report.get('modules_built', 0)} module(s)"
+                            f"{fallback_note(report)}, "
                             f"{report.get('disk_hits', 0)} disk cache hits, "
                             f"{report.get('memory_hits', 0)} memory hits)", width)
             lines += _named(f"  {_ms(report.get('link_seconds', 0.0))} ms  ",

@@ -99,6 +99,43 @@ def test_blas_and_lapack_kinds_share_a_bundle(tmp_path):
     np.testing.assert_allclose(got[1], p @ q, rtol=1e-12)
 
 
+def test_kinds_whose_support_embeds_another_kinds_share_a_bundle(tmp_path):
+    # Expm's support is LAPACK's plus its own, QR's per-dtype helpers LAPACK's plus its
+    # own, a Blockwise's holds its core Op's (Dot): each embedded block is guarded, so
+    # one translation unit holds them beside SVD, Solve and Dot (an audit compiled one
+    # kind of every C-implemented op class of the catalogue together this way)
+    from workbench.core.link.c.ops.lapack_base import lapack_available
+    from workbench.core.tensor.linalg.products import Dot
+
+    if not lapack_available():
+        pytest.skip("no LAPACK found here")
+    a, b, y, s = wt.dmatrix("a"), wt.dmatrix("b"), wt.dvector("y"), wt.dtensor3("s")
+    outs = [wt.linalg.expm(a), wt.linalg.svd(a, compute_uv=False), wt.linalg.solve(a, y),
+            wt.linalg.qr(a)[1], wt.dot(a, b), wt.Blockwise(Dot(), "(m,k),(k,n)->(m,n)")(s, s)]
+    graph = [a, b, y, s], outs
+    nodes = wb.function(*graph, linker="py").maker.fgraph.toposort()
+    assert {type(n.op).__name__ for n in nodes} == {"Expm", "SVD", "Solve", "QR", "Dot",
+                                                    "Blockwise"}
+    cache = ModuleCache(tmp_path / "c")
+    _, stats = bundle.node_functions([(n, node_source(n)) for n in nodes], cache, workers=1)
+    assert (stats.compiled, stats.modules_built, stats.bundle_fallbacks) == (6, 1, 0)
+    f = c_function(*graph, cache)
+    assert f.linker.report.memory_hits == 6
+    assert f.linker.report.bundle_fallbacks == 0
+    rng = np.random.default_rng(3)
+    m, n = rng.normal(size=(4, 4)) / 4 + 2 * np.eye(4), rng.normal(size=(4, 3))
+    v, t = rng.normal(size=4), rng.normal(size=(2, 3, 3))
+    got = f(m, n, v, t)
+    w, q = np.linalg.eig(m)
+    np.testing.assert_allclose(got[0], ((q * np.exp(w)) @ np.linalg.inv(q)).real, rtol=1e-10)
+    np.testing.assert_allclose(got[1], np.linalg.svd(m, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(got[2], np.linalg.solve(m, v), rtol=1e-12)
+    np.testing.assert_allclose(np.abs(got[3]), np.abs(np.linalg.qr(m)[1]), rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(got[4], m @ n, rtol=1e-12)
+    np.testing.assert_allclose(got[5], t @ t, rtol=1e-12)
+
+
 def test_plan_groups_kinds_by_flags_balances_them_and_is_deterministic():
     x, w = wt.dmatrix("x"), wt.dmatrix("w")
     outs = [wt.exp(x), wt.log(x), wt.sin(x) + w, wt.dot(x, w), x.sum(), (x * 2).T]
@@ -233,6 +270,14 @@ def test_kinds_whose_c_clashes_fall_back_to_a_module_each(tmp_path, style, monke
     assert [float(v) for v in f(np.float64(5.0))] == [10.0, 15.0]
     assert f.linker.report.compiled == 2
     assert f.linker.report.modules_built == 2  # not one bundle: a module each
+    # the fallback is counted where compile phases are shown, with no warning
+    report = f.linker.report
+    assert report.bundle_fallbacks == 1 and report.as_dict()["bundle_fallbacks"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = str(wb.profile(f, np.float64(5.0), calls=1)).split("Compile time:")[1]
+    assert "in 2 module(s) (1 bundle(s) did not compile as one unit: their kinds " \
+           "compiled a module each), " in text
 
 
 def test_broken_c_in_one_kind_raises_its_own_error(tmp_path, monkeypatch):

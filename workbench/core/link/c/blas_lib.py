@@ -42,11 +42,12 @@ import ctypes
 import ctypes.util
 import functools
 import glob
-import hashlib
 import importlib
 import os
 import re
 from dataclasses import dataclass, field
+
+from workbench.core.link.c.cstring import include_guarded
 
 __all__ = ["BLAS_ENV", "BLAS_FUNCTIONS", "BlasLibrary", "BlasNotFoundError", "find_blas",
            "blas_available", "pkg_config_flags"]
@@ -151,9 +152,7 @@ class BlasLibrary:
                 f"extern {ctype} wb_cblas_{t}dot(wb_blasint n, const {ctype} *x, "
                 f"wb_blasint incx, const {ctype} *y, wb_blasint incy);",
             ]
-        text = "\n".join(lines) + "\n"
-        guard = "WB_BLAS_DECLARATIONS_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-        return f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"
+        return include_guarded("\n".join(lines), "WB_BLAS_DECLARATIONS_") + "\n"
 
 
 def pkg_config_flags(text: str) -> tuple[str, str, bool]:

@@ -7,14 +7,18 @@ Names that come from users (an Op's label, a variable name) do not go into the s
 at all: node functions receive them at run time (see codegen.node_labels) and print
 them through ``%s``. A message's format string is always library text written with
 its conversions; anything variable is an argument.
+
+`include_guarded` is the one include guard for generated C text that several node
+kinds share: a bundle (bundle.py) holding their kinds compiles it once.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 
-__all__ = ["c_string_literal", "label_bytes"]
+__all__ = ["c_string_literal", "include_guarded", "label_bytes"]
 
 # Every byte but printable ASCII less the three characters with a meaning inside a C
 # literal: '"' ends it, '\\' escapes, '?' starts a trigraph ("??/" is a backslash).
@@ -43,3 +47,11 @@ def label_bytes(text: str) -> bytes:
     """`text` as the NUL-free UTF-8 bytes C receives (lone surrogates, which UTF-8
     cannot encode, and NULs are spelled as Python escapes)."""
     return text.replace("\0", "\\0").encode("utf-8", "backslashreplace")
+
+
+def include_guarded(block: str, prefix: str = "WB_BLOCK_") -> str:
+    """`block` under an include guard named `prefix` + the hash of its text: a
+    translation unit holding it several times (a bundle of node kinds whose support
+    code embeds it) compiles it once; different texts never share a guard."""
+    guard = prefix + hashlib.sha256(block.encode()).hexdigest()[:16]
+    return f"#ifndef {guard}\n#define {guard}\n{block}\n#endif"

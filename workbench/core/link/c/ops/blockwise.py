@@ -24,6 +24,7 @@ import numpy as np
 
 from workbench.core.graph.basic import Apply, Constant
 from workbench.core.link.c.codegen import NoCCode, node_parts
+from workbench.core.link.c.cstring import include_guarded
 from workbench.core.link.c.interface import COpAdapter, register_c_op
 from workbench.core.link.c.ops.shape import VIEW_SUPPORT, tensor_dtypes_have_c
 from workbench.core.link.c.types import type_num
@@ -88,9 +89,12 @@ class BlockwiseC(COpAdapter):
         return VIEW_SUPPORT
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
+        """The core Op's C: its support blocks under the guards a bundle gives them
+        (bundle.py), so a bundle holding this kind and one of the core Op's compiles
+        them once."""
         parts = _core_parts(node, name)
-        return "\n".join([*parts.headers, *parts.support, parts.apply_support,
-                          parts.function])
+        blocks = [include_guarded(b) for b in (*parts.support, parts.apply_support) if b]
+        return "\n".join([*parts.headers, *blocks, parts.function])
 
     # what the core Op's C needs to compile and link (BLAS, LAPACK...), forwarded
     def _core_c(self, method: str) -> Any:

@@ -37,7 +37,7 @@ from typing import Any
 
 from workbench.core.link.c.blas_lib import BlasLibrary, find_blas
 from workbench.core.link.c.blas_threads import POLICY_C
-from workbench.core.link.c.cstring import c_string_literal
+from workbench.core.link.c.cstring import c_string_literal, include_guarded
 from workbench.core.link.c.interface import COpAdapter
 from workbench.core.link.c.ops.lapack_solo import solo_c, solo_library
 from workbench.core.tensor.linalg.base import MISMATCH_MESSAGE, SQUARE_MESSAGE
@@ -479,18 +479,23 @@ class LapackC(COpAdapter):
 
     def c_support_code(self) -> str:
         """LAPACK's declarations, the BLAS's (its thread-count functions) and the C
-        linker's BLAS thread policy (blas_threads.py), which every call here follows."""
+        linker's BLAS thread policy (blas_threads.py), which every call here follows.
+        Under an include guard: subclasses add their own support after it (Expm), so a
+        bundle holding their kinds and other LAPACK kinds sees it in two blocks."""
         lib = lapack_library()
-        return _declarations(lib) + lib.declarations() + POLICY_C + _SHARED_C
+        return include_guarded(_declarations(lib) + lib.declarations() + POLICY_C + _SHARED_C,
+                               "WB_LAPACK_SUPPORT_") + "\n"
 
     def c_init_code(self) -> list[str]:
         """Find the thread policy block when the module loads."""
         return ["if (wb_blas_policy_init() < 0) return NULL;", "wb_la_solo_init();"]
 
     def c_support_code_apply(self, node: Any, name: str) -> str:
+        """The helpers of the node's dtype (guarded too: subclasses add theirs after)."""
         lt = DTYPES[str(node.inputs[0].type.dtype)]
-        return _TYPED_C % {"t": lt.t, "ctype": lt.ctype, "rtype": lt.rtype, "conj": lt.conj,
-                           "abs": lt.abs}
+        return include_guarded(_TYPED_C % {"t": lt.t, "ctype": lt.ctype, "rtype": lt.rtype,
+                                           "conj": lt.conj, "abs": lt.abs},
+                               "WB_LAPACK_TYPED_") + "\n"
 
     def c_lib_dirs(self) -> list[str]:
         return [lapack_library().lib_dir]
