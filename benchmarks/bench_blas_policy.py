@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from workbench.core.link.c import blas_threads
 
-    with_policy, _, one_thread = workbench_steps(args.dtype)
+    with_policy, _, _, one_thread = workbench_steps(args.dtype)
     adaptive = blas_threads.SLOTS.index("adaptive")
 
     def threads() -> object:

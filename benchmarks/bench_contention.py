@@ -14,9 +14,9 @@ scheduler has not run yet. The C linker now chooses the thread count per call
 In every phase the implementations take turns, block by block, in one process:
 
 - `workbench c`: the C linker with its thread policy (the default);
-- `workbench c, policy on OpenBLAS's threads`: the same function with its GEMMs on
-  OpenBLAS's threads instead of workbench's pool (the policy before the pool: sizes,
-  caps and back-off as above; `blas_threads.gemm_pool(False)`);
+- `workbench c, GEMMs pooled`: the same function with its large GEMMs cut into panels
+  over workbench's own helper threads (`blas_threads.gemm_pool(True)`; off by default:
+  see the `POOL` note in blas_threads.py);
 - `workbench c, BLAS's threads`: the same function with the policy reduced to what it
   was before issue 22 (every call on the BLAS's own thread count, no back-off, no pool);
 - `workbench c, 1 thread`: the same function capped at one thread (on an idle machine
@@ -93,7 +93,7 @@ def load() -> str:
 
 def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
                                          Callable[[], Any], Callable[[], Any]]:
-    """(the step under the thread policy, the same with its GEMMs on OpenBLAS's threads,
+    """(the step under the thread policy, the same with its large GEMMs pooled,
     the same step on the BLAS's own threads, the same step on one thread)."""
     from wb_bench import mlp as bench_mlp
 
@@ -107,8 +107,8 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
     def with_policy() -> Any:
         return fn(x, labels)
 
-    def openblas_pool() -> Any:
-        with blas_threads.gemm_pool(False):
+    def pooled_gemms() -> Any:
+        with blas_threads.gemm_pool(True):
             return fn(x, labels)
 
     def blas_own_threads() -> Any:
@@ -125,7 +125,7 @@ def workbench_steps(dtype: str) -> tuple[Callable[[], Any], Callable[[], Any],
         finally:
             blas_threads.set_max_threads(cap)
 
-    return with_policy, openblas_pool, blas_own_threads, one_thread
+    return with_policy, pooled_gemms, blas_own_threads, one_thread
 
 
 def jax_step(dtype: str) -> Callable[[], Any] | None:
@@ -196,10 +196,10 @@ def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")
-    with_policy, openblas_pool, own_threads, one_thread = workbench_steps(args.dtype)
+    with_policy, pooled_gemms, own_threads, one_thread = workbench_steps(args.dtype)
     impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
     if not args.no_baseline:
-        impls["workbench c, policy on OpenBLAS's threads"] = openblas_pool
+        impls["workbench c, GEMMs pooled"] = pooled_gemms
         if not args.no_blas_threads:
             impls["workbench c, BLAS's threads"] = own_threads
         impls["workbench c, 1 thread"] = one_thread

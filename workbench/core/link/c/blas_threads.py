@@ -44,7 +44,8 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
      processes' load when the checks were what kept them off, however long the load
      lasted, and within `BACKOFF_MAX` s at worst.
 
-4. a GEMM given n > 1 threads runs on workbench's own (`POOL`, on by default): cut in
+4. with `POOL` on (`gemm_pool(True)`; off by default, see `POOL`), a GEMM given n > 1
+   threads runs on workbench's own: cut in
    about `PANELS_PER_THREAD` x n panels along the longer side of the result, each a
    one-thread BLAS call, shared through an atomic next-panel counter by the caller and
    n - 1 helpers of thread_pool.py. The caller never waits for a helper that has not
@@ -112,8 +113,13 @@ SPARE = 0.5
 #: Seconds between the one-thread calls that refresh a site's estimate.
 RECALIBRATE = 2.0
 #: Whether a GEMM given several threads runs on workbench's own (thread_pool.py, one
-#: one-thread BLAS call per panel) rather than OpenBLAS's.
-POOL = True
+#: one-thread BLAS call per panel) rather than OpenBLAS's. Off by default: measured idle
+#: at the end of issue 22's session (2 cores, float32 MLP step), a step that follows a
+#: NumPy `a @ a` (OpenBLAS's helpers spin on the other core after it) took 0.97 ms pooled
+#: vs 0.52 ms on OpenBLAS's threads (the pool's helper waits for the core: one thread's
+#: speed); alone 0.55 vs 0.51; with a spinning process per core 1.80 vs 2.20 ms (one
+#: thread 1.86). The pool helps only under contention and costs in the common mixed case.
+POOL = False
 #: Panels a pooled GEMM is cut into per thread it is given: more let the caller take over
 #: a larger share when a helper is late; each repacks the operand it does not split
 #: (measured one thread, 128x784x256 float32: 2 per thread +4%, 4 per thread +14%).
