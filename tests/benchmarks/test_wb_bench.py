@@ -556,3 +556,13 @@ def test_contention_slowdown_is_against_the_quieter_idle_phase():
               "idle again": {"x": [30.0] * 2}}
     assert bench_contention.slowdown(phases, "x") == 20.0
     assert bench_contention.idle_spread(phases, "x") == 30.0
+
+
+def test_bench_blas_policy_runs_its_three_implementations(capsys):
+    # it unpacks bench_contention.workbench_steps: a change of that tuple broke it once
+    import bench_blas_policy
+
+    assert bench_blas_policy.main(["--seconds", "0.2", "--block", "2"]) == 0
+    table = capsys.readouterr().out
+    for name in ("| all | policy |", "| all | threads |", "| all | 1 thread |"):
+        assert name in table
