@@ -162,7 +162,8 @@ def test_back_offs_in_quick_succession_double_up_to_the_most(logic):
     expected = low
     for _ in range(12):  # the spare-core check says yes, but threads are slow again
         now = p["busy_until"]
-        p.judge("backoff", now - 1e-3, wall=1e-3, cpu=1e-3)  # the back-off's calls measure
+        if p.plan(now - 1e-3) == "calibrate":  # a long back-off: one call measures again
+            p.judge("calibrate", now - 1e-3, wall=1e-3, cpu=1e-3)
         assert p.plan(now) == "ask"
         assert p.answer(1.0, now=now) == "threaded"
         p.busy(now + 2e-3)
@@ -255,14 +256,24 @@ def test_unknown_spare_cores_try_threads(logic):
     assert p.answer(-1.0, now=p["busy_until"]) == "threaded"
 
 
-def test_one_thread_calls_keep_the_estimate_faster_at_once_slower_by_a_quarter(logic):
+def test_calibrating_calls_keep_the_estimate_faster_at_once_slower_by_a_quarter(logic):
     p = Policy(logic).calibrated(2e-3, now=1.0)
-    p.busy(1.5)  # back off; its one-thread calls measure too
-    assert p.plan(1.55) == "backoff"
-    p.judge("backoff", 1.55, wall=5e-3, cpu=1e-3)  # preempted: the CPU time counts, not the wall
-    assert p.site.rate == pytest.approx(1e-3 / WORK) and p.site.measured == 1.55
-    p.judge("backoff", 1.56, wall=2e-3, cpu=2e-3)
+    now = 1.0 + p["recalibrate"]
+    assert p.plan(now) == "calibrate"
+    p.judge("calibrate", now, wall=5e-3, cpu=1e-3)  # preempted: the CPU time counts, not the wall
+    assert p.site.rate == pytest.approx(1e-3 / WORK) and p.site.measured == now
+    p.judge("calibrate", now + 0.01, wall=2e-3, cpu=2e-3)
     assert p.site.rate == pytest.approx(1.25e-3 / WORK)
+
+
+def test_a_back_offs_calls_leave_the_estimate_alone(logic):
+    # they read no clock (each read of the thread's CPU clock can cost the caller its core
+    # under contention): the estimate stays the calibrating call's
+    p = Policy(logic).calibrated(2e-3, now=1.0)
+    p.busy(1.5)
+    assert p.plan(1.55) == "backoff"
+    assert not p.judge("backoff", 1.55, wall=5e-3, cpu=1e-3)
+    assert p.site.rate == pytest.approx(2e-3 / WORK) and p.site.measured == 1.0
 
 
 def test_the_estimate_is_measured_again_after_recalibrate_seconds(logic):

@@ -24,10 +24,11 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
 2. one thread per `WORK_PER_THREAD` multiply-adds: small products run on the calling
    thread alone, where waking a helper costs more than it saves;
 3. adaptive (on by default): every call site keeps an estimate of its one-thread time
-   (seconds per multiply-add, from the calling thread's CPU time of its one-thread
-   calls: preemption does not inflate it; re-measured by one one-thread call every
-   `RECALIBRATE` s). A call on n > 1 threads whose wall time exceeds `SOLO_RATIO` x that
-   estimate is slow (on an idle machine two threads take ~0.6 of it);
+   (seconds per multiply-add, from the calling thread's CPU time of one one-thread call:
+   preemption does not inflate it; measured again by one such call every `RECALIBRATE`
+   s, and only by those: see "the thread's CPU clock" below). A call on n > 1 threads
+   whose wall time exceeds `SOLO_RATIO` x that estimate is slow (on an idle machine two
+   threads take ~0.6 of it);
    - evidence, not one call: a lone slow call is noise (a page fault, a timer tick, a
      short burst of another process, helpers woken after a back-off) and is forgiven
      (`forgiven_events()`); a slow call that comes within `EVIDENCE` threaded calls of
@@ -59,6 +60,16 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    3.5-6.1 ms on one thread, interleaved in one process (JAX jit 1.2-4.2 ms); with the
    other core free, 0.54-0.57 ms (OpenBLAS's threads 0.53).
    `last_worked_threads()` says how many threads computed a panel.
+
+The thread's CPU clock: only the calibrating calls read it (the back-off's one-thread
+calls read no clock at all). On Linux, reading CLOCK_THREAD_CPUTIME_ID brings the
+scheduler's account of the thread up to date (update_curr), and a thread that has used up its time
+slice is then preempted at once, where another process's thread runs on to the next
+tick. Measured under issue 22's contention (bench_contention.py's MLP step, a spinning
+process per core, 2 cores, 6 s each): while the back-off read it twice per GEMM, the
+calling thread got 335-356 of 600 ticks of CPU (1.49-1.67 ms per step); on one thread
+without the reads, 391-409 ticks (1.28-1.36 ms); twelve reads per step from Python
+(`time.thread_time()`) cost the same 7-13%.
 
 Why not the process CPU time of the threaded call (the first version of this module):
 Linux adds a running thread's CPU time to its process only at a scheduler tick, so the
@@ -391,8 +402,9 @@ WB_BLAS_LOGIC int wb_blas_answer(volatile double *p, int threads, double spare, 
 }
 
 /* After a call run in `mode` on `work` units: `wall` seconds, `cpu` the calling thread's
-   CPU seconds (one-thread modes). Returns 1 when the call found the machine busy (a
-   back-off began: the caller notes the time the cores spent from then on). */
+   CPU seconds (a calibrating call; a back-off's calls are not judged). Returns 1 when
+   the call found the machine busy (a back-off began: the caller notes the time the
+   cores spent from then on). */
 WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, double work,
                                 double wall, double cpu, double now) {
   if (mode == WB_RUN_THREADED) {
@@ -409,7 +421,7 @@ WB_BLAS_LOGIC int wb_blas_judge(volatile double *p, wb_blas_site *s, int mode, d
     p[WB_BP_SINCE_SLOW] += 1;
     p[WB_BP_CALM] += 1;
     if (p[WB_BP_CALM] >= p[WB_BP_EVIDENCE]) p[WB_BP_BACKOFF] = 0;  /* length forgotten */
-  } else if ((mode == WB_RUN_CALIBRATE || mode == WB_RUN_BACKOFF) && work > 0 && cpu > 0) {
+  } else if (mode == WB_RUN_CALIBRATE && work > 0 && cpu > 0) {
     /* CPU time is only ever inflated (cold caches, page faults): a faster measurement is
        taken at once, a slower one a quarter of the way */
     const double rate = cpu / work;
@@ -616,8 +628,11 @@ static void wb_blas_begin_pooled(wb_blas_call *c, wb_blas_site *site, double wor
   p[WB_BP_LAST] = n;
   if (c->blas != c->previous) wb_blas_set_threads(c->blas);
   if (c->mode != WB_RUN_SOLO) {
-    if (c->mode != WB_RUN_THREADED) c->cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID);
-    c->start = wb_blas_clock(CLOCK_MONOTONIC);
+    /* only a calibrating call reads the thread's CPU clock (see "the thread's CPU clock"
+       in blas_threads.py: each read can cost the caller its core under contention); a
+       back-off's call reads none: nothing judges it */
+    if (c->mode == WB_RUN_CALIBRATE) c->cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID);
+    if (c->mode != WB_RUN_BACKOFF) c->start = wb_blas_clock(CLOCK_MONOTONIC);
   }
 }
 
@@ -630,10 +645,10 @@ static void wb_blas_begin(wb_blas_call *c, wb_blas_site *site, double work) {
    BLAS's count. */
 static void wb_blas_end(wb_blas_call *c) {
   volatile double *p = wb_blas_policy;
-  if (c->mode != WB_RUN_SOLO) {
+  if (c->mode == WB_RUN_THREADED || c->mode == WB_RUN_CALIBRATE) {
     const double now = wb_blas_clock(CLOCK_MONOTONIC);
-    const double cpu = c->mode == WB_RUN_THREADED ? 0
-        : wb_blas_clock(CLOCK_THREAD_CPUTIME_ID) - c->cpu;
+    const double cpu = c->mode == WB_RUN_CALIBRATE
+        ? wb_blas_clock(CLOCK_THREAD_CPUTIME_ID) - c->cpu : 0;
     if (wb_blas_judge(p, c->site, c->mode, c->work, now - c->start, cpu, now))
       wb_blas_spare_since(p, now);
   }
