@@ -11,7 +11,13 @@ scheduler has not run yet. The C linker now chooses the thread count per call
    by itself after `--seconds` (and is killed when the phase ends);
 3. idle again (a load spike in phase 1 shows up as a difference between 1 and 3).
 
-In every phase the implementations take turns, block by block, in one process:
+Each implementation runs alone, in a fresh process of its own, the three phases one after
+the other, and the next implementation after it (the default). With `--together` they
+take turns, block by block, in one process instead: drift of the machine's load then
+falls on all alike, but what one leaves running takes cores from the next (after the
+`BLAS's threads` row, OpenBLAS's workers spin on for ~0.1 s; XLA's too), which measured
+the policy's busy steps at 1.6-2.0 ms mean against 1.3-1.4 ms alone, and the BLAS's
+threads at 13-33x against 3x alone. The implementations:
 
 - `workbench c`: the C linker with its thread policy (the default);
 - `workbench c, GEMMs pooled`: the same function with its large GEMMs cut into panels
@@ -24,8 +30,9 @@ In every phase the implementations take turns, block by block, in one process:
 - `jax jit` (if `import jax` works): `value_and_grad`, donated buffers.
 
 On a machine other people load, the `BLAS's threads` row's spinning workers slow down
-whatever runs after it (its steps took 46-99 ms at load 4-5 on the 2-core dev machine):
-leave it out with `--no-blas-threads` to compare the others.
+whatever runs beside it (its steps took 46-99 ms at load 4-5 on the 2-core dev machine):
+leave it out with `--no-blas-threads` to compare the others. `--coretype auto` runs
+OpenBLAS's kernels for this CPU, as `benchmarks/run.py --coretype auto` does.
 
 Each row gives the mean and median milliseconds per step and the slowdown busy/idle of
 the mean (the mean, because what a busy machine adds is a long tail of slow calls),
@@ -37,11 +44,13 @@ Workbench's background -O3 builds are waited for first
 
     python benchmarks/bench_contention.py                  # float32, 4 s per phase
     python benchmarks/bench_contention.py --dtype float64 --seconds 8
+    python benchmarks/bench_contention.py --together --no-blas-threads
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -56,6 +65,8 @@ ROOT = Path(__file__).resolve().parents[1]
 for path in (str(ROOT), str(ROOT / "benchmarks")):  # workbench, and wb_bench
     if path not in sys.path:
         sys.path.insert(0, path)
+
+from wb_bench.threads import apply_coretype, check_coretype  # noqa: E402
 
 #: the background load: a Python loop that ends by itself at a deadline
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
@@ -76,7 +87,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-blas-threads", action="store_true",
                         help="do not time the step on the BLAS's own threads (keeps the "
                              "other baselines)")
+    parser.add_argument("--together", action="store_true",
+                        help="time the implementations taking turns in one process (their "
+                             "spinning workers then take cores from each other) instead of "
+                             "each alone in a fresh process")
+    parser.add_argument("--coretype", default=None, metavar="NAME|auto",
+                        help="OPENBLAS_CORETYPE for this run, as benchmarks/run.py takes it "
+                             "('auto': this CPU's own kernels); default: the environment's")
+    parser.add_argument("--child", default=None, choices=IMPLEMENTATIONS,
+                        help=argparse.SUPPRESS)  # one implementation's phases, as JSON
     args = parser.parse_args(argv)
+    if args.coretype is not None:
+        try:
+            check_coretype(args.coretype)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.seconds <= 0 or args.block < 1:
         parser.error("--seconds must be > 0 and --block >= 1")
     return args
@@ -193,55 +218,153 @@ def stop_load(procs: list[subprocess.Popen[bytes]]) -> None:
         proc.wait()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    warnings.filterwarnings("ignore")
-    with_policy, pooled_gemms, own_threads, one_thread = workbench_steps(args.dtype)
-    impls: dict[str, Callable[[], Any]] = {"workbench c": with_policy}
-    if not args.no_baseline:
-        impls["workbench c, GEMMs pooled"] = pooled_gemms
-        if not args.no_blas_threads:
-            impls["workbench c, BLAS's threads"] = own_threads
-        impls["workbench c, 1 thread"] = one_thread
-    jax_call = None if args.no_jax else jax_step(args.dtype)
-    if jax_call is not None:
-        impls["jax jit"] = jax_call
-    from wb_bench.threads import coretype_banner
+#: The implementations in the order they are timed and printed.
+IMPLEMENTATIONS = ("workbench c", "workbench c, GEMMs pooled", "workbench c, BLAS's threads",
+                   "workbench c, 1 thread", "jax jit")
 
+
+def implementation_names(args: argparse.Namespace) -> list[str]:
+    """The implementations this run times (the command line leaves some out)."""
+    left_out = set()
+    if args.no_baseline:
+        left_out |= {"workbench c, GEMMs pooled", "workbench c, BLAS's threads",
+                     "workbench c, 1 thread"}
+    if args.no_blas_threads:
+        left_out.add("workbench c, BLAS's threads")
+    if args.no_jax:
+        left_out.add("jax jit")
+    return [name for name in IMPLEMENTATIONS if name not in left_out]
+
+
+def build(names: list[str], dtype: str) -> dict[str, Callable[[], Any]]:
+    """The step of each implementation named (JAX's left out when it does not import)."""
+    impls: dict[str, Callable[[], Any]] = {}
+    if any(name.startswith("workbench") for name in names):
+        steps = dict(zip(IMPLEMENTATIONS[:4], workbench_steps(dtype), strict=True))
+        impls.update((name, steps[name]) for name in names if name in steps)
+    if "jax jit" in names:
+        jax_call = jax_step(dtype)
+        if jax_call is not None:
+            impls["jax jit"] = jax_call
+    return impls
+
+
+#: What a run measured: per phase, per implementation, the seconds of each step; per
+#: phase, the machine's load; per phase, workbench's policy events (a line of text).
+Measured = tuple[dict[str, dict[str, list[float]]], dict[str, str], dict[str, str]]
+
+
+def measure_phases(impls: dict[str, Callable[[], Any]], seconds: float, block: int
+                   ) -> Measured:
+    """The three phases (idle, busy: one spinning process per core, idle again), the
+    implementations taking turns `block` steps at a time in each."""
     from workbench.core.link.c import blas_threads
 
-    print(f"MLP step 784-256-10 batch 128 {args.dtype}; {cores()} cores; "
-          f"{args.seconds:g} s per phase, turns of {args.block} steps; workbench's "
-          f"final -O3 code (background builds waited for)", flush=True)
-    print(coretype_banner(), flush=True)
     phases: dict[str, dict[str, list[float]]] = {}
     loads: dict[str, str] = {}
-    events: dict[str, int] = {}
+    events: dict[str, str] = {}
     for phase in ("idle", "busy", "idle again"):
-        before = blas_threads.busy_events()
-        still_before = blas_threads.still_busy_events()
-        forgiven_before = blas_threads.forgiven_events()
-        procs = start_load(args.seconds + 5) if phase == "busy" else []
+        before = (blas_threads.busy_events(), blas_threads.forgiven_events(),
+                  blas_threads.still_busy_events())
+        procs = start_load(seconds + 5) if phase == "busy" else []
         try:
             if procs:
                 time.sleep(0.5)  # let the spinners start
             loads[phase] = load()
-            phases[phase] = run_phase(impls, args.seconds, args.block)
+            phases[phase] = run_phase(impls, seconds, block)
         finally:
             stop_load(procs)
-        events[phase] = blas_threads.busy_events() - before
-        still = blas_threads.still_busy_events() - still_before
-        forgiven = blas_threads.forgiven_events() - forgiven_before
-        print(f"[{phase}: {loads[phase]}; workbench: {events[phase]} back-off(s) begun (a "
-              f"second slow threaded call), {forgiven} lone slow call(s) forgiven, {still} "
-              f"check(s) at a back-off's end found no spare core]", file=sys.stderr,
-              flush=True)
+        busy, forgiven, still = (
+            after - earlier for after, earlier in zip(
+                (blas_threads.busy_events(), blas_threads.forgiven_events(),
+                 blas_threads.still_busy_events()), before, strict=True))
+        events[phase] = (f"{busy} back-off(s) begun (a second slow threaded call), "
+                         f"{forgiven} lone slow call(s) forgiven, {still} check(s) at a "
+                         f"back-off's end found no spare core")
+    return phases, loads, events
+
+
+def measure_alone(names: list[str], args: argparse.Namespace) -> Measured:
+    """Each implementation in a fresh process of its own (`--child NAME`), one after the
+    other: nothing another implementation leaves running (OpenBLAS's or XLA's spinning
+    workers) takes a core from it. The loads are keyed by implementation."""
+    phases: dict[str, dict[str, list[float]]] = {p: {} for p in PHASES}
+    loads: dict[str, str] = {}
+    events: dict[str, str] = {}
+    for name in names:
+        command = [sys.executable, str(Path(__file__).resolve()), "--child", name,
+                   "--dtype", args.dtype, "--seconds", str(args.seconds),
+                   "--block", str(args.block)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        result = next((line[len(RESULT):] for line in done.stdout.splitlines()
+                       if line.startswith(RESULT)), None)
+        if done.returncode != 0 or result is None:
+            print(f"[{name}: its process failed (exit {done.returncode}): "
+                  f"{done.stderr.strip().splitlines()[-1:] or ''}]", file=sys.stderr)
+            continue
+        child = json.loads(result)
+        if not child["phases"]:
+            print(f"[{name}: not available in this environment]", file=sys.stderr)
+            continue
+        for phase in PHASES:
+            phases[phase][name] = child["phases"][phase][name]
+        loads[name] = ", ".join(f"{phase} {child['loads'][phase]}" for phase in PHASES)
+        if name == "workbench c":
+            events = child["events"]
+    return phases, loads, events
+
+
+#: The prefix of the line a `--child` process prints its measurements on (JSON).
+RESULT = "RESULT "
+#: The phases, in order.
+PHASES = ("idle", "busy", "idle again")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    apply_coretype(args.coretype, os.environ)  # before NumPy loads OpenBLAS (children too)
+    warnings.filterwarnings("ignore")
+    names = implementation_names(args)
+    if args.child:
+        impls = build([args.child], args.dtype)
+        measured = measure_phases(impls, args.seconds, args.block) if impls else ({}, {}, {})
+        print(RESULT + json.dumps(dict(zip(("phases", "loads", "events"), measured,
+                                           strict=True))))
+        return 0
+    from wb_bench.threads import coretype_banner
+
+    how = ("the implementations taking turns in one process" if args.together else
+           "each implementation alone in a fresh process, one after the other")
+    print(f"MLP step 784-256-10 batch 128 {args.dtype}; {cores()} cores; "
+          f"{args.seconds:g} s per phase, turns of {args.block} steps; {how}; workbench's "
+          f"final -O3 code (background builds waited for)", flush=True)
+    print(coretype_banner(), flush=True)
+    if args.together:
+        phases, loads, events = measure_phases(build(names, args.dtype), args.seconds,
+                                               args.block)
+        names = [name for name in names if name in phases["idle"]]
+    else:
+        phases, loads, events = measure_alone(names, args)
+        names = [name for name in names if name in phases["idle"]]
+    for phase, line in events.items():
+        print(f"[{phase}: workbench c: {line}]", file=sys.stderr, flush=True)
+    print_table(phases, names)
+    print("idle = the quieter of the two idle phases (mean per step). The machine's load "
+          "(1-minute average, tasks running):")
+    for key, text in loads.items():
+        print(f"- {key}: {text}")
+    return 0
+
+
+def print_table(phases: dict[str, dict[str, list[float]]], names: list[str]) -> None:
+    """The table of every implementation's phases, the summary line of slowdowns, and a
+    warning when an implementation's two idle phases differ."""
     print()
     print("| implementation | phase | steps | mean ms | median ms | p90 ms | slowdown "
           "(mean busy / mean of the quieter idle phase) |")
     print("|---|---|---|---|---|---|---|")
-    for name in impls:
-        for phase in ("idle", "busy", "idle again"):
+    for name in names:
+        for phase in PHASES:
             t = phases[phase][name]
             mean = statistics.fmean(t)
             p90 = sorted(t)[int(0.9 * (len(t) - 1))]
@@ -250,16 +373,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{statistics.median(t) * 1e3:.3f} | {p90 * 1e3:.3f} | {slow} |")
     print()
     print("slowdown busy/idle (mean): " + ", ".join(
-        f"{name} {slowdown(phases, name):.2f}x" for name in impls)
+        f"{name} {slowdown(phases, name):.2f}x" for name in names)
         + " (issue 22: workbench c at most 3x, beside JAX's)")
-    uneven = [f"{name} {idle_spread(phases, name):.1f}x" for name in impls
+    uneven = [f"{name} {idle_spread(phases, name):.1f}x" for name in names
               if idle_spread(phases, name) > IDLE_SPREAD]
     if uneven:
         print("warning: the two idle phases differ (" + ", ".join(uneven) + "): the machine "
               "was not idle in one of them; rerun on a quieter machine")
-    print("idle = the quieter of the two idle phases (mean per step); "
-          + "; ".join(f"{p}: {loads[p]}" for p in loads))
-    return 0
 
 
 def slowdown(phases: dict[str, dict[str, list[float]]], name: str) -> float:

@@ -566,3 +566,19 @@ def test_bench_blas_policy_runs_its_three_implementations(capsys):
     table = capsys.readouterr().out
     for name in ("| all | policy |", "| all | threads |", "| all | 1 thread |"):
         assert name in table
+
+
+def test_contention_times_each_implementation_alone_in_a_process_of_its_own(capsys):
+    # the default: a fresh process per implementation, so that no implementation's
+    # spinning workers take cores from the next one; the child reports its phases as JSON
+    import bench_contention
+
+    argv = ["--seconds", "0.05", "--block", "1", "--no-jax", "--no-baseline"]
+    assert bench_contention.implementation_names(bench_contention.parse_args(argv)) == [
+        "workbench c"]
+    assert bench_contention.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "each implementation alone in a fresh process" in out
+    for phase in ("idle", "busy", "idle again"):
+        assert f"| workbench c | {phase} |" in out
+    assert "slowdown busy/idle (mean): workbench c " in out
