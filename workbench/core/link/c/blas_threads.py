@@ -129,7 +129,12 @@ RECALIBRATE = 2.0
 #: NumPy `a @ a` (OpenBLAS's helpers spin on the other core after it) took 0.97 ms pooled
 #: vs 0.52 ms on OpenBLAS's threads (the pool's helper waits for the core: one thread's
 #: speed); alone 0.55 vs 0.51; with a spinning process per core 1.80 vs 2.20 ms (one
-#: thread 1.86). The pool helps only under contention and costs in the common mixed case.
+#: thread 1.86), the steps of several implementations taking turns in one process. Each
+#: alone in a fresh process (bench_contention.py's default since), with a spinning process
+#: per core, the pooled step's mean was 1.79 ms against the policy's 1.36 ms and one
+#: thread's 1.33 ms: a helper the scheduler preempts in the middle of a panel holds the
+#: caller, which waits for the panels started, until it runs again. The pool costs in the
+#: common mixed case and gains nothing under contention.
 POOL = False
 #: Panels a pooled GEMM is cut into per thread it is given: more let the caller take over
 #: a larger share when a helper is late; each repacks the operand it does not split
