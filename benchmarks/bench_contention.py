@@ -17,7 +17,7 @@ take turns, block by block, in one process instead: drift of the machine's load 
 falls on all alike, but what one leaves running takes cores from the next (after the
 `BLAS's threads` row, OpenBLAS's workers spin on for ~0.1 s; XLA's too), which measured
 the policy's busy steps at 1.6-2.0 ms mean against 1.3-1.4 ms alone, and the BLAS's
-threads at 13-33x against 3x alone. The implementations:
+threads at 13-33x against 3.7-3.9x alone. The implementations:
 
 - `workbench c`: the C linker with its thread policy (the default);
 - `workbench c, GEMMs pooled`: the same function with its large GEMMs cut into panels
@@ -263,9 +263,12 @@ def measure_phases(impls: dict[str, Callable[[], Any]], seconds: float, block: i
     phases: dict[str, dict[str, list[float]]] = {}
     loads: dict[str, str] = {}
     events: dict[str, str] = {}
-    for phase in ("idle", "busy", "idle again"):
-        before = (blas_threads.busy_events(), blas_threads.forgiven_events(),
-                  blas_threads.still_busy_events())
+    def counts() -> tuple[int, int, int]:
+        return (blas_threads.busy_events(), blas_threads.forgiven_events(),
+                blas_threads.still_busy_events())
+
+    for phase in PHASES:
+        before = counts()
         procs = start_load(seconds + 5) if phase == "busy" else []
         try:
             if procs:
@@ -274,10 +277,8 @@ def measure_phases(impls: dict[str, Callable[[], Any]], seconds: float, block: i
             phases[phase] = run_phase(impls, seconds, block)
         finally:
             stop_load(procs)
-        busy, forgiven, still = (
-            after - earlier for after, earlier in zip(
-                (blas_threads.busy_events(), blas_threads.forgiven_events(),
-                 blas_threads.still_busy_events()), before, strict=True))
+        busy, forgiven, still = (after - earlier
+                                 for after, earlier in zip(counts(), before, strict=True))
         events[phase] = (f"{busy} back-off(s) begun (a second slow threaded call), "
                          f"{forgiven} lone slow call(s) forgiven, {still} check(s) at a "
                          f"back-off's end found no spare core")
@@ -299,8 +300,9 @@ def measure_alone(names: list[str], args: argparse.Namespace) -> Measured:
         result = next((line[len(RESULT):] for line in done.stdout.splitlines()
                        if line.startswith(RESULT)), None)
         if done.returncode != 0 or result is None:
-            print(f"[{name}: its process failed (exit {done.returncode}): "
-                  f"{done.stderr.strip().splitlines()[-1:] or ''}]", file=sys.stderr)
+            last = (done.stderr.strip().splitlines() or [""])[-1]
+            print(f"[{name}: its process failed (exit {done.returncode}): {last}]",
+                  file=sys.stderr)
             continue
         child = json.loads(result)
         if not child["phases"]:
@@ -324,7 +326,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     apply_coretype(args.coretype, os.environ)  # before NumPy loads OpenBLAS (children too)
     warnings.filterwarnings("ignore")
-    names = implementation_names(args)
     if args.child:
         impls = build([args.child], args.dtype)
         measured = measure_phases(impls, args.seconds, args.block) if impls else ({}, {}, {})
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from wb_bench.threads import coretype_banner
 
+    names = implementation_names(args)
     how = ("the implementations taking turns in one process" if args.together else
            "each implementation alone in a fresh process, one after the other")
     print(f"MLP step 784-256-10 batch 128 {args.dtype}; {cores()} cores; "
@@ -342,10 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.together:
         phases, loads, events = measure_phases(build(names, args.dtype), args.seconds,
                                                args.block)
-        names = [name for name in names if name in phases["idle"]]
     else:
         phases, loads, events = measure_alone(names, args)
-        names = [name for name in names if name in phases["idle"]]
+    names = [name for name in names if name in phases["idle"]]  # those that ran
     for phase, line in events.items():
         print(f"[{phase}: workbench c: {line}]", file=sys.stderr, flush=True)
     print_table(phases, names)
