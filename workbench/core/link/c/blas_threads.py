@@ -62,9 +62,10 @@ itself (the generated code of ops/blas.py and ops/lapack_base.py, `POLICY_C` bel
    `last_worked_threads()` says how many threads computed a panel.
 
 The thread's CPU clock: only the calibrating calls read it (the back-off's one-thread
-calls read no clock at all). On Linux, reading CLOCK_THREAD_CPUTIME_ID brings the
-scheduler's account of the thread up to date (update_curr), and a thread that has used up its time
-slice is then preempted at once, where another process's thread runs on to the next
+calls read no clock at all). Reading CLOCK_THREAD_CPUTIME_ID cost the caller its share
+of a contended core; the likely cause (read from the kernel's code, not traced): the read
+brings the scheduler's account of the thread up to date (update_curr), so a thread past
+its time slice is preempted at once, where another process's thread runs on to the next
 tick. Measured under issue 22's contention (bench_contention.py's MLP step, a spinning
 process per core, 2 cores, 6 s each): while the back-off read it twice per GEMM, the
 calling thread got 335-356 of 600 ticks of CPU (1.49-1.67 ms per step); on one thread
@@ -632,12 +633,12 @@ static void wb_blas_begin_pooled(wb_blas_call *c, wb_blas_site *site, double wor
   c->blas = c->pooled ? 1 : n;
   p[WB_BP_LAST] = n;
   if (c->blas != c->previous) wb_blas_set_threads(c->blas);
-  if (c->mode != WB_RUN_SOLO) {
-    /* only a calibrating call reads the thread's CPU clock (see "the thread's CPU clock"
-       in blas_threads.py: each read can cost the caller its core under contention); a
-       back-off's call reads none: nothing judges it */
+  /* the calls judged after (wb_blas_end) note their start; only a calibrating call reads
+     the thread's CPU clock (see "the thread's CPU clock" in blas_threads.py: each read can
+     cost the caller its core under contention), and a back-off's call reads no clock */
+  if (c->mode == WB_RUN_THREADED || c->mode == WB_RUN_CALIBRATE) {
     if (c->mode == WB_RUN_CALIBRATE) c->cpu = wb_blas_clock(CLOCK_THREAD_CPUTIME_ID);
-    if (c->mode != WB_RUN_BACKOFF) c->start = wb_blas_clock(CLOCK_MONOTONIC);
+    c->start = wb_blas_clock(CLOCK_MONOTONIC);
   }
 }
 
